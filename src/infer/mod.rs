@@ -1,0 +1,116 @@
+//! Inference methods: turn a [`LogDensity`] into a [`Posterior`].
+//!
+//! One trait, [`Method`], one file per method, and a registry by name (`registry.rs`).
+//! Shared machinery is written once: the fixed-sample Monte Carlo objective
+//! (`objective.rs`), the optimisers L-BFGS and SCG (`optim.rs`), Laplace initialisation and
+//! Gaussian algebra. Every method gets its randomness passed in and is deterministic for a
+//! given generator state.
+
+use crate::density::LogDensity;
+use crate::diagnostic::Diagnostic;
+use crate::posterior::{IterRecord, Posterior};
+use crate::syntax::span::Span;
+use miette::NamedSource;
+use rand::RngCore;
+
+/// A value given to an `infer` key, in the model's `infer` block or by `--set key=value`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    /// An integer literal.
+    Int(i64),
+    /// A real literal.
+    Real(f64),
+    /// A bare word (`mvi_lr`, `lbfgs`, `true`, `false`).
+    Ident(String),
+    /// A list of lists of names (`blocks = [[w], [sigma, tau]]`).
+    Blocks(Vec<Vec<String>>),
+}
+
+/// One `key = value` entry with where it was written.
+#[derive(Debug, Clone)]
+pub struct InferOption {
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: OptionValue,
+    /// Where the value stands in `source` (the model file or the command line), if known.
+    pub span: Option<Span>,
+}
+
+/// All `infer` options of a run: the model's `infer` block with command-line overrides applied.
+#[derive(Debug, Clone)]
+pub struct InferOptions {
+    /// The entries; a later entry with the same key overrides an earlier one.
+    pub entries: Vec<InferOption>,
+    /// The text the spans point into.
+    pub source: NamedSource<String>,
+}
+
+/// Per-iteration progress from a running method: feeds the progress line, the trace plot and
+/// tests. Returning `false` from [`Observer::iteration`] asks the method to stop early
+/// (Ctrl-C); it then returns what it has, with `converged = false` and a note.
+pub trait Observer {
+    /// Called once per optimiser iteration (or pmfvb sweep).
+    fn iteration(&mut self, record: &IterRecord) -> bool;
+    /// Called when a method moves to a new phase ("laplace", "split 2 of 4", ...).
+    fn phase(&mut self, _name: &str) {}
+}
+
+/// An observer that ignores everything and never stops a run.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn iteration(&mut self, _record: &IterRecord) -> bool {
+        true
+    }
+}
+
+/// Numerical failures inside a method. The CLI turns these into a [`Diagnostic`] with a
+/// suggestion.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The Hessian at the mode is not negative definite.
+    #[error("Hessian at the mode is not negative definite (largest eigenvalue {max_eig:.3e})")]
+    NotNegativeDefinite {
+        /// Largest eigenvalue of H.
+        max_eig: f64,
+    },
+    /// The objective or its gradient became non-finite at the starting point.
+    #[error("the log density is not finite at the starting point ({value})")]
+    NonFiniteStart {
+        /// The value found.
+        value: f64,
+    },
+    /// The method cannot handle this model.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// An inference method: turns a log density into an approximate posterior.
+pub trait Method {
+    /// Registry name; the same string `infer { method = … }` and `--method` accept.
+    fn name(&self) -> &'static str;
+
+    /// Reject models this method cannot handle, before any work starts.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] with the reason.
+    fn supports(&self, _model: &dyn LogDensity) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Fit the approximation. Deterministic for a given `rng` state.
+    ///
+    /// # Errors
+    /// A numerical failure the user can act on (see [`Error`]).
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error>;
+}
+
+/// Build a method by name from the options; validates that method's keys.
+pub type BuildFn = fn(&InferOptions) -> Result<Box<dyn Method>, Diagnostic>;

@@ -1,0 +1,14 @@
+//! `mvi`: a probabilistic programming language for fast approximate Bayesian inference.
+//!
+//! The pipeline, one stage per module, data moving only forward:
+//! `.mvi` text → [`syntax`] (AST) → [`check`] + [`data`] (typed model with bound data) →
+//! [`graph`] (log-joint graph, batched evaluation) with [`autodiff`] (gradients, Hessians) and
+//! [`dist`] (densities) → [`infer`] (methods) → [`posterior`] → [`report`].
+#![warn(missing_docs)]
+#![warn(clippy::float_cmp)]
+
+pub mod density;
+pub mod diagnostic;
+pub mod infer;
+pub mod posterior;
+pub mod syntax;

@@ -1,0 +1,3 @@
+//! The `mvi` command-line program.
+
+fn main() {}

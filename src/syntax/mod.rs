@@ -1,0 +1,3 @@
+//! Parsing `.mvi` text into an AST with byte spans on every node.
+
+pub mod span;
