@@ -1,3 +1,4 @@
 //! Parsing `.mvi` text into an AST with byte spans on every node.
 
+pub mod ast;
 pub mod span;
