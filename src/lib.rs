@@ -9,6 +9,9 @@
 
 pub mod density;
 pub mod diagnostic;
+pub mod fsutil;
 pub mod infer;
 pub mod posterior;
+pub mod progress;
+pub mod report;
 pub mod syntax;

@@ -1,0 +1,205 @@
+//! The summary printed by `mvi run`, as plain text or as one JSON object (`--json`).
+//!
+//! Input: a [`FitReport`]. Output: a `String` with fixed-precision numbers, so the same
+//! report always renders to the same bytes (snapshot tests rely on this).
+
+use super::{json, FitReport, PredictMetric};
+use std::fmt::Write;
+
+/// k̂ above this means the approximation is not reliable (Stan's PSIS reading).
+pub const KHAT_THRESHOLD: f64 = 0.7;
+
+/// The text summary: header, per-parameter table, ELBOs, evidence, θ, predict, k̂, notes.
+pub fn render_summary(r: &FitReport) -> String {
+    let mut out = String::new();
+    header(&mut out, r);
+    out.push('\n');
+    out.push_str(&parameter_table(r));
+    out.push('\n');
+    quantities(&mut out, r);
+    if let Some(p) = &r.predict {
+        predict_lines(&mut out, p);
+    }
+    out.push_str(&khat_line(r.khat));
+    out.push('\n');
+    notes(&mut out, r);
+    out
+}
+
+fn header(out: &mut String, r: &FitReport) {
+    let s = r.samples.map_or(String::new(), |s| format!("   S = {s}"));
+    let status = if r.interrupted {
+        "interrupted"
+    } else if r.converged {
+        "converged"
+    } else {
+        "not converged"
+    };
+    let _ = writeln!(out, "mvi {} · {} · {}", r.version, r.method, r.model_file);
+    let _ = writeln!(
+        out,
+        "D = {}{}   iterations = {}   time = {:.3} s   {}",
+        r.dim, s, r.iterations, r.wall_time_s, status
+    );
+    let data = if r.data_files.is_empty() {
+        "none".to_string()
+    } else {
+        r.data_files.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "seed = {}   draws = {}   data: {}",
+        r.seed,
+        r.n_draws(),
+        data
+    );
+    if !r.options.is_empty() {
+        let opts: Vec<String> = r.options.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let _ = writeln!(out, "options: {}", opts.join(", "));
+    }
+}
+
+/// The per-parameter table with aligned columns: name, mean, sd, 5%, 50%, 95%.
+pub fn parameter_table(r: &FitReport) -> String {
+    let sums = r.column_summaries();
+    let width = r
+        .columns
+        .iter()
+        .map(|c| c.chars().count())
+        .chain(std::iter::once("parameter".len()))
+        .max()
+        .unwrap_or(9);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+        "parameter", "mean", "sd", "5%", "50%", "95%"
+    );
+    for (name, s) in r.columns.iter().zip(&sums) {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+            name,
+            num(s.mean),
+            num(s.sd),
+            num(s.q5),
+            num(s.q50),
+            num(s.q95)
+        );
+    }
+    out
+}
+
+fn quantities(out: &mut String, r: &FitReport) {
+    if let Some(e) = r.elbo_train {
+        let _ = writeln!(out, "ELBO (fixed samples)  {}", num(e));
+    }
+    if let Some(e) = r.elbo_fresh {
+        let _ = writeln!(out, "ELBO (fresh draws)    {} ± {}", num(e.value), num(e.se));
+    }
+    if let Some(e) = r.log_evidence {
+        let _ = writeln!(out, "log evidence          {}", num(e));
+    }
+    if !r.theta.is_empty() {
+        let t: Vec<String> = r
+            .theta
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", num(*v)))
+            .collect();
+        let _ = writeln!(out, "θ: {}", t.join(", "));
+    }
+}
+
+fn predict_lines(out: &mut String, p: &super::PredictReport) {
+    let _ = writeln!(
+        out,
+        "predict (N_test = {}, S' = {}): test LPD {} ({} per point), lppd {} ({} per point)",
+        p.n_test,
+        p.draws,
+        num(p.test_lpd),
+        num(p.test_lpd_per_point()),
+        num(p.lppd),
+        num(p.lppd_per_point())
+    );
+    match p.metric {
+        Some(PredictMetric::ErrorRate(e)) => {
+            let _ = writeln!(out, "  error rate {}", num(e));
+        }
+        Some(PredictMetric::Mse(e)) => {
+            let _ = writeln!(out, "  MSE {}", num(e));
+        }
+        None => {}
+    }
+}
+
+/// Stan's reading of PSIS k̂: ≤ 0.7 usable, above that not reliable.
+pub fn khat_line(khat: Option<f64>) -> String {
+    match khat {
+        None => "PSIS k̂: not available".to_string(),
+        Some(k) if k.is_nan() => "PSIS k̂: not available (NaN)".to_string(),
+        Some(k) if k <= KHAT_THRESHOLD => {
+            format!("PSIS k̂ = {k:.2} (≤ 0.7: the approximation is usable)")
+        }
+        Some(k) => format!(
+            "PSIS k̂ = {k:.2} (> 0.7: the approximation is not reliable; \
+             try a richer method such as mvi_lr or vi_full, or check the model)"
+        ),
+    }
+}
+
+fn notes(out: &mut String, r: &FitReport) {
+    if r.interrupted {
+        let _ = writeln!(out, "warning: interrupted by the user; results are partial");
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "warning: {n}");
+    }
+}
+
+/// A number at fixed precision: 4 decimals in [1e-3, 1e6), otherwise 3-digit scientific.
+pub fn num(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let a = x.abs();
+    if a == 0.0 || (1e-3..1e6).contains(&a) {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// The summary as one JSON object (for `--json`): method, D, S, iterations, timing,
+/// convergence, per-parameter summaries, mean and covariance, ELBOs, evidence, θ, predict,
+/// k̂ and notes. Pretty-printed, keys in a fixed order.
+pub fn render_json(r: &FitReport) -> String {
+    let v = json::summary_value(r);
+    serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_use_fixed_or_scientific_precision() {
+        assert_eq!(num(1.23456), "1.2346");
+        assert_eq!(num(-0.5), "-0.5000");
+        assert_eq!(num(0.0), "0.0000");
+        assert_eq!(num(1.5e-5), "1.500e-5");
+        assert_eq!(num(2.5e7), "2.500e7");
+        assert_eq!(num(f64::NAN), "NaN");
+        assert_eq!(num(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn khat_reading_follows_stan_threshold() {
+        assert!(khat_line(Some(0.3)).contains("usable"));
+        assert!(khat_line(Some(0.7)).contains("usable"));
+        assert!(khat_line(Some(0.71)).contains("not reliable"));
+        assert!(khat_line(None).contains("not available"));
+    }
+}
