@@ -128,13 +128,13 @@ fn best_index(reports: &[FitReport], c: &Column) -> Option<usize> {
 fn align(rows: &[Vec<String>]) -> String {
     let ncol = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..ncol)
-        .map(|j| rows.iter().map(|r| r[j].chars().count()).max().unwrap_or(0))
+        .map(|j| rows.iter().map(|r| width(&r[j])).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
     for row in rows {
         let mut line = String::new();
         for (j, cell) in row.iter().enumerate() {
-            let pad = widths[j] - cell.chars().count();
+            let pad = widths[j] - width(cell);
             if j == 0 {
                 line.push_str(cell);
                 line.push_str(&" ".repeat(pad));
@@ -148,6 +148,13 @@ fn align(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Display width of a cell: characters, not counting combining marks (the hat of `k̂`).
+fn width(s: &str) -> usize {
+    s.chars()
+        .filter(|c| !('\u{0300}'..='\u{036F}').contains(c))
+        .count()
 }
 
 /// The comparison as JSON: `{"methods": [...], "best": {column: method}}`; each entry has
@@ -200,6 +207,12 @@ mod tests {
             vec!["long".to_string(), "12345".to_string()],
         ];
         assert_eq!(align(&rows), "a         1\nlong  12345\n");
+    }
+
+    #[test]
+    fn combining_hat_takes_no_width() {
+        assert_eq!(width("k̂"), 1);
+        assert_eq!(width("0.35*"), 5);
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub fn render_posterior_svg_pairs(r: &FitReport, pairs: &[(usize, usize)]) -> Re
         let root = SVGBackend::with_string(&mut buf, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let title = posterior_title(r, n_marg);
-        let root = root.titled(&title, ("sans-serif", 18)).map_err(err)?;
+        let root = root.titled(&title, ("sans-serif", 22)).map_err(err)?;
         let (marg_area, pair_area) = root.split_vertically(PANEL.1 * marg_rows as u32);
         if n_marg > 0 {
             let cells = marg_area.split_evenly((marg_rows, GRID_COLS));
@@ -135,9 +135,9 @@ fn draw_marginal(area: &Area, name: &str, x: Vec<f64>) -> Result<(), PlotError> 
     let (lo, hi) = (curve[0].0, curve[curve.len() - 1].0);
     let ymax = curve.iter().map(|p| p.1).fold(0.0, f64::max) * 1.08;
     let mut chart = ChartBuilder::on(area)
-        .caption(name, ("sans-serif", 14))
+        .caption(name, ("sans-serif", 17))
         .margin(8)
-        .x_label_area_size(22)
+        .x_label_area_size(24)
         .y_label_area_size(8)
         .build_cartesian_2d(lo..hi, 0.0..ymax)
         .map_err(err)?;
@@ -146,7 +146,7 @@ fn draw_marginal(area: &Area, name: &str, x: Vec<f64>) -> Result<(), PlotError> 
         .disable_mesh()
         .y_labels(0)
         .x_labels(4)
-        .label_style(("sans-serif", 11))
+        .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
     chart
@@ -197,11 +197,11 @@ fn draw_pair(area: &Area, r: &FitReport, a: usize, b: usize) -> Result<(), PlotE
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!("{} vs {}", r.columns[b], r.columns[a]),
-            ("sans-serif", 14),
+            ("sans-serif", 17),
         )
         .margin(8)
-        .x_label_area_size(30)
-        .y_label_area_size(40)
+        .x_label_area_size(36)
+        .y_label_area_size(52)
         .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
         .map_err(err)?;
     chart
@@ -211,7 +211,7 @@ fn draw_pair(area: &Area, r: &FitReport, a: usize, b: usize) -> Result<(), PlotE
         .y_labels(4)
         .x_desc(r.columns[a].as_str())
         .y_desc(r.columns[b].as_str())
-        .label_style(("sans-serif", 11))
+        .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
     chart
@@ -303,7 +303,7 @@ pub fn render_trace_svg(r: &FitReport) -> Result<String, PlotError> {
         let root = SVGBackend::with_string(&mut buf, (2 * 420, 320)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let title = format!("{} · {} · objective trace", r.model_file, r.method);
-        let root = root.titled(&title, ("sans-serif", 18)).map_err(err)?;
+        let root = root.titled(&title, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = root.split_horizontally(420);
         let obj: Vec<(f64, f64)> = r
             .trace
@@ -337,17 +337,18 @@ fn draw_line_panel(area: &Area, label: &str, pts: &[(f64, f64)]) -> Result<(), P
     let (xr, yr) = ranges(pts.iter());
     let mut chart = ChartBuilder::on(area)
         .margin(10)
-        .x_label_area_size(32)
-        .y_label_area_size(60)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
         .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
         .map_err(err)?;
     chart
         .configure_mesh()
         .x_desc("iteration")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc(label)
         .x_labels(6)
         .y_labels(6)
-        .label_style(("sans-serif", 11))
+        .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
     chart
