@@ -260,3 +260,22 @@ fn atomic_write_replaces_content_without_leftovers() {
     assert_eq!(fs::read_to_string(&p).unwrap(), "new");
     assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
 }
+
+#[test]
+fn a_fit_interrupted_before_any_draw_still_renders_everywhere() {
+    let mut r = fixture::report("mvi_lr", 0, 5);
+    r.interrupted = true;
+    r.trace.clear();
+    assert!(render_summary(&r).contains("NaN"));
+    assert_eq!(
+        render_draws_csv(&r)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .count(),
+        1
+    );
+    let v: serde_json::Value = serde_json::from_str(&render_fit_json(&r)).unwrap();
+    assert!(v["parameters"]["w.1"]["mean"].is_null());
+    assert!(render_posterior_svg(&r).unwrap().contains("no finite draws"));
+    assert!(render_trace_svg(&r).is_ok());
+}

@@ -12,7 +12,7 @@ pub mod json;
 pub mod summary;
 pub mod svg;
 
-use crate::posterior::IterRecord;
+use crate::posterior::{Approximation, IterRecord};
 use nalgebra::DMatrix;
 
 pub use compare::{render_compare, render_compare_json};
@@ -61,6 +61,36 @@ pub enum ApproxSummary {
 }
 
 impl ApproxSummary {
+    /// Summarise a fitted approximation: Gaussians and mixtures by their moments,
+    /// particles by their count, mean and sample covariance.
+    pub fn from_approximation(a: &Approximation) -> Self {
+        let to_vec = |v: &nalgebra::DVector<f64>| v.iter().copied().collect::<Vec<f64>>();
+        match a {
+            Approximation::Gaussian(g) => ApproxSummary::Gaussian {
+                mean: to_vec(&g.mean),
+                cov: g.cov(),
+            },
+            Approximation::Mixture { weights, components } => ApproxSummary::Mixture {
+                weights: weights.clone(),
+                means: components.iter().map(|c| to_vec(&c.mean)).collect(),
+                covs: components.iter().map(|c| c.cov()).collect(),
+            },
+            Approximation::Particles(p) => {
+                let m = p.column_mean();
+                let mut c = p.clone();
+                for mut col in c.column_iter_mut() {
+                    col -= &m;
+                }
+                let n = (p.ncols().max(2) - 1) as f64;
+                ApproxSummary::Particles {
+                    count: p.ncols(),
+                    mean: to_vec(&m),
+                    cov: &c * c.transpose() / n,
+                }
+            }
+        }
+    }
+
     /// The overall mean of q, length D.
     pub fn mean(&self) -> Vec<f64> {
         match self {
@@ -210,6 +240,30 @@ impl FitReport {
     }
 }
 
+/// The CmdStan column names of a parameter with the given shape: `sigma` for a scalar
+/// (empty shape), `w.1 … w.n` for a vector, and `W.1.1, W.2.1, …` for a matrix or array,
+/// in column-major order (first index fastest), indices from 1.
+pub fn cmdstan_names(name: &str, shape: &[usize]) -> Vec<String> {
+    if shape.is_empty() {
+        return vec![name.to_string()];
+    }
+    let total: usize = shape.iter().product();
+    let mut names = Vec::with_capacity(total);
+    let mut index = vec![0usize; shape.len()];
+    for _ in 0..total {
+        let parts: Vec<String> = index.iter().map(|i| (i + 1).to_string()).collect();
+        names.push(format!("{name}.{}", parts.join(".")));
+        for (k, n) in index.iter_mut().zip(shape) {
+            *k += 1;
+            if *k < *n {
+                break;
+            }
+            *k = 0;
+        }
+    }
+    names
+}
+
 /// Summary of one column of draws.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ColumnSummary {
@@ -305,6 +359,46 @@ mod tests {
         assert_relative_eq!(m[0], 3.0);
         assert_relative_eq!(m[1], 1.0);
         assert_eq!(a.components().len(), 2);
+    }
+
+    #[test]
+    fn cmdstan_names_are_column_major_from_one() {
+        assert_eq!(cmdstan_names("sigma", &[]), vec!["sigma"]);
+        assert_eq!(cmdstan_names("w", &[2]), vec!["w.1", "w.2"]);
+        assert_eq!(
+            cmdstan_names("W", &[2, 3]),
+            vec!["W.1.1", "W.2.1", "W.1.2", "W.2.2", "W.1.3", "W.2.3"]
+        );
+        assert!(cmdstan_names("z", &[0]).is_empty());
+    }
+
+    #[test]
+    fn particle_summary_has_sample_moments() {
+        let p = DMatrix::from_row_slice(1, 3, &[1.0, 2.0, 6.0]);
+        match ApproxSummary::from_approximation(&Approximation::Particles(p)) {
+            ApproxSummary::Particles { count, mean, cov } => {
+                assert_eq!(count, 3);
+                assert_relative_eq!(mean[0], 3.0);
+                assert_relative_eq!(cov[(0, 0)], 7.0);
+            }
+            other => panic!("expected particles, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn gaussian_summary_has_root_times_root_transpose() {
+        let g = crate::posterior::Gaussian {
+            mean: nalgebra::DVector::from_vec(vec![1.0, 2.0]),
+            root: DMatrix::from_row_slice(2, 2, &[2.0, 0.0, 1.0, 1.0]),
+        };
+        match ApproxSummary::from_approximation(&Approximation::Gaussian(g)) {
+            ApproxSummary::Gaussian { mean, cov } => {
+                assert_eq!(mean, vec![1.0, 2.0]);
+                assert_relative_eq!(cov[(0, 1)], 2.0);
+                assert_relative_eq!(cov[(1, 1)], 2.0);
+            }
+            other => panic!("expected a Gaussian, got {other:?}"),
+        }
     }
 
     #[test]

@@ -293,7 +293,8 @@ pub fn ellipse(m: (f64, f64), c: [f64; 3], mass: f64, n: usize) -> Option<Vec<(f
     )
 }
 
-/// `trace.svg`: the objective per iteration (left) and log10 of the gradient norm (right).
+/// `trace.svg`: the objective per iteration (left) and log10 of the gradient norm (right),
+/// iterations of all phases in the order recorded.
 ///
 /// # Errors
 /// A [`PlotError`] if plotters fails to draw.
@@ -305,17 +306,22 @@ pub fn render_trace_svg(r: &FitReport) -> Result<String, PlotError> {
         let title = format!("{} · {} · objective trace", r.model_file, r.method);
         let root = root.titled(&title, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = root.split_horizontally(420);
+        // x is the position in the trace, so phases that restart their count (laplace,
+        // then the VI method) follow one another instead of overlapping.
+        let step = |i: usize| (i + 1) as f64;
         let obj: Vec<(f64, f64)> = r
             .trace
             .iter()
-            .map(|t| (t.iter as f64, t.objective))
+            .enumerate()
+            .map(|(i, t)| (step(i), t.objective))
             .filter(|p| p.1.is_finite())
             .collect();
         let grad: Vec<(f64, f64)> = r
             .trace
             .iter()
-            .filter(|t| t.grad_norm > 0.0 && t.grad_norm.is_finite())
-            .map(|t| (t.iter as f64, t.grad_norm.log10()))
+            .enumerate()
+            .filter(|(_, t)| t.grad_norm > 0.0 && t.grad_norm.is_finite())
+            .map(|(i, t)| (step(i), t.grad_norm.log10()))
             .collect();
         draw_line_panel(&left, "objective", &obj)?;
         draw_line_panel(&right, "log10 ‖gradient‖", &grad)?;
