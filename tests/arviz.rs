@@ -70,7 +70,7 @@ fn arviz_python() -> Option<PathBuf> {
             "1",
             "--timeout",
             "20",
-            "arviz",
+            "arviz>=0.20,<1",
         ])
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1"));
     if !pip.status.success() {
