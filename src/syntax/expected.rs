@@ -15,7 +15,9 @@ use super::span::Span;
 
 /// The words for "a top-level item".
 const ITEM: &str =
-    "a block or item (`import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict`, `infer`)";
+    "a top-level item: `import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict` or `infer`";
+/// Reserved words, which cannot be names.
+const RESERVED: [&str; 8] = ["let", "fn", "for", "in", "if", "else", "return", "import"];
 /// Keywords that may start a top-level item, for "did you mean".
 const ITEM_KEYWORDS: [&str; 9] = [
     "import", "fn", "data", "hyper", "param", "let", "model", "predict", "infer",
@@ -109,7 +111,7 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
     let top_level = positives.contains(&Rule::kw_data);
     for &r in positives {
         // At the top level, the separators and end of file add nothing to "an item".
-        if top_level && matches!(r, Rule::sep | Rule::EOI) {
+        if top_level && matches!(r, Rule::sep | Rule::EOI | Rule::kw_let) {
             continue;
         }
         if let Some(p) = phrase(r) {
@@ -121,6 +123,16 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
     // `~` is folded into the assignment phrase when both are possible.
     if out.contains(&phrase(Rule::assign_op).unwrap_or_default()) {
         out.retain(|p| *p != "`~`");
+    }
+    // A separator adds nothing where something new may start.
+    const STARTS: [&str; 4] = [
+        "a name",
+        "a statement",
+        "a declaration (`name: type`)",
+        "an option (`key = value`)",
+    ];
+    if out.iter().any(|p| STARTS.contains(p)) {
+        out.retain(|p| *p != phrase(Rule::sep).unwrap_or_default());
     }
     // "an operator" goes first: it continues what is already written.
     out.sort_by_key(|p| *p != "an operator");
@@ -157,15 +169,18 @@ type Help = (Option<String>, Option<(Span, String)>);
 
 /// A help line and a related span for common mistakes.
 fn help_for(positives: &[Rule], src: &str, pos: usize, found: &str) -> Help {
-    for (rule, open) in [(Rule::rbrace, '{'), (Rule::rparen, '('), (Rule::rbracket, '[')] {
-        if positives.contains(&rule) {
-            if let Some(h) = unclosed_help(src, pos, open, found) {
-                return h;
-            }
-        }
+    if let Some(h) = unclosed_bracket_help(positives, src, pos, found) {
+        return h;
     }
     let has = |r| positives.contains(&r);
-    let help = if has(Rule::decl_colon) && (found == "`=`" || found.starts_with("`<`")) {
+    let word = found.trim_matches('`');
+    let help = if has(Rule::ident) && RESERVED.contains(&word) {
+        Some(format!(
+            "`{word}` is a reserved word and cannot be used as a name"
+        ))
+    } else if has(Rule::kw_data) && rest_of_line(src, pos).contains(['~', '=']) {
+        Some("statements go inside a block, e.g. `model { y ~ normal(0, 1) }`".into())
+    } else if has(Rule::decl_colon) && (found == "`=`" || found.starts_with("`<`")) {
         Some("declarations are written `name: type`, e.g. `alpha: real<lower=0> = 1.0`".into())
     } else if has(Rule::decl_colon) && found.starts_with('`') && is_word(found) {
         Some("declarations are written `name: type`, e.g. `sigma: real<lower=0>`".into())
@@ -201,8 +216,37 @@ fn is_word(found: &str) -> bool {
         .is_some_and(|c| c.is_alphabetic() || c == '_')
 }
 
-fn unclosed_help(src: &str, pos: usize, open: char, found: &str) -> Option<Help> {
-    let at = unclosed_before(src, pos, open)?;
+fn rest_of_line(src: &str, pos: usize) -> &str {
+    let rest = src.get(pos..).unwrap_or("");
+    rest.split(['\n', '\r']).next().unwrap_or("")
+}
+
+/// Point at an unclosed bracket when the error is likely its missing closer: at the end of
+/// the file; a `(` or `[` whose error is on a later line; a `{` met where a block cannot
+/// start (the previous block is still open).
+fn unclosed_bracket_help(positives: &[Rule], src: &str, pos: usize, found: &str) -> Option<Help> {
+    let at_end = found == "the end of the file";
+    let line_of = |p: usize| src[..p.min(src.len())].matches('\n').count();
+    for (rule, open) in [(Rule::rparen, '('), (Rule::rbracket, '[')] {
+        let Some(at) = positives
+            .contains(&rule)
+            .then(|| unclosed_before(src, pos, open))
+            .flatten()
+        else {
+            continue;
+        };
+        if at_end || line_of(at.start as usize) < line_of(pos) {
+            return unclosed_help(src, at, open, found);
+        }
+    }
+    if at_end && positives.contains(&Rule::rbrace) || found == "`{`" {
+        let at = unclosed_before(src, pos, '{')?;
+        return unclosed_help(src, at, '{', found);
+    }
+    None
+}
+
+fn unclosed_help(src: &str, at: Span, open: char, found: &str) -> Option<Help> {
     let line = src[..at.start as usize].matches('\n').count() + 1;
     let close = closer(open);
     let help = if found == "the end of the file" {
@@ -218,8 +262,8 @@ fn did_you_mean(found: &str) -> Option<String> {
     ITEM_KEYWORDS
         .iter()
         .map(|k| (edit_distance(word, k), k))
-        .filter(|(d, _)| *d <= 2)
         .min()
+        .filter(|(d, k)| *d <= 1 || (*d == 2 && word.len() >= 4 && k.len() >= 4))
         .map(|(_, k)| format!("did you mean `{k}`?"))
 }
 
