@@ -143,7 +143,7 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
 fn found_at(src: &str, pos: usize) -> (Span, String) {
     let rest = src.get(pos..).unwrap_or("");
     let Some(c) = rest.chars().next() else {
-        return (Span::new(pos, pos), "the end of the file".into());
+        return (end_of_file_span(src), "the end of the file".into());
     };
     if c == '\n' || c == '\r' {
         return (Span::new(pos, pos + 1), "the end of the line".into());
@@ -163,6 +163,15 @@ fn found_at(src: &str, pos: usize) -> (Span, String) {
     };
     let text = &rest[..len];
     (Span::new(pos, pos + len), format!("`{text}`"))
+}
+
+/// The last visible character, where "found the end of the file" is shown (a label after
+/// the last line would not be drawn).
+fn end_of_file_span(src: &str) -> Span {
+    match src.trim_end().char_indices().last() {
+        Some((i, c)) => Span::new(i, i + c.len_utf8()),
+        None => Span::new(0, 0),
+    }
 }
 
 type Help = (Option<String>, Option<(Span, String)>);
