@@ -16,8 +16,13 @@ use super::span::Span;
 /// The words for "a top-level item".
 const ITEM: &str =
     "a top-level item: `import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict` or `infer`";
+/// Type names, which start a Stan-style declaration `real x;`.
+const TYPES: [&str; 5] = ["int", "real", "vector", "matrix", "ints"];
 /// Reserved words, which cannot be names.
-const RESERVED: [&str; 8] = ["let", "fn", "for", "in", "if", "else", "return", "import"];
+const RESERVED: [&str; 20] = [
+    "let", "fn", "for", "in", "if", "else", "return", "import", "target", "data", "hyper", "param", "model",
+    "predict", "infer", "ints", "int", "real", "vector", "matrix",
+];
 /// Keywords that may start a top-level item, for "did you mean".
 const ITEM_KEYWORDS: [&str; 9] = [
     "import", "fn", "data", "hyper", "param", "let", "model", "predict", "infer",
@@ -183,7 +188,9 @@ fn help_for(positives: &[Rule], src: &str, pos: usize, found: &str) -> Help {
     }
     let has = |r| positives.contains(&r);
     let word = found.trim_matches('`');
-    let help = if has(Rule::ident) && RESERVED.contains(&word) {
+    let help = if has(Rule::ident) && TYPES.contains(&word) {
+        Some("declarations are written `name: type`, e.g. `sigma: real<lower=0>`".into())
+    } else if has(Rule::ident) && RESERVED.contains(&word) {
         Some(format!(
             "`{word}` is a reserved word and cannot be used as a name"
         ))
@@ -248,7 +255,8 @@ fn unclosed_bracket_help(positives: &[Rule], src: &str, pos: usize, found: &str)
             return unclosed_help(src, at, open, found);
         }
     }
-    if at_end && positives.contains(&Rule::rbrace) || found == "`{`" {
+    let starts_item = ITEM_KEYWORDS.iter().any(|k| found == format!("`{k}`"));
+    if (at_end || starts_item) && positives.contains(&Rule::rbrace) || found == "`{`" {
         let at = unclosed_before(src, pos, '{')?;
         return unclosed_help(src, at, '{', found);
     }
