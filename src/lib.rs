@@ -12,3 +12,5 @@ pub mod diagnostic;
 pub mod infer;
 pub mod posterior;
 pub mod syntax;
+pub mod check;
+pub mod data;
