@@ -294,7 +294,7 @@ impl Checker {
             }
         }
         if conditional {
-            return self.fail("mvi::check::unknown_distribution", format!("`{name}` is not a distribution function"), func.span, "not a `dist_lpdf`").map_err(|r| r);
+            return self.fail("mvi::check::unknown_distribution", format!("`{name}` is not a distribution function"), func.span, "not a `dist_lpdf`");
         }
         if name == "csv" {
             return self.fail("mvi::check::csv_outside_data", "`csv(\"…\")` may only give the value of a `data` declaration", span, "here");

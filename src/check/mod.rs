@@ -17,6 +17,9 @@
 //! sees only their parameters and its own `let`s, and cannot use `~` or `target`.
 //! Recursion is an error.
 
+// `Diagnostic` is the project's one user-facing error type and is returned by value by design.
+#![allow(clippy::result_large_err)]
+
 pub mod builtins;
 mod checker;
 pub mod dists;
@@ -171,7 +174,7 @@ pub fn load_model(model_path: &Path, data_args: &[String]) -> Result<TypedModel,
 /// As [`load_model`].
 pub fn check_source(text: &str, file_name: &str, model_dir: &Path, data: &crate::data::DataSet) -> Result<TypedModel, Vec<Diagnostic>> {
     let program = crate::syntax::parse_program(text, file_name).map_err(|d| vec![d])?;
-    let source = NamedSource::new(file_name.to_string(), text.to_string());
+    let source = NamedSource::new(file_name, text.to_string());
     let fns = resolve_imports(&program, &source, model_dir)?;
     check_program(&program, source, fns, model_dir, data)
 }

@@ -10,6 +10,9 @@
 //! one variable (a single column or a single row for a vector or `ints`, a table for a
 //! matrix; an optional header row).
 
+// `Diagnostic` is the project's one user-facing error type and is returned by value by design.
+#![allow(clippy::result_large_err)]
+
 pub mod csv;
 pub mod json;
 
@@ -187,7 +190,7 @@ pub fn add_json(set: &mut DataSet, path: &Path) -> Result<(), Diagnostic> {
 /// # Errors
 /// As [`add_json`].
 pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), Diagnostic> {
-    let src = NamedSource::new(name.to_string(), text.clone());
+    let src = NamedSource::new(name, text.clone());
     let json = json::parse_json(&text).map_err(|e| {
         Diagnostic::error("mvi::data::malformed_json", format!("malformed JSON in `{name}`: {}", e.message), src.clone())
             .with_label(e.span, e.message.clone())
@@ -264,7 +267,7 @@ pub fn add_csv(set: &mut DataSet, name: &str, path: &Path) -> Result<(), Diagnos
 /// As [`add_csv`].
 pub fn add_csv_text(set: &mut DataSet, name: &str, file: &str, text: String) -> Result<usize, Diagnostic> {
     let raw = csv::parse_csv(&text).map_err(|e| {
-        Diagnostic::error("mvi::data::malformed_csv", format!("malformed CSV for `{name}` in `{file}`"), NamedSource::new(file.to_string(), text.clone()))
+        Diagnostic::error("mvi::data::malformed_csv", format!("malformed CSV for `{name}` in `{file}`"), NamedSource::new(file, text.clone()))
             .with_label(e.span, e.message)
     })?;
     let index = set.sources.len();

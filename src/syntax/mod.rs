@@ -2,5 +2,3 @@
 
 pub mod ast;
 pub mod span;
-/// TEMP stub
-pub fn parse_program(_src: &str, _file: &str) -> Result<ast::Program, crate::diagnostic::Diagnostic> { unimplemented!() }
