@@ -23,7 +23,7 @@ fn check_example(path: &Path) -> TypedModel {
 
 #[test]
 fn every_example_checks_clean_and_its_layout_is_stable() {
-    insta::glob!("../examples/*.mvi", |path| {
+    insta::glob!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples"), "*.mvi", |path| {
         let m = check_example(path);
         insta::assert_snapshot!(layout_report(&m));
     });

@@ -57,6 +57,8 @@ pub(super) struct Checker {
     pub ctx: Ctx,
     pub errors: Vec<Diagnostic>,
     pub call_stack: Vec<String>,
+    /// Names whose declaration failed: using them reports nothing more.
+    pub poisoned: std::collections::HashSet<String>,
 }
 
 impl Checker {
@@ -73,6 +75,7 @@ impl Checker {
             ctx: Ctx::Decl,
             errors: Vec::new(),
             call_stack: Vec::new(),
+            poisoned: std::collections::HashSet::new(),
         };
         c.collect_fns(program, imported);
         c.check_duplicate_decls(program);
@@ -199,7 +202,10 @@ impl Checker {
             if self.globals.contains_key(&d.name.name) {
                 continue; // reported by check_duplicate_decls
             }
-            let Ok(slot) = self.slot(d, hyper, offset) else { continue };
+            let Ok(slot) = self.slot(d, hyper, offset) else {
+                self.poisoned.insert(d.name.name.clone());
+                continue;
+            };
             offset += slot.len;
             let kind = if hyper { NameKind::Hyper } else { NameKind::Param };
             let stage = if hyper { Stage::Hyper } else { Stage::Param };
@@ -322,7 +328,10 @@ impl Checker {
         for item in &program.items {
             let Item::Let(l) = item else { continue };
             self.ctx = Ctx::TopLet;
-            let Ok(e) = self.expr(&l.value) else { continue };
+            let Ok(e) = self.expr(&l.value) else {
+                self.poisoned.insert(l.name.name.clone());
+                continue;
+            };
             if self.globals.contains_key(&l.name.name) {
                 continue;
             }

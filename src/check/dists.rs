@@ -91,6 +91,11 @@ pub fn split_form(func: &str) -> Option<(&str, DistForm, &'static str)> {
 impl DistSpec {
     /// `normal(mu: real, sigma: real>0)` as shown in help lines.
     pub fn signature(&self) -> String {
+        match self.family {
+            Family::MultiNormal => return format!("{}({}: vector[n], {}: matrix[n, n]) for an outcome of vector[n], or a matrix with one draw per row", self.name, self.params[0].0, self.params[1].0),
+            Family::Categorical => return "categorical_logit(beta: vector[K]) for an outcome int in 1..K or ints[N]; or beta: matrix[N, K] (one row of logits per outcome) for ints[N]".to_string(),
+            Family::Univariate => {}
+        }
         let ps: Vec<String> = self
             .params
             .iter()

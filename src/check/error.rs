@@ -22,10 +22,10 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     candidates
         .into_iter()
         .filter(|c| *c != name)
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
-        .map(|(_, c)| c)
+        .map(|c| (edit_distance(name, c), edit_distance(&name.to_lowercase(), &c.to_lowercase()), c))
+        .filter(|(d, _, _)| *d <= limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2)))
+        .map(|(_, _, c)| c)
 }
 
 /// `did you mean `x`?` or an empty string.
@@ -48,5 +48,6 @@ mod tests {
     fn closest_ignores_far_names() {
         assert_eq!(closest("sigam", ["sigma", "mu"]), Some("sigma"));
         assert_eq!(closest("zzz", ["sigma", "mu"]), None);
+        assert_eq!(closest("y", ["X", "Y"]), Some("Y"));
     }
 }

@@ -65,6 +65,9 @@ impl Checker {
     }
 
     pub(super) fn unknown_name(&mut self, n: &str, span: Span) -> super::checker::Reported {
+        if self.poisoned.contains(n) {
+            return super::checker::Reported;
+        }
         if self.ctx == Ctx::Func && self.globals.contains_key(n) {
             let f = self.call_stack.last().cloned().unwrap_or_default();
             let d = self.diag("mvi::check::impure_function", format!("function `{f}` reads `{n}`, which is not one of its arguments")).with_label(span, "outside the function").with_help(format!("functions are pure: pass `{n}` as an argument"));

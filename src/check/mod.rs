@@ -224,7 +224,7 @@ fn collect_imports(program: &Program, source: &NamedSource<String>, model_dir: &
             errors.push(
                 Diagnostic::error("mvi::check::import_not_found", format!("cannot find import `{}`", imp.path), source.clone())
                     .with_label(imp.span, "imported here")
-                    .with_help(format!("looked in {}", tried.join(", "))),
+                    .with_help(format!("looked for `{}` next to the model and in the stdlib directory ({} places)", candidates[0].file_name().and_then(|f| f.to_str()).unwrap_or(""), tried.len())),
             );
             continue;
         };

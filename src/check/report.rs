@@ -34,8 +34,18 @@ fn data_section(model: &TypedModel, out: &mut String) {
         let _ = writeln!(out, "sizes: {}", sizes.join(", "));
     }
     let _ = writeln!(out, "data:");
+    if model.data_decls.is_empty() {
+        let _ = writeln!(out, "  (none)");
+    }
     for d in &model.data_decls {
-        let _ = writeln!(out, "  {}  {}", d.name, d.shape);
+        match model.data.get(&d.name).and_then(crate::data::Value::as_scalar) {
+            Some(v) => {
+                let _ = writeln!(out, "  {}  {} = {}", d.name, d.shape, fmt_num(v));
+            }
+            None => {
+                let _ = writeln!(out, "  {}  {}", d.name, d.shape);
+            }
+        }
     }
 }
 
@@ -60,7 +70,18 @@ fn slot_row(p: &Slot, is_param: bool) -> [String; 5] {
             None => "init (computed from data)".to_string(),
         }
     };
-    [p.name.clone(), p.shape.to_string(), constraint, p.transform.name().to_string(), last]
+    let shape = p.shape.to_string();
+    let declared = strip_constraint(&p.declared);
+    let ty = if declared.is_empty() || declared == shape { shape } else { format!("{shape} ({declared})") };
+    [p.name.clone(), ty, constraint, p.transform.name().to_string(), last]
+}
+
+/// `vector<lower=0>[M + 1]` → `vector[M + 1]`.
+fn strip_constraint(declared: &str) -> String {
+    match (declared.find('<'), declared.find('>')) {
+        (Some(a), Some(b)) if a < b => format!("{}{}", &declared[..a], &declared[b + 1..]).split_whitespace().collect::<Vec<_>>().join(" "),
+        _ => declared.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
 }
 
 fn fmt_num(x: f64) -> String {

@@ -55,7 +55,9 @@ impl Checker {
     }
 
     fn let_stmt(&mut self, name: &Ident, value: &Expr) -> R<TStmt> {
-        let v = self.expr(value)?;
+        let v = self.expr(value).inspect_err(|_| {
+            self.poisoned.insert(name.name.clone());
+        })?;
         self.check_new_name(name)?;
         let sym = Sym { kind: NameKind::Local, shape: v.shape, stage: v.stage, value: v.value, span: name.span, mutable: true, loop_index: None };
         self.scopes.last_mut().expect("statements are checked inside a scope (Checker::stmts)").insert(name.name.clone(), sym);

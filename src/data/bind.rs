@@ -111,6 +111,11 @@ impl Binder<'_> {
             } else {
                 format!("none of {} has an entry `{name}`; add it, or pass `--data {name}=file.csv`", files.join(", "))
             };
+            let close = crate::check::error::did_you_mean(name, self.set.entries.iter().map(|e| e.name.as_str()));
+            let help = match close {
+                Some(h) => format!("{h} {help}"),
+                None => help,
+            };
             return Err(self.model_error("mvi::data::missing_variable", format!("no data for `{name}`"), d.name.span, "declared here").with_help(help));
         };
         if let Some((span, msg)) = &entry.problem {
@@ -205,6 +210,8 @@ impl Binder<'_> {
                 let by = self.first_binder(n).unwrap_or_default();
                 format!("`{n}` = {} was bound from the shape of `{by}`", self.out.size(n).unwrap_or(0))
             }
+            ExprKind::Name(n) => format!("`{n}` = {} is given in the data", self.lookup(n).map_or(0.0, |v| v.0)),
+            ExprKind::Int(_) => format!("the declaration fixes it at {text}"),
             _ => format!("`{text}` is computed from the data"),
         }
     }
