@@ -13,20 +13,32 @@ fn check_example(path: &Path) -> TypedModel {
     std::env::set_current_dir(root()).unwrap();
     let stem = path.file_stem().unwrap().to_str().unwrap();
     let data = root().join("examples/data").join(format!("{stem}.json"));
-    let args: Vec<String> = if data.is_file() { vec![format!("examples/data/{stem}.json")] } else { vec![] };
+    let args: Vec<String> = if data.is_file() {
+        vec![format!("examples/data/{stem}.json")]
+    } else {
+        vec![]
+    };
     let rel = path.strip_prefix(root()).unwrap();
     match mvi::check::load_model(rel, &args) {
         Ok(m) => m,
-        Err(ds) => panic!("{} does not check:\n{}", rel.display(), ds.iter().map(|d| d.render_plain(100)).collect::<String>()),
+        Err(ds) => panic!(
+            "{} does not check:\n{}",
+            rel.display(),
+            ds.iter().map(|d| d.render_plain(100)).collect::<String>()
+        ),
     }
 }
 
 #[test]
 fn every_example_checks_clean_and_its_layout_is_stable() {
-    insta::glob!(concat!(env!("CARGO_MANIFEST_DIR"), "/examples"), "*.mvi", |path| {
-        let m = check_example(path);
-        insta::assert_snapshot!(layout_report(&m));
-    });
+    insta::glob!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples"),
+        "*.mvi",
+        |path| {
+            let m = check_example(path);
+            insta::assert_snapshot!(layout_report(&m));
+        }
+    );
 }
 
 fn check(src: &str, json: &str) -> Result<TypedModel, Vec<mvi::diagnostic::Diagnostic>> {
@@ -59,7 +71,8 @@ infer {
 }
 ";
 
-const LOGISTIC_DATA: &str = r#"{"X": [[0, 1], [1, 0], [1, 1]], "y": [0, 1, 1], "C": [[0, 0], [1, 1]], "unused": 3}"#;
+const LOGISTIC_DATA: &str =
+    r#"{"X": [[0, 1], [1, 0], [1, 1]], "y": [0, 1, 1], "C": [[0, 0], [1, 1]], "unused": 3}"#;
 
 #[test]
 fn sizes_are_bound_from_data_and_layout_is_computed() {
@@ -103,10 +116,24 @@ fn dump_typed_marks_names_and_matrix_products() {
 #[test]
 fn command_line_overrides_are_validated_against_the_final_method() {
     let m = check(LOGISTIC, LOGISTIC_DATA).unwrap();
-    let ok = infer_options(&m, &[("method".into(), "mvi_eig".into()), ("samples".into(), "50".into())]).unwrap();
-    assert!(ok.entries.iter().any(|e| e.key == "samples" && e.value == mvi::infer::OptionValue::Int(50)));
+    let ok = infer_options(
+        &m,
+        &[
+            ("method".into(), "mvi_eig".into()),
+            ("samples".into(), "50".into()),
+        ],
+    )
+    .unwrap();
+    assert!(ok
+        .entries
+        .iter()
+        .any(|e| e.key == "samples" && e.value == mvi::infer::OptionValue::Int(50)));
     // `rank` (from the file) does not apply to mvi_eig? It was not set; set it now.
-    let err = infer_options(&m, &[("method".into(), "laplace".into()), ("bins".into(), "3".into())]).unwrap_err();
+    let err = infer_options(
+        &m,
+        &[("method".into(), "laplace".into()), ("bins".into(), "3".into())],
+    )
+    .unwrap_err();
     assert_eq!(err.code, "mvi::check::key_not_for_method");
     let err = infer_options(&m, &[("samples".into(), "many".into())]).unwrap_err();
     assert!(err.render_plain(100).contains("--set samples=many"));
@@ -131,7 +158,13 @@ model {
 }
 ";
     let m = check(src, r#"{"y": [1, 2, 3, 4]}"#).unwrap();
-    let loop_stmt = m.model.iter().find_map(|s| if let mvi::check::TStmt::For { iterations, .. } = s { Some(iterations.len()) } else { None });
+    let loop_stmt = m.model.iter().find_map(|s| {
+        if let mvi::check::TStmt::For { iterations, .. } = s {
+            Some(iterations.len())
+        } else {
+            None
+        }
+    });
     assert_eq!(loop_stmt, Some(3));
 }
 
