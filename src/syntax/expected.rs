@@ -16,8 +16,13 @@ use super::span::Span;
 /// The words for "a top-level item".
 const ITEM: &str =
     "a top-level item: `import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict` or `infer`";
+/// Type names, which start a Stan-style declaration `real x;`.
+const TYPES: [&str; 5] = ["int", "real", "vector", "matrix", "ints"];
 /// Reserved words, which cannot be names.
-const RESERVED: [&str; 8] = ["let", "fn", "for", "in", "if", "else", "return", "import"];
+const RESERVED: [&str; 20] = [
+    "let", "fn", "for", "in", "if", "else", "return", "import", "target", "data", "hyper", "param", "model",
+    "predict", "infer", "ints", "int", "real", "vector", "matrix",
+];
 /// Keywords that may start a top-level item, for "did you mean".
 const ITEM_KEYWORDS: [&str; 9] = [
     "import", "fn", "data", "hyper", "param", "let", "model", "predict", "infer",
@@ -143,7 +148,7 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
 fn found_at(src: &str, pos: usize) -> (Span, String) {
     let rest = src.get(pos..).unwrap_or("");
     let Some(c) = rest.chars().next() else {
-        return (Span::new(pos, pos), "the end of the file".into());
+        return (end_of_file_span(src), "the end of the file".into());
     };
     if c == '\n' || c == '\r' {
         return (Span::new(pos, pos + 1), "the end of the line".into());
@@ -165,6 +170,15 @@ fn found_at(src: &str, pos: usize) -> (Span, String) {
     (Span::new(pos, pos + len), format!("`{text}`"))
 }
 
+/// The last visible character, where "found the end of the file" is shown (a label after
+/// the last line would not be drawn).
+fn end_of_file_span(src: &str) -> Span {
+    match src.trim_end().char_indices().last() {
+        Some((i, c)) => Span::new(i, i + c.len_utf8()),
+        None => Span::new(0, 0),
+    }
+}
+
 type Help = (Option<String>, Option<(Span, String)>);
 
 /// A help line and a related span for common mistakes.
@@ -174,7 +188,9 @@ fn help_for(positives: &[Rule], src: &str, pos: usize, found: &str) -> Help {
     }
     let has = |r| positives.contains(&r);
     let word = found.trim_matches('`');
-    let help = if has(Rule::ident) && RESERVED.contains(&word) {
+    let help = if has(Rule::ident) && TYPES.contains(&word) {
+        Some("declarations are written `name: type`, e.g. `sigma: real<lower=0>`".into())
+    } else if has(Rule::ident) && RESERVED.contains(&word) {
         Some(format!(
             "`{word}` is a reserved word and cannot be used as a name"
         ))
@@ -239,7 +255,8 @@ fn unclosed_bracket_help(positives: &[Rule], src: &str, pos: usize, found: &str)
             return unclosed_help(src, at, open, found);
         }
     }
-    if at_end && positives.contains(&Rule::rbrace) || found == "`{`" {
+    let starts_item = ITEM_KEYWORDS.iter().any(|k| found == format!("`{k}`"));
+    if (at_end || starts_item) && positives.contains(&Rule::rbrace) || found == "`{`" {
         let at = unclosed_before(src, pos, '{')?;
         return unclosed_help(src, at, '{', found);
     }
