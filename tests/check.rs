@@ -221,3 +221,99 @@ model {
     assert_eq!(errs[0].labels.len(), 2);
     assert!(errs[0].message.contains("vector[2] and vector[3]"));
 }
+
+/// A fresh directory under the system temp dir for one test.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mvi-check-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn csv_data_binds_by_argument_and_by_csv_value_relative_to_the_model() {
+    let dir = temp_dir("csv");
+    std::fs::write(dir.join("X.csv"), "a,b\n1,2\n3,4\n5,6\n").unwrap();
+    std::fs::write(dir.join("y.csv"), "0.5\n1.5\n2.5\n").unwrap();
+    std::fs::write(
+        dir.join("m.mvi"),
+        "data {\n  X: matrix = csv(\"X.csv\")\n  y: vector[N]\n}\nparam {\n  w: vector[2]\n}\nmodel {\n  w ~ normal(0, 1)\n  y ~ normal(X * w, 1)\n}\n",
+    )
+    .unwrap();
+    let y_arg = format!("y={}", dir.join("y.csv").display());
+    let m = mvi::check::load_model(&dir.join("m.mvi"), &[y_arg]).unwrap();
+    let Some(mvi::data::Value::Matrix(x)) = m.data.get("X") else {
+        panic!("X is not a matrix")
+    };
+    assert_eq!((x.nrows(), x.ncols()), (3, 2));
+    assert!((x[(2, 1)] - 6.0).abs() < 1e-12);
+    assert_eq!(m.data.size("N"), Some(3));
+}
+
+#[test]
+fn a_single_csv_row_binds_a_vector() {
+    let dir = temp_dir("row");
+    std::fs::write(dir.join("y.csv"), "1, 2, 3, 4\n").unwrap();
+    std::fs::write(
+        dir.join("m.mvi"),
+        "data {\n  y: vector[N]\n}\nparam {\n  mu: real\n}\nmodel {\n  y ~ normal(mu, 1)\n}\n",
+    )
+    .unwrap();
+    let m = mvi::check::load_model(
+        &dir.join("m.mvi"),
+        &[format!("y={}", dir.join("y.csv").display())],
+    )
+    .unwrap();
+    assert_eq!(m.data.size("N"), Some(4));
+}
+
+#[test]
+fn dump_typed_of_eight_schools_is_stable() {
+    let m = check_example(&root().join("examples/eight_schools.mvi"));
+    insta::assert_snapshot!(dump_typed(&m));
+}
+
+#[test]
+fn stdlib_design_functions_check_with_concrete_shapes() {
+    let src = "import \"design\"
+data {
+  X: matrix[N, Q]
+}
+let Xb = add_bias(X)
+let s = row_sums(X)
+let m = col_means(X)
+let o = ones(N)
+param {
+  w: vector[Q + 1]
+}
+model {
+  w ~ normal(0, 1)
+  target += sum(Xb * w) + sum(s) + sum(m) + sum(o)
+}
+";
+    let m = check(src, r#"{"X": [[1, 2], [3, 4], [5, 6]]}"#).unwrap();
+    let shapes: Vec<Shape> = m.lets.iter().map(|(_, e)| e.shape).collect();
+    assert_eq!(
+        shapes,
+        vec![
+            Shape::Matrix(3, 3),
+            Shape::Vector(3),
+            Shape::Vector(2),
+            Shape::Vector(3)
+        ]
+    );
+    assert!(m.lets.iter().all(|(_, e)| e.stage == Stage::Const));
+}
+
+#[test]
+fn lpdf_forms_and_truncation_cdfs_check() {
+    let src = "param {
+  w: vector[2]
+  s: real<lower=0>
+}
+model {
+  target += normal_lpdf(w | 0, 1) + normal_lccdf(0 | 0, s) + poisson_lpmf(3 | exp(w[1]))
+  s ~ half_normal(1)
+}
+";
+    assert!(check(src, "{}").is_ok());
+}

@@ -15,7 +15,19 @@
 //! arguments bound to the parameter names, the typed body and the typed result. The graph
 //! inlines it; no generic function representation is needed. Functions are pure: their body
 //! sees only their parameters and its own `let`s, and cannot use `~` or `target`.
-//! Recursion is an error.
+//! Recursion is an error. A function that is never called is parsed but not checked
+//! (its shapes are only known at a call site).
+//!
+//! # Scoping decisions
+//! Every name is declared once: data, size variables, hypers, params, top-level `let`s and
+//! functions share one namespace, and a block-level `let` may not reuse a visible name.
+//! Top-level `let`s may use any `data`/`hyper`/`param` (wherever declared) and earlier
+//! `let`s. `predict` sees data, hypers, params, top-level `let`s and its own `let`s, never
+//! the `model` block's; its `~` takes held-out data on the left. `let` locals may be
+//! updated (`acc = acc + x`, `mu[2:N] += …`): an update raises the local's stage and may
+//! turn an int local into a real one. `M[1, j]`-style indices and slice bounds must be
+//! known at check time (literals, data ints, sizes, loop indices): every `for` loop is
+//! unrolled here, with its index known in each copy of the body.
 
 // `Diagnostic` is the project's one user-facing error type and is returned by value by design.
 #![allow(clippy::result_large_err)]

@@ -269,7 +269,9 @@ pub enum TStmt {
         /// `hi - lo + 1` bodies, each checked with the index known.
         iterations: Vec<Vec<TStmt>>,
     },
-    /// `if` on a `Const`-stage condition; lowering picks the branch.
+    /// `if` on a `Const`-stage condition; lowering picks the branch. When the condition's
+    /// value is known at check time (`value` is set), only the branch taken is checked and
+    /// the other is left empty.
     If {
         /// The condition (scalar, stage `Const`).
         cond: TExpr,

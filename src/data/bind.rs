@@ -94,10 +94,23 @@ pub fn bind_data(
     let arrays = decls
         .iter()
         .filter(|d| !matches!(d.ty.base, BaseType::Int | BaseType::Real));
-    for d in scalars.chain(arrays) {
-        if let Err(e) = b.bind_decl(d) {
-            b.errors.push(e);
+    // A size like `M + 1` may need a variable bound by a later declaration: retry those
+    // until no more can be bound.
+    let mut pending: Vec<&Decl> = scalars.chain(arrays).collect();
+    loop {
+        let mut deferred = Vec::new();
+        for d in &pending {
+            match b.bind_decl(d) {
+                Ok(()) => {}
+                Err(e) if e.code == "mvi::data::unknown_size" => deferred.push((*d, e)),
+                Err(e) => b.errors.push(e),
+            }
         }
+        if deferred.is_empty() || deferred.len() == pending.len() {
+            b.errors.extend(deferred.into_iter().map(|(_, e)| e));
+            break;
+        }
+        pending = deferred.into_iter().map(|(d, _)| d).collect();
     }
     b.list_ignored();
     if b.errors.is_empty() {
@@ -638,6 +651,25 @@ mod tests {
         let decls = [decl("y", BaseType::Vector, vec![name("N")], None)];
         let e = bind(r#"{}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("no data for `y`"));
+    }
+
+    #[test]
+    fn a_size_expression_may_use_a_variable_bound_later() {
+        let one = Expr {
+            kind: ExprKind::Int(1),
+            span: sp(),
+        };
+        let m_plus_1 = Expr {
+            kind: ExprKind::Binary(BinOp::Add, Box::new(name("M")), Box::new(one)),
+            span: sp(),
+        };
+        let decls = [
+            decl("w0", BaseType::Vector, vec![m_plus_1], None),
+            decl("C", BaseType::Vector, vec![name("M")], None),
+        ];
+        let b = bind(r#"{"w0": [1, 2, 3], "C": [1, 2]}"#, &decls).unwrap();
+        assert_eq!(b.size("M"), Some(2));
+        assert!(bind(r#"{"w0": [1, 2], "C": [1, 2]}"#, &decls).is_err());
     }
 
     #[test]
