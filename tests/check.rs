@@ -317,3 +317,41 @@ model {
 ";
     assert!(check(src, "{}").is_ok());
 }
+
+/// Constructs of LANGUAGE.md, each in a small model that must check clean.
+const CONSTRUCTS: &[(&str, &str, &str)] = &[
+    (
+        "row-vector product, matrix rows and slices",
+        "data {\n  X: matrix[N, Q]\n  y: vector[N]\n}\nparam {\n  beta: vector[Q]\n  s: real<lower=0>\n}\nmodel {\n  beta ~ normal(0, 1)\n  s ~ exponential(1)\n  for n in 1:N {\n    y[n] ~ normal(X[n]' * beta, s)\n  }\n  target += sum(X[:, 1:2] * beta[1:2]) * 0 + sum(X[2:N, :] * beta) * 0\n}\n",
+        r#"{"X": [[1, 2, 3], [4, 5, 6]], "y": [1, 2]}"#,
+    ),
+    (
+        "autoregression with local updates",
+        "data {\n  K: int<lower=1>\n  y: vector[N]\n}\nparam {\n  alpha: real\n  beta: vector[K]\n  sigma: real<lower=0>\n}\nmodel {\n  let mu = rep_vector(alpha, N)\n  for k in 1:K {\n    mu[k+1:N] += beta[k] * y[1:N-k]\n  }\n  y[K+1:N] ~ normal(mu[K+1:N], sigma)\n  alpha ~ normal(0, 1)\n  beta ~ normal(0, 1)\n  sigma ~ half_normal(1)\n}\n",
+        r#"{"K": 2, "y": [1, 2, 3, 4, 5]}"#,
+    ),
+    (
+        "comparisons and ternaries on data, accumulators",
+        "data {\n  y: vector[N]\n}\nlet pos = y > 0\nparam {\n  mu: real\n}\nmodel {\n  let acc = 0\n  for n in 1:N {\n    acc = acc + (y[n] > 0 ? 1.0 : 0.5) * mu\n  }\n  target += -square(acc) + sum(pos .* y) * 0\n  mu ~ student_t(3, 0, 1)\n}\n",
+        r#"{"y": [1, -2, 3]}"#,
+    ),
+    (
+        "binomial, categorical with one logit vector, hyper matrix from data",
+        "data {\n  n: ints[N]\n  trials: ints[N]\n  c: ints[N]\n  Q: int\n}\nhyper {\n  S: matrix[Q, Q] = diag_matrix(rep_vector(1.0, Q))\n}\nparam {\n  theta: real<lower=0, upper=1>\n  logits: vector[3]\n  z: vector[Q]\n}\nmodel {\n  n ~ binomial(trials, theta)\n  c ~ categorical_logit(logits)\n  logits ~ normal(0, 1)\n  z ~ multi_normal(rep_vector(0.0, Q), S)\n  theta ~ beta(2, 2)\n}\n",
+        r#"{"n": [1, 2], "trials": [3, 4], "c": [1, 3], "Q": 2}"#,
+    ),
+    (
+        "sizes from rows() and cols(), truncated prior, matrix param",
+        "data {\n  X: matrix[N, Q]\n}\nparam {\n  W: matrix[cols(X), 2]\n  s: real<lower=0>\n}\nmodel {\n  W ~ normal(0, s)\n  s ~ normal(0, 1)\n  target += -normal_lccdf(0 | 0, 1)\n  target += sum(X * W) * 0\n}\n",
+        r#"{"X": [[1, 2, 3]]}"#,
+    ),
+];
+
+#[test]
+fn language_constructs_check_clean() {
+    for (what, src, data) in CONSTRUCTS {
+        if let Err(ds) = check(src, data) {
+            panic!("{what}:\n{}", ds.iter().map(|d| d.render_plain(100)).collect::<String>());
+        }
+    }
+}
