@@ -351,7 +351,23 @@ const CONSTRUCTS: &[(&str, &str, &str)] = &[
 fn language_constructs_check_clean() {
     for (what, src, data) in CONSTRUCTS {
         if let Err(ds) = check(src, data) {
-            panic!("{what}:\n{}", ds.iter().map(|d| d.render_plain(100)).collect::<String>());
+            panic!(
+                "{what}:\n{}",
+                ds.iter().map(|d| d.render_plain(100)).collect::<String>()
+            );
         }
     }
+}
+
+#[test]
+fn expressions_near_the_parser_nesting_limit_check_without_overflow() {
+    let chain = vec!["w"; 190].join(" + ");
+    let calls = format!("{}w{}", "exp(".repeat(95), ")".repeat(95));
+    let src = format!("param {{\n  w: real\n}}\nmodel {{\n  w ~ normal(0, 1)\n  target += {chain}\n  target += {calls}\n}}\n");
+    // On a 2 MiB stack, the default size of a spawned thread.
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || check(&src, "{}").is_ok())
+        .unwrap();
+    assert!(handle.join().unwrap());
 }

@@ -23,7 +23,7 @@ pub enum Family {
     /// `multi_normal(mu, Sigma)` / `multi_normal_cholesky(mu, L)`: vector outcome, or a
     /// matrix with one outcome per row.
     MultiNormal,
-    /// `categorical_logit(beta)`: int with vector logits, or ints[N] with a matrix[N, K] (or one vector).
+    /// `categorical_logit(beta)`: int with vector logits, or `ints[N]` with a `matrix[N, K]` (or one vector).
     Categorical,
 }
 
