@@ -294,6 +294,24 @@ impl Checker {
         out
     }
 
+    /// A declaration that reuses the name of a size variable bound from the data.
+    fn size_clash(&mut self, name: &str, span: Span) {
+        let Some(sym) = self.globals.get(name).filter(|s| s.kind == NameKind::Size) else {
+            return;
+        };
+        let first = sym.span;
+        let d = self
+            .diag(
+                "mvi::check::redeclared",
+                format!("`{name}` is already a size variable bound from the data"),
+            )
+            .with_label(span, "declared again here")
+            .with_label(first, "size variable here")
+            .with_help("rename the size or the declaration");
+        self.errors.push(d);
+        self.poisoned.insert(name.to_string());
+    }
+
     pub(super) fn snippet(&self, span: Span) -> String {
         self.src
             .inner()
@@ -317,7 +335,8 @@ impl Checker {
         let mut offset = 0;
         for d in &decls {
             if self.globals.contains_key(&d.name.name) {
-                continue; // reported by check_duplicate_decls
+                self.size_clash(&d.name.name, d.name.span);
+                continue; // other clashes are reported by check_duplicate_decls
             }
             let Ok(slot) = self.slot(d, hyper, offset) else {
                 self.poisoned.insert(d.name.name.clone());
@@ -473,6 +492,10 @@ impl Checker {
                     .flat_map(|j| rows.iter().map(move |r| r.get(j).and_then(|x| x.value)))
                     .collect()
             }
+            TExprKind::Call(f, args) if f == "rep_vector" || f == "rep_matrix" => {
+                let x = args.first()?.value?;
+                Some(vec![x; e.shape.len()])
+            }
             TExprKind::Name(n, NameKind::Data) => {
                 let v = self.data.get(n)?;
                 (0..e.shape.len()).map(|i| v.element(i)).collect()
@@ -576,6 +599,7 @@ impl Checker {
                 continue;
             };
             if self.globals.contains_key(&l.name.name) {
+                self.size_clash(&l.name.name, l.name.span);
                 continue;
             }
             self.globals.insert(
