@@ -102,10 +102,9 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         expr | nexpr | bound_expr | term | prefix_op | call | array | paren => "an expression",
         binop | arith_op | ternary_op => "an operator",
         index_item => "an index",
-        transpose | index_suffix | program | WHITESPACE | COMMENT | ident_char | keyword | ident_chars
-        | decl_body | tilde_rest | assign_rest | postfix | infix | arith_chars | primary | call_args => {
-            return None
-        }
+        program => ITEM,
+        transpose | index_suffix | WHITESPACE | COMMENT | ident_char | keyword | ident_chars | decl_body
+        | tilde_rest | assign_rest | postfix | infix | arith_chars | primary | call_args => return None,
         block_item | line_item => ITEM,
     })
 }
@@ -113,7 +112,7 @@ fn phrase(rule: Rule) -> Option<&'static str> {
 /// Phrases for all the rules, deduplicated, in a stable order.
 fn phrases(positives: &[Rule]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    let top_level = positives.contains(&Rule::kw_data);
+    let top_level = positives.contains(&Rule::kw_data) || positives.contains(&Rule::program);
     for &r in positives {
         // At the top level, the separators and end of file add nothing to "an item".
         if top_level && matches!(r, Rule::sep | Rule::EOI | Rule::kw_let) {
@@ -138,6 +137,10 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
     ];
     if out.iter().any(|p| STARTS.contains(p)) {
         out.retain(|p| *p != phrase(Rule::sep).unwrap_or_default());
+    }
+    // "the end of the file" is implied by "the end of the statement".
+    if out.contains(&phrase(Rule::sep).unwrap_or_default()) {
+        out.retain(|p| *p != phrase(Rule::EOI).unwrap_or_default());
     }
     // "an operator" goes first: it continues what is already written.
     out.sort_by_key(|p| *p != "an operator");
@@ -188,13 +191,20 @@ fn help_for(positives: &[Rule], src: &str, pos: usize, found: &str) -> Help {
     }
     let has = |r| positives.contains(&r);
     let word = found.trim_matches('`');
-    let help = if has(Rule::ident) && TYPES.contains(&word) {
+    let top_level = has(Rule::kw_data) || has(Rule::program);
+    let help = if has(Rule::ident) && !word.is_empty() && !word.is_ascii() {
+        Some("names use ASCII letters, digits and `_`, e.g. `sigma`".into())
+    } else if found == "`,`" && has(Rule::sep) {
+        Some("statements and entries are separated by a newline or `;`, not `,`".into())
+    } else if top_level && found == "`}`" {
+        Some("this `}` has no matching `{`".into())
+    } else if has(Rule::ident) && TYPES.contains(&word) {
         Some("declarations are written `name: type`, e.g. `sigma: real<lower=0>`".into())
     } else if has(Rule::ident) && RESERVED.contains(&word) {
         Some(format!(
             "`{word}` is a reserved word and cannot be used as a name"
         ))
-    } else if has(Rule::kw_data) && rest_of_line(src, pos).contains(['~', '=']) {
+    } else if top_level && rest_of_line(src, pos).contains(['~', '=']) {
         Some("statements go inside a block, e.g. `model { y ~ normal(0, 1) }`".into())
     } else if has(Rule::decl_colon) && (found == "`=`" || found.starts_with("`<`")) {
         Some("declarations are written `name: type`, e.g. `alpha: real<lower=0> = 1.0`".into())

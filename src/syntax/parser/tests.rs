@@ -231,3 +231,16 @@ fn tilde_lhs_may_be_sliced() {
     };
     assert_eq!(compact(lhs), "y[(K + 1):N]");
 }
+
+#[test]
+fn opening_braces_may_stand_on_their_own_line() {
+    let src = "fn f(a: real) -> real\n{\n  if a > 0\n  {\n    return a\n  }\n  else\n  {\n    return -a\n  }\n}\nmodel\n{\n  for i in 1:N\n  {\n    x[i] ~ normal(0, 1)\n  }\n}\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(p.items.len(), 2);
+}
+
+#[test]
+fn empty_and_comment_only_files_are_empty_programs() {
+    assert!(parse("").unwrap().items.is_empty());
+    assert!(parse("// nothing\n/* at */ # all").unwrap().items.is_empty());
+}
