@@ -119,7 +119,7 @@ fn swap_words(src: &str, swaps: &[(usize, usize)]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_models_never_panic(which in 0usize..4, edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
@@ -135,6 +135,12 @@ proptest! {
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
         let _ = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+    }
+
+    #[test]
+    fn random_csv_never_panics(text in "[0-9.,\n a-z-]{0,60}") {
+        let mut set = DataSet::default();
+        let _ = mvi::data::add_csv_text(&mut set, "X", "X.csv", text);
     }
 
     #[test]
