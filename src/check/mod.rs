@@ -155,6 +155,10 @@ impl TypedModel {
     }
 }
 
+/// What [`load_model`] returns: the typed model with its data bound inside
+/// ([`TypedModel::data`]).
+pub type CheckedModel = TypedModel;
+
 /// A function definition with the file it came from.
 #[derive(Debug, Clone)]
 pub struct SourceFn {

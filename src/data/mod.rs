@@ -150,6 +150,16 @@ pub fn load_data_args(args: &[String]) -> Result<DataSet, Vec<Diagnostic>> {
     for arg in args {
         let result = match arg.split_once('=') {
             Some((name, path)) if is_identifier(name) => add_csv(&mut set, name, Path::new(path)),
+            _ if arg.to_ascii_lowercase().ends_with(".csv") => {
+                let stem = Path::new(arg).file_stem().and_then(|s| s.to_str()).unwrap_or("X");
+                Err(Diagnostic::plain(
+                    "mvi::data::csv_without_name",
+                    format!("`{arg}` is a CSV file but no variable is named for it"),
+                )
+                .with_help(format!(
+                    "a CSV file holds one variable: pass `--data {stem}={arg}`"
+                )))
+            }
             _ => add_json(&mut set, Path::new(arg)),
         };
         if let Err(d) = result {
@@ -374,6 +384,13 @@ mod tests {
     fn missing_file_is_a_diagnostic() {
         let e = load_data_args(&["/definitely/not/here.json".into()]).unwrap_err();
         assert!(e[0].message.contains("cannot read"));
+    }
+
+    #[test]
+    fn a_csv_file_without_a_name_is_explained() {
+        let e = load_data_args(&["X_train.csv".into()]).unwrap_err();
+        assert_eq!(e[0].code, "mvi::data::csv_without_name");
+        assert!(e[0].help.as_deref().unwrap_or("").contains("X_train=X_train.csv"));
     }
 
     #[test]
