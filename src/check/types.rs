@@ -212,7 +212,9 @@ pub enum TExprKind {
         args: Vec<TExpr>,
     },
     /// A user function call, inlined: the arguments bound to `params`, then `body`, then
-    /// `result` (which reads the params and the body's locals).
+    /// `result` (which reads the params and the body's locals). It opens a fresh scope: names
+    /// of kind `Local` inside it refer only to its params and its body's `let`s, never to
+    /// the caller's locals (functions are pure).
     Inline {
         /// The function's name.
         func: String,
