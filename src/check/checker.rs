@@ -61,6 +61,8 @@ pub(super) struct Checker {
     pub poisoned: std::collections::HashSet<String>,
     /// Loop iterations unrolled so far.
     pub unrolled: i64,
+    /// Functions called at least once (checked at their call sites).
+    pub called: std::collections::HashSet<String>,
 }
 
 impl Checker {
@@ -96,6 +98,7 @@ impl Checker {
             call_stack: Vec::new(),
             poisoned: std::collections::HashSet::new(),
             unrolled: 0,
+            called: std::collections::HashSet::new(),
         };
         c.collect_fns(program, imported);
         c.check_duplicate_decls(program);
@@ -112,6 +115,15 @@ impl Checker {
         let lets = c.top_lets(program);
         let model = c.stmt_block(program, Ctx::Model);
         let predict = c.stmt_block(program, Ctx::Predict);
+        let uncalled: Vec<SourceFn> = c
+            .fns
+            .iter()
+            .filter(|f| !c.called.contains(&f.def.name.name) && f.source.name() == c.model_src.name())
+            .cloned()
+            .collect();
+        for f in &uncalled {
+            c.check_uncalled_fn(f);
+        }
         let has_predict = program.items.iter().any(|i| matches!(i, Item::Predict(_)));
         let param_names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
         let (infer, infer_errors) = super::infer::check_infer_block(program, &source, &param_names);

@@ -15,8 +15,8 @@
 //! arguments bound to the parameter names, the typed body and the typed result. The graph
 //! inlines it; no generic function representation is needed. Functions are pure: their body
 //! sees only their parameters and its own `let`s, and cannot use `~` or `target`.
-//! Recursion is an error. A function that is never called is parsed but not checked
-//! (its shapes are only known at a call site).
+//! Recursion is an error. A function of the model file that is never called gets name
+//! resolution only (its shapes are only known at a call site).
 //!
 //! # Scoping decisions
 //! Every name is declared once: data, size variables, hypers, params, top-level `let`s and
@@ -39,6 +39,7 @@ pub mod error;
 mod exprs;
 mod infer;
 pub mod infer_keys;
+mod names;
 mod report;
 pub mod shapes;
 mod stmts;

@@ -357,6 +357,7 @@ impl Checker {
     pub(super) fn inline_call(&mut self, f: &SourceFn, args: Vec<TExpr>, span: Span) -> R<TExpr> {
         let def = &f.def;
         let name = def.name.name.clone();
+        self.called.insert(name.clone());
         if args.len() != def.params.len() {
             let sig = self.fn_signature(f);
             let d = self
