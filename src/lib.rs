@@ -6,7 +6,11 @@
 //! [`dist`] (densities) → [`infer`] (methods) → [`posterior`] → [`report`].
 #![warn(missing_docs)]
 #![warn(clippy::float_cmp)]
+// `Diagnostic` (the one user-facing error type) is returned by value by design.
+#![allow(clippy::result_large_err)]
 
+pub mod check;
+pub mod data;
 pub mod density;
 pub mod diagnostic;
 pub mod fsutil;
