@@ -52,7 +52,7 @@ impl LinReg {
         let x = DMatrix::from_fn(n, d, |_, j| if j == 0 { 1.0 } else { rng.random_range(-2.0..2.0) });
         let w_true = DVector::from_fn(d, |i, _| 0.5 * (i as f64) - 0.7);
         let noise = standard_normal(n, 1, &mut rng).column(0).into_owned();
-        let sigma2 = 0.8;
+        let sigma2: f64 = 0.8;
         let y = &x * w_true + noise * sigma2.sqrt();
         LinReg {
             x,
@@ -143,7 +143,7 @@ fn every_vi_method_recovers_the_exact_mean_and_bounds_the_evidence() {
     let (a, m) = model.exact(model.alpha);
     let sd = a.try_inverse().unwrap().diagonal().map(f64::sqrt);
     let log_z = model.log_evidence(model.alpha);
-    let s = 1000.0;
+    let s: f64 = 1000.0;
     for method in VI_METHODS {
         let post = fit(&model, method, &[], 3);
         // The fixed-sample optimum is off by about sd · z̄ with z̄ ~ N(0, 1/S).
@@ -237,7 +237,7 @@ impl Mixture {
             DMatrix::from_row_slice(2, 2, &[1.0, 0.6, 0.6, 1.0]),
             DMatrix::from_row_slice(2, 2, &[0.8, -0.3, -0.3, 0.6]),
         ];
-        let log_norms = covs.clone().map(|c| 0.5f64.ln() - LN_2PI - 0.5 * c.determinant().ln());
+        let log_norms = covs.clone().map(|c: DMatrix<f64>| 0.5f64.ln() - LN_2PI - 0.5 * c.determinant().ln());
         Mixture {
             means: [DVector::from_vec(vec![-1.5, 0.0]), DVector::from_vec(vec![1.5, 0.5])],
             precisions: covs.map(|c| c.try_inverse().unwrap()),
@@ -328,7 +328,7 @@ fn mixture_kl_falls_in_the_papers_order() {
 }
 
 /// The MVI paper's §V-B Cauchy regression (Table II). Slow: run with
-/// `cargo test --release --test methods -- --ignored cauchy --nocapture`.
+/// `cargo test --test methods -- --ignored cauchy --nocapture` (about a minute).
 #[test]
 #[ignore]
 fn cauchy_regression_median_test_lpd_follows_table_two() {

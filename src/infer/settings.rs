@@ -122,7 +122,7 @@ fn label(d: Diagnostic, e: &InferOption, text: impl Into<String>) -> Diagnostic 
 pub struct Common {
     /// `max_iters` [1000].
     pub max_iters: usize,
-    /// `tol`: relative change of the objective [1e-9].
+    /// `tol`: relative change of the objective [1e-11].
     pub tol: f64,
     /// `optimizer` [lbfgs].
     pub optimizer: Optimizer,
@@ -134,7 +134,7 @@ impl Default for Common {
     fn default() -> Self {
         Common {
             max_iters: 1000,
-            tol: 1e-9,
+            tol: 1e-11,
             optimizer: Optimizer::Lbfgs,
             learn_hyper: true,
         }
