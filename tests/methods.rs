@@ -388,8 +388,14 @@ fn psis_khat_trusts_exact_laplace_and_flags_laplace_on_a_mixture() {
     assert!(k_mix > KHAT_OK, "k̂ = {k_mix}");
 }
 
-/// The MVI paper's §V-B Cauchy regression (Table II). Slow: run with
-/// `cargo test --test methods -- --ignored cauchy --nocapture` (about a minute).
+/// The MVI paper's §V-B Cauchy regression (Table II), with the data construction of
+/// `shared/peers/README.md` ("cauchy_rbf"), γ = 0.5, α learned. Slow: run with
+/// `cargo test --test methods -- --ignored cauchy --nocapture` (about 4 minutes, test profile).
+///
+/// Measured (20 sets, seeds 1000+i / 5000+i): eq. 13 per point −0.742, −0.743, −0.744,
+/// −0.743, −0.746 and pointwise lppd −0.814, −0.809, −0.818, −0.810, −0.855 for laplace,
+/// mvi_mu, mvi_eig, mvi_lr, vi_diag. The paper's ordering does NOT reproduce on this data
+/// construction (all Gaussian methods tie on eq. 13), so this test currently fails.
 #[test]
 #[ignore]
 fn cauchy_regression_median_test_lpd_follows_table_two() {
