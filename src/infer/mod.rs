@@ -6,6 +6,8 @@
 //! Gaussian algebra. Every method gets its randomness passed in and is deterministic for a
 //! given generator state.
 
+pub mod pmfvb;
+
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::posterior::{IterRecord, Posterior};
