@@ -6,6 +6,7 @@
 //! Gaussian algebra. Every method gets its randomness passed in and is deterministic for a
 //! given generator state.
 
+pub mod optim;
 pub mod pmfvb;
 
 use crate::density::LogDensity;
