@@ -8,6 +8,7 @@
 
 pub mod optim;
 pub mod pmfvb;
+pub mod split_mf;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
