@@ -98,6 +98,8 @@ pub struct SplitMf {
 pub struct Growth {
     /// The bound on the fixed samples after each accepted stage (K = 1, 2, …).
     pub bounds: Vec<f64>,
+    /// The final bound re-estimated on fresh samples (at least 1000), not fitted to them.
+    pub fresh_bound: f64,
 }
 
 impl Method for SplitMf {
@@ -179,7 +181,7 @@ impl SplitMf {
         }
         let fresh = ctx.fresh_bound(&stage, rng);
         notes.push(format!("bound re-estimated on fresh samples: {fresh:.6}"));
-        Ok((ctx.posterior(stage, trace, notes), Growth { bounds }))
+        Ok((ctx.posterior(stage, trace, notes), Growth { bounds, fresh_bound: fresh }))
     }
 }
 
