@@ -149,3 +149,22 @@ fn split_mf_closes_the_gap_on_the_split_vi_target() {
 fn quadrature_gives_log_z_zero_for_a_normalised_mixture() {
     assert!(log_z(&TwoGaussians).abs() < 1e-6);
 }
+
+/// Benchmark, not a check: split_mf time per bin count on split VI's target (S = 200).
+/// Run: `cargo test --release --test split_mf -- --ignored --nocapture bench`
+#[test]
+#[ignore]
+fn bench_split_mf_per_bin_count() {
+    for bins in 1..=4 {
+        let method = SplitMf { settings: Settings { bins, ..Settings::default() } };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let t0 = std::time::Instant::now();
+        let (post, growth) = method.fit_growth(&Dens(SplitViTarget), &mut rng, &mut Silent).unwrap();
+        println!(
+            "split_mf bins = {bins}: {:.3} s (all stages), {} optimiser iterations in total, bound {:.4}",
+            t0.elapsed().as_secs_f64(),
+            post.trace.len(),
+            growth.bounds.last().unwrap()
+        );
+    }
+}

@@ -299,7 +299,9 @@ impl<'a> Run<'a> {
 
     /// Algorithm 1 for block j: every particle against m random particles of the others.
     fn step_block_alg1(&mut self, j: usize, rng: &mut dyn RngCore) -> f64 {
-        let (p, m) = (self.x.ncols(), self.settings.subset);
+        // With one block there are no other blocks to average over.
+        let m = if self.blocks.len() == 1 { 1 } else { self.settings.subset };
+        let p = self.x.ncols();
         let mut w = DMatrix::zeros(self.x.nrows(), p * m);
         for i in 0..p {
             for l in 0..m {
