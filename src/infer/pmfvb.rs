@@ -90,14 +90,6 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
     ];
     let k = Keys::new(opts, "pmfvb", &known)?;
     let d = Settings::default();
-    let algorithm = match k.word("algorithm", &["1", "2"], "1") {
-        Ok(w) => w,
-        Err(_) => match k.count("algorithm", 1)? {
-            1 => "1",
-            2 => "2",
-            _ => return Err(Diagnostic::plain("mvi::infer::bad_option", "`pmfvb` option `algorithm` must be 1 or 2")),
-        },
-    };
     let settings = Settings {
         blocks: k.blocks("blocks")?,
         particles: k.count("particles", d.particles)?.max(2),
@@ -106,7 +98,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
         max_iters: k.count("max_iters", d.max_iters)?,
         tol: k.positive("tol", d.tol)?,
         window: k.count("window", d.window)?,
-        algorithm: if algorithm == "2" { 2 } else { 1 },
+        algorithm: k.int_in("algorithm", &[1, 2], 1)? as u8,
     };
     Ok(Box::new(Pmfvb::new(settings)))
 }
@@ -515,7 +507,7 @@ pub fn laplace_start(model: &dyn LogDensity, theta: &DVector<f64>) -> Result<Gau
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::Silent;
+    use crate::infer::{OptionValue, Silent};
     use rand::SeedableRng;
 
     /// log N(w; μ, Λ⁻¹) up to a constant, one block per coordinate.
@@ -557,6 +549,30 @@ mod tests {
             mu: DVector::from_vec(vec![1.0, -2.0]),
             prec: DMatrix::from_row_slice(2, 2, &[2.0, 1.2, 1.2, 1.5]),
         }
+    }
+
+    fn options(entries: &[(&str, OptionValue)]) -> InferOptions {
+        InferOptions {
+            entries: entries
+                .iter()
+                .map(|(k, v)| crate::infer::InferOption {
+                    key: k.to_string(),
+                    value: v.clone(),
+                    span: None,
+                })
+                .collect(),
+            source: miette::NamedSource::new("test", String::new()),
+        }
+    }
+
+    #[test]
+    fn build_rejects_unknown_keys_and_bad_algorithms() {
+        let bad_key = options(&[("particle", OptionValue::Int(10))]);
+        assert!(build(&bad_key).is_err());
+        let bad_alg = options(&[("algorithm", OptionValue::Int(3))]);
+        assert!(build(&bad_alg).is_err());
+        let ok = options(&[("algorithm", OptionValue::Int(2)), ("step", OptionValue::Real(0.2))]);
+        assert_eq!(build(&ok).unwrap().name(), "pmfvb");
     }
 
     #[test]

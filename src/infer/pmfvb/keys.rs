@@ -51,6 +51,20 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// An integer from `allowed`, or `default` when the key is absent.
+    pub(crate) fn int_in(&self, key: &str, allowed: &[i64], default: i64) -> Result<i64, Diagnostic> {
+        match self.last(key) {
+            None => Ok(default),
+            Some(e) => match e.value {
+                OptionValue::Int(n) if allowed.contains(&n) => Ok(n),
+                _ => {
+                    let list: Vec<String> = allowed.iter().map(|n| n.to_string()).collect();
+                    Err(self.bad(e, &format!("one of {}", list.join(", "))))
+                }
+            },
+        }
+    }
+
     /// A positive real (integers accepted), or `default` when the key is absent.
     pub(crate) fn positive(&self, key: &str, default: f64) -> Result<f64, Diagnostic> {
         let v = match self.last(key) {

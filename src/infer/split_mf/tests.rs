@@ -119,3 +119,20 @@ fn growth_never_lowers_the_bound_and_weights_sum_to_one() {
     assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-9);
     assert_eq!(weights.len(), growth.bounds.len());
 }
+
+#[test]
+fn build_reads_its_keys_and_rejects_others() {
+    use crate::infer::{InferOption, OptionValue};
+    let opts = |entries: Vec<(&str, OptionValue)>| InferOptions {
+        entries: entries
+            .into_iter()
+            .map(|(k, value)| InferOption { key: k.to_string(), value, span: None })
+            .collect(),
+        source: miette::NamedSource::new("test", String::new()),
+    };
+    let ok = opts(vec![("bins", OptionValue::Int(3)), ("optimizer", OptionValue::Ident("scg".into()))]);
+    assert_eq!(build(&ok).unwrap().name(), "split_mf");
+    assert!(build(&opts(vec![("optimizer", OptionValue::Ident("adam".into()))])).is_err());
+    assert!(build(&opts(vec![("particles", OptionValue::Int(3))])).is_err());
+    assert!(build(&opts(vec![("bins", OptionValue::Real(2.5))])).is_err());
+}
