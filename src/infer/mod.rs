@@ -6,9 +6,19 @@
 //! Gaussian algebra. Every method gets its randomness passed in and is deterministic for a
 //! given generator state.
 
+pub mod laplace;
+pub mod mvi_eig;
+pub mod mvi_lr;
+pub mod mvi_mu;
+pub mod objective;
 pub mod optim;
 pub mod pmfvb;
+pub mod registry;
+pub mod settings;
 pub mod split_mf;
+pub mod vi;
+pub mod vi_diag;
+pub mod vi_full;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;

@@ -28,6 +28,8 @@ pub(crate) mod keys;
 
 use crate::density::{LogDensity, Want};
 use crate::diagnostic::Diagnostic;
+use crate::infer::laplace::fit_laplace;
+use crate::infer::settings::{Common, Reader};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, IterRecord, Posterior};
 use keys::Keys;
@@ -56,6 +58,9 @@ pub struct Settings {
     /// 1 (subset averaging) or 2 (sub-blocks, particle means, adaptive drift). Key
     /// `algorithm`, default 1.
     pub algorithm: u8,
+    /// Fit θ on the Laplace evidence before the sweeps (θ then stays fixed); otherwise θ is
+    /// the model's initial value. Key `learn_hyper`, default true.
+    pub learn_hyper: bool,
 }
 
 impl Default for Settings {
@@ -69,6 +74,7 @@ impl Default for Settings {
             tol: 0.01,
             window: 25,
             algorithm: 1,
+            learn_hyper: true,
         }
     }
 }
@@ -78,27 +84,20 @@ impl Default for Settings {
 /// # Errors
 /// A [`Diagnostic`] at an unknown key or a value of the wrong kind.
 pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let known = [
-        "blocks",
-        "particles",
-        "subset",
-        "step",
-        "max_iters",
-        "tol",
-        "window",
-        "algorithm",
-    ];
-    let k = Keys::new(opts, "pmfvb", &known)?;
+    let extra = ["blocks", "particles", "subset", "step", "window", "algorithm"];
+    let r = Reader::new(opts, "pmfvb", &extra)?;
+    let k = Keys::new(opts, "pmfvb");
     let d = Settings::default();
     let settings = Settings {
         blocks: k.blocks("blocks")?,
-        particles: k.count("particles", d.particles)?.max(2),
-        subset: k.count("subset", d.subset)?,
-        step: k.positive("step", d.step)?,
-        max_iters: k.count("max_iters", d.max_iters)?,
-        tol: k.positive("tol", d.tol)?,
-        window: k.count("window", d.window)?,
+        particles: r.int("particles", 2, d.particles)?,
+        subset: r.int("subset", 1, d.subset)?,
+        step: r.positive("step", d.step)?,
+        max_iters: r.int("max_iters", 1, d.max_iters)?,
+        tol: r.positive("tol", d.tol)?,
+        window: r.int("window", 1, d.window)?,
         algorithm: k.int_in("algorithm", &[1, 2], 1)? as u8,
+        learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
     };
     Ok(Box::new(Pmfvb::new(settings)))
 }
@@ -108,8 +107,8 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
 pub struct Pmfvb {
     /// The settings.
     pub settings: Settings,
-    /// The Gaussian to draw the initial particles from and to precondition with; `None`
-    /// finds the Laplace approximation (Newton's method on log p̃).
+    /// The Gaussian to draw the initial particles from and to precondition with (θ then
+    /// stays at the model's initial value); `None` fits the Laplace approximation.
     pub start: Option<Gaussian>,
 }
 
@@ -145,11 +144,20 @@ impl Method for Pmfvb {
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
         let blocks = resolve_blocks(model, self.settings.blocks.as_deref())?;
-        let theta = model.theta_init();
-        obs.phase("laplace");
-        let start = match &self.start {
-            Some(g) => g.clone(),
-            None => laplace_start(model, &theta)?,
+        let (start, theta) = match &self.start {
+            Some(g) => (g.clone(), model.theta_init()),
+            None => {
+                let common = Common {
+                    learn_hyper: self.settings.learn_hyper,
+                    ..Common::default()
+                };
+                let fit = fit_laplace(model, &common, obs)?;
+                let g = Gaussian {
+                    mean: fit.mode,
+                    root: fit.chol,
+                };
+                (g, fit.theta)
+            }
         };
         let mut run = Run::new(model, &self.settings, blocks, &start, theta, rng);
         obs.phase("pmfvb");
@@ -397,6 +405,7 @@ impl<'a> Run<'a> {
             trace: self.trace,
             converged: self.converged,
             notes,
+            fresh_elbo: None,
         }
     }
 }
@@ -450,58 +459,6 @@ fn random_half(coords: &[usize], rng: &mut dyn RngCore) -> Vec<usize> {
     } else {
         picked
     }
-}
-
-/// The Laplace approximation N(w*, (−∇²log p̃(w*))⁻¹) by damped Newton from the model's
-/// initial point. Stand-in until the shared `laplace` method is merged.
-///
-/// # Errors
-/// [`Error::NonFiniteStart`] if log p̃ is not finite at the start,
-/// [`Error::NotNegativeDefinite`] if the Hessian at the end is not negative definite.
-pub fn laplace_start(model: &dyn LogDensity, theta: &DVector<f64>) -> Result<Gaussian, Error> {
-    let mut w = model.initial_point();
-    let (mut f, mut g) = crate::density::value_grad(model, theta, &w);
-    if !f.is_finite() {
-        return Err(Error::NonFiniteStart { value: f });
-    }
-    for _ in 0..200 {
-        if g.amax() < 1e-9 {
-            break;
-        }
-        let neg_h = -model.hessian(theta, &w);
-        let dir = match neg_h.clone().cholesky() {
-            Some(ch) => ch.solve(&g),
-            None => g.clone() * 1e-2,
-        };
-        let mut t = 1.0;
-        loop {
-            let cand = &w + &dir * t;
-            let (fc, gc) = crate::density::value_grad(model, theta, &cand);
-            if fc.is_finite() && fc >= f - 1e-12 {
-                (w, f, g) = (cand, fc, gc);
-                break;
-            }
-            t *= 0.5;
-            if t < 1e-10 {
-                break;
-            }
-        }
-        if t < 1e-10 {
-            break;
-        }
-    }
-    let neg_h = -model.hessian(theta, &w);
-    let sym = (&neg_h + neg_h.transpose()) * 0.5;
-    let max_eig = -sym.symmetric_eigenvalues().min();
-    let cov = sym
-        .cholesky()
-        .ok_or(Error::NotNegativeDefinite { max_eig })?
-        .inverse();
-    let root = cov
-        .cholesky()
-        .ok_or(Error::NotNegativeDefinite { max_eig })?
-        .l();
-    Ok(Gaussian { mean: w, root })
 }
 
 #[cfg(test)]
@@ -573,15 +530,6 @@ mod tests {
         assert!(build(&bad_alg).is_err());
         let ok = options(&[("algorithm", OptionValue::Int(2)), ("step", OptionValue::Real(0.2))]);
         assert_eq!(build(&ok).unwrap().name(), "pmfvb");
-    }
-
-    #[test]
-    fn laplace_start_is_exact_for_a_gaussian() {
-        let t = target();
-        let g = laplace_start(&t, &DVector::zeros(0)).unwrap();
-        assert!((&g.mean - &t.mu).amax() < 1e-8);
-        let inv = t.prec.clone().try_inverse().unwrap();
-        assert!((g.cov() - inv).amax() < 1e-8);
     }
 
     #[test]

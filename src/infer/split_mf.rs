@@ -24,8 +24,8 @@ mod bound;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::optim::{self, Optimizer};
-use crate::infer::pmfvb::keys::Keys;
-use crate::infer::pmfvb::laplace_start;
+use crate::infer::laplace::fit_laplace;
+use crate::infer::settings::{Common, Reader};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, Posterior};
 use bound::{Bound, GaussHermite, Params, Tree};
@@ -45,7 +45,8 @@ pub struct Settings {
     pub tol: f64,
     /// `lbfgs` or `scg`. Key `optimizer`, default `lbfgs`.
     pub optimizer: Optimizer,
-    /// Optimise θ jointly on the bound (models with `hyper`). Key `learn_hyper`, default false.
+    /// Optimise θ jointly on the bound (models with `hyper`), starting from the Laplace θ.
+    /// Key `learn_hyper`, default true.
     pub learn_hyper: bool,
 }
 
@@ -57,7 +58,7 @@ impl Default for Settings {
             max_iters: 1000,
             tol: 1e-9,
             optimizer: Optimizer::Lbfgs,
-            learn_hyper: false,
+            learn_hyper: true,
         }
     }
 }
@@ -67,21 +68,16 @@ impl Default for Settings {
 /// # Errors
 /// A [`Diagnostic`] at an unknown key or a value of the wrong kind.
 pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let known = ["bins", "samples", "max_iters", "tol", "optimizer", "learn_hyper"];
-    let k = Keys::new(opts, "split_mf", &known)?;
+    let r = Reader::new(opts, "split_mf", &["bins", "samples", "optimizer"])?;
     let d = Settings::default();
-    let optimizer = match k.word("optimizer", &["lbfgs", "scg"], "lbfgs")? {
-        "scg" => Optimizer::Scg,
-        _ => Optimizer::Lbfgs,
-    };
     Ok(Box::new(SplitMf {
         settings: Settings {
-            bins: k.count("bins", d.bins)?,
-            samples: k.count("samples", d.samples)?,
-            max_iters: k.count("max_iters", d.max_iters)?,
-            tol: k.positive("tol", d.tol)?,
-            optimizer,
-            learn_hyper: k.flag("learn_hyper", d.learn_hyper)?,
+            bins: r.int("bins", 1, d.bins)?,
+            samples: r.int("samples", 1, d.samples)?,
+            max_iters: r.int("max_iters", 1, d.max_iters)?,
+            tol: r.positive("tol", d.tol)?,
+            optimizer: r.optimizer()?,
+            learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
         },
     }))
 }
@@ -138,9 +134,16 @@ impl SplitMf {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<(Posterior, Growth), Error> {
-        let theta0 = model.theta_init();
-        obs.phase("laplace");
-        let start = laplace_start(model, &theta0)?;
+        let common = Common {
+            learn_hyper: self.settings.learn_hyper,
+            ..Common::default()
+        };
+        let laplace = fit_laplace(model, &common, obs)?;
+        let theta0 = laplace.theta.clone();
+        let start = Gaussian {
+            mean: laplace.mode,
+            root: laplace.chol,
+        };
         let z = standard_normal(model.dim(), self.settings.samples, rng);
         let gh = GaussHermite::standard();
         let ctx = Ctx {
@@ -302,6 +305,7 @@ impl Ctx<'_> {
             iterations: stage.iterations,
             converged: stage.converged,
             notes,
+            fresh_elbo: None,
         }
     }
 }

@@ -1,34 +1,20 @@
-//! Reading one method's `infer` keys: typed look-ups with a [`Diagnostic`] that points at a
-//! bad value or an unknown key. Used by `split_mf` and `pmfvb`; the shared registry may
-//! absorb it.
+//! The `infer` value kinds that `settings::Reader` does not read yet: lists of blocks and
+//! an integer from a fixed set. Keys are validated by `settings::Reader::new` first; this
+//! could move into `settings.rs`.
 
 use crate::diagnostic::Diagnostic;
 use crate::infer::{InferOption, InferOptions, OptionValue};
 
-/// Keys every method accepts, whatever its own keys are.
-const COMMON: &[&str] = &["method", "seed"];
-
-/// Typed access to the options of one method, which knows the keys it accepts.
+/// Typed access to `blocks`-like and choice options of one method.
 pub(crate) struct Keys<'a> {
     opts: &'a InferOptions,
     method: &'static str,
 }
 
 impl<'a> Keys<'a> {
-    /// Check that every key is known to `method` (its `known` keys or a common one).
-    pub(crate) fn new(
-        opts: &'a InferOptions,
-        method: &'static str,
-        known: &[&str],
-    ) -> Result<Self, Diagnostic> {
-        for e in &opts.entries {
-            if !known.contains(&e.key.as_str()) && !COMMON.contains(&e.key.as_str()) {
-                let msg = format!("`{method}` has no option `{}`", e.key);
-                let help = format!("`{method}` accepts: {}", known.join(", "));
-                return Err(error_at(opts, e, msg, "unknown key").with_help(help));
-            }
-        }
-        Ok(Keys { opts, method })
+    /// Read from `opts` on behalf of `method` (keys already validated).
+    pub(crate) fn new(opts: &'a InferOptions, method: &'static str) -> Self {
+        Keys { opts, method }
     }
 
     fn last(&self, key: &str) -> Option<&'a InferOption> {
@@ -38,17 +24,6 @@ impl<'a> Keys<'a> {
     fn bad(&self, e: &InferOption, want: &str) -> Diagnostic {
         let msg = format!("`{}` option `{}` must be {want}", self.method, e.key);
         error_at(self.opts, e, msg, "this value")
-    }
-
-    /// A positive integer, or `default` when the key is absent.
-    pub(crate) fn count(&self, key: &str, default: usize) -> Result<usize, Diagnostic> {
-        match self.last(key) {
-            None => Ok(default),
-            Some(e) => match e.value {
-                OptionValue::Int(n) if n > 0 => Ok(n as usize),
-                _ => Err(self.bad(e, "a positive integer")),
-            },
-        }
     }
 
     /// An integer from `allowed`, or `default` when the key is absent.
@@ -65,49 +40,6 @@ impl<'a> Keys<'a> {
         }
     }
 
-    /// A positive real (integers accepted), or `default` when the key is absent.
-    pub(crate) fn positive(&self, key: &str, default: f64) -> Result<f64, Diagnostic> {
-        let v = match self.last(key) {
-            None => return Ok(default),
-            Some(e) => (e, real(&e.value)),
-        };
-        match v {
-            (_, Some(x)) if x > 0.0 && x.is_finite() => Ok(x),
-            (e, _) => Err(self.bad(e, "a positive number")),
-        }
-    }
-
-    /// A flag (`true`/`false`), or `default` when the key is absent.
-    pub(crate) fn flag(&self, key: &str, default: bool) -> Result<bool, Diagnostic> {
-        match self.last(key) {
-            None => Ok(default),
-            Some(e) => match &e.value {
-                OptionValue::Ident(s) if s == "true" => Ok(true),
-                OptionValue::Ident(s) if s == "false" => Ok(false),
-                _ => Err(self.bad(e, "`true` or `false`")),
-            },
-        }
-    }
-
-    /// One of the bare words in `choices`, or `default` when the key is absent.
-    pub(crate) fn word(
-        &self,
-        key: &str,
-        choices: &[&'static str],
-        default: &'static str,
-    ) -> Result<&'static str, Diagnostic> {
-        match self.last(key) {
-            None => Ok(default),
-            Some(e) => match &e.value {
-                OptionValue::Ident(s) => match choices.iter().find(|c| *c == s) {
-                    Some(c) => Ok(c),
-                    None => Err(self.bad(e, &format!("one of {}", choices.join(", ")))),
-                },
-                _ => Err(self.bad(e, &format!("one of {}", choices.join(", ")))),
-            },
-        }
-    }
-
     /// A list of lists of names, or `None` when the key is absent.
     pub(crate) fn blocks(&self, key: &str) -> Result<Option<Vec<Vec<String>>>, Diagnostic> {
         match self.last(key) {
@@ -117,14 +49,6 @@ impl<'a> Keys<'a> {
                 _ => Err(self.bad(e, "a list of non-empty lists of parameter names")),
             },
         }
-    }
-}
-
-fn real(v: &OptionValue) -> Option<f64> {
-    match v {
-        OptionValue::Int(n) => Some(*n as f64),
-        OptionValue::Real(x) => Some(*x),
-        _ => None,
     }
 }
 
