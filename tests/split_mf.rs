@@ -32,7 +32,11 @@ impl<T: Target2> LogDensity for Dens<T> {
                 self.0.log_f(x)
             }),
         );
-        Evaluated { values, grad_w: want.grad_w.then_some(g), grad_theta: None }
+        Evaluated {
+            values,
+            grad_w: want.grad_w.then_some(g),
+            grad_theta: None,
+        }
     }
     fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
         let h = 1e-5;
@@ -68,7 +72,10 @@ fn components() -> [([f64; 2], [[f64; 2]; 2], f64); 2] {
         let prec = [[c[1][1] / det, -c[0][1] / det], [-c[1][0] / det, c[0][0] / det]];
         (mu, prec, -(2.0 * std::f64::consts::PI).ln() - 0.5 * det.ln())
     };
-    [comp([-1.5, 0.0], [[1.0, 0.6], [0.6, 1.0]]), comp([1.5, 0.5], [[0.8, -0.3], [-0.3, 0.6]])]
+    [
+        comp([-1.5, 0.0], [[1.0, 0.6], [0.6, 1.0]]),
+        comp([1.5, 0.5], [[0.8, -0.3], [-0.3, 0.6]]),
+    ]
 }
 
 /// Per component: log(0.5 N) and the gradient of log N.
@@ -76,7 +83,10 @@ fn parts(x: [f64; 2]) -> [(f64, [f64; 2]); 2] {
     components().map(|(mu, p, c)| {
         let d = [x[0] - mu[0], x[1] - mu[1]];
         let pd = [p[0][0] * d[0] + p[0][1] * d[1], p[1][0] * d[0] + p[1][1] * d[1]];
-        (0.5f64.ln() + c - 0.5 * (d[0] * pd[0] + d[1] * pd[1]), [-pd[0], -pd[1]])
+        (
+            0.5f64.ln() + c - 0.5 * (d[0] * pd[0] + d[1] * pd[1]),
+            [-pd[0], -pd[1]],
+        )
     })
 }
 
@@ -102,7 +112,10 @@ impl Target2 for SplitViTarget {
             + log_sigmoid(20.0 * x[1] - 10.0 * x[0] + 4.0)
     }
     fn grad(&self, x: [f64; 2]) -> [f64; 2] {
-        let (s1, s2) = (sigmoid(-(20.0 * x[0] + 4.0)), sigmoid(-(20.0 * x[1] - 10.0 * x[0] + 4.0)));
+        let (s1, s2) = (
+            sigmoid(-(20.0 * x[0] + 4.0)),
+            sigmoid(-(20.0 * x[1] - 10.0 * x[0] + 4.0)),
+        );
         [-x[0] + 20.0 * s1 - 10.0 * s2, -x[1] + 20.0 * s2]
     }
 }
@@ -111,7 +124,12 @@ impl Target2 for SplitViTarget {
 fn log_z<T: Target2>(t: &T) -> f64 {
     let (h, n) = (0.01, 1600);
     let vals: Vec<f64> = (0..n * n)
-        .map(|i| t.log_f([-8.0 + h * ((i / n) as f64 + 0.5), -8.0 + h * ((i % n) as f64 + 0.5)]))
+        .map(|i| {
+            t.log_f([
+                -8.0 + h * ((i / n) as f64 + 0.5),
+                -8.0 + h * ((i % n) as f64 + 0.5),
+            ])
+        })
         .collect();
     let m = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     m + (vals.iter().map(|v| (v - m).exp()).sum::<f64>() * h * h).ln()
@@ -122,17 +140,36 @@ const MC_SLACK: f64 = 0.05;
 
 fn check_gap_shrinks<T: Target2>(target: T, seed: u64) {
     let lz = log_z(&target);
-    let method = SplitMf { settings: Settings { bins: 4, samples: 400, ..Settings::default() } };
+    let method = SplitMf {
+        settings: Settings {
+            bins: 4,
+            samples: 400,
+            ..Settings::default()
+        },
+    };
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (post, growth) = method.fit_growth(&Dens(target), &mut rng, &mut Silent).unwrap();
     let b = &growth.bounds;
-    eprintln!("log Z {lz:.4}, bounds {b:?}, fresh {:.4}, notes {:?}", growth.fresh_bound, post.notes);
+    eprintln!(
+        "log Z {lz:.4}, bounds {b:?}, fresh {:.4}, notes {:?}",
+        growth.fresh_bound, post.notes
+    );
     assert_eq!(b.len(), 4, "all four bins accepted: {:?}", post.notes);
     assert!(b.windows(2).all(|w| w[1] >= w[0]), "bound fell: {b:?}");
-    assert!(b.iter().all(|v| *v <= lz + MC_SLACK), "bound above log Z {lz}: {b:?}");
-    assert!(growth.fresh_bound <= lz + MC_SLACK, "fresh bound {} above log Z {lz}", growth.fresh_bound);
+    assert!(
+        b.iter().all(|v| *v <= lz + MC_SLACK),
+        "bound above log Z {lz}: {b:?}"
+    );
+    assert!(
+        growth.fresh_bound <= lz + MC_SLACK,
+        "fresh bound {} above log Z {lz}",
+        growth.fresh_bound
+    );
     let (gap1, gap4) = (lz - b[0], lz - b[3]);
-    assert!(gap4 <= 0.6 * gap1, "gap {gap1:.4} → {gap4:.4} shrank by less than 40 %");
+    assert!(
+        gap4 <= 0.6 * gap1,
+        "gap {gap1:.4} → {gap4:.4} shrank by less than 40 %"
+    );
 }
 
 #[test]
@@ -156,10 +193,17 @@ fn quadrature_gives_log_z_zero_for_a_normalised_mixture() {
 #[ignore]
 fn bench_split_mf_per_bin_count() {
     for bins in 1..=4 {
-        let method = SplitMf { settings: Settings { bins, ..Settings::default() } };
+        let method = SplitMf {
+            settings: Settings {
+                bins,
+                ..Settings::default()
+            },
+        };
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let t0 = std::time::Instant::now();
-        let (post, growth) = method.fit_growth(&Dens(SplitViTarget), &mut rng, &mut Silent).unwrap();
+        let (post, growth) = method
+            .fit_growth(&Dens(SplitViTarget), &mut rng, &mut Silent)
+            .unwrap();
         println!(
             "split_mf bins = {bins}: {:.3} s (all stages), {} optimiser iterations in total, bound {:.4}",
             t0.elapsed().as_secs_f64(),

@@ -300,7 +300,11 @@ impl<'a> Run<'a> {
     /// Algorithm 1 for block j: every particle against m random particles of the others.
     fn step_block_alg1(&mut self, j: usize, rng: &mut dyn RngCore) -> f64 {
         // With one block there are no other blocks to average over.
-        let m = if self.blocks.len() == 1 { 1 } else { self.settings.subset };
+        let m = if self.blocks.len() == 1 {
+            1
+        } else {
+            self.settings.subset
+        };
         let p = self.x.ncols();
         let mut w = DMatrix::zeros(self.x.nrows(), p * m);
         for i in 0..p {
@@ -374,7 +378,12 @@ impl<'a> Run<'a> {
     fn bound_estimate(&self) -> f64 {
         let v = self.model.eval(&self.theta, &self.x, Want::VALUE).values;
         let log_p = v.iter().sum::<f64>() / v.len() as f64;
-        log_p + self.blocks.iter().map(|b| gaussian_entropy(&self.x, b)).sum::<f64>()
+        log_p
+            + self
+                .blocks
+                .iter()
+                .map(|b| gaussian_entropy(&self.x, b))
+                .sum::<f64>()
     }
 
     fn into_posterior(self) -> Posterior {
@@ -453,7 +462,11 @@ fn random_half(coords: &[usize], rng: &mut dyn RngCore) -> Vec<usize> {
     if coords.len() == 1 {
         return coords.to_vec();
     }
-    let picked: Vec<usize> = coords.iter().copied().filter(|_| rng.next_u32() & 1 == 1).collect();
+    let picked: Vec<usize> = coords
+        .iter()
+        .copied()
+        .filter(|_| rng.next_u32() & 1 == 1)
+        .collect();
     if picked.is_empty() {
         vec![coords[index_below(coords.len(), rng)]]
     } else {
@@ -528,14 +541,20 @@ mod tests {
         assert!(build(&bad_key).is_err());
         let bad_alg = options(&[("algorithm", OptionValue::Int(3))]);
         assert!(build(&bad_alg).is_err());
-        let ok = options(&[("algorithm", OptionValue::Int(2)), ("step", OptionValue::Real(0.2))]);
+        let ok = options(&[
+            ("algorithm", OptionValue::Int(2)),
+            ("step", OptionValue::Real(0.2)),
+        ]);
         assert_eq!(build(&ok).unwrap().name(), "pmfvb");
     }
 
     #[test]
     fn unknown_block_name_is_unsupported() {
         let names = vec![vec!["w0".to_string()], vec!["nope".to_string()]];
-        assert!(matches!(resolve_blocks(&target(), Some(&names)), Err(Error::Unsupported(_))));
+        assert!(matches!(
+            resolve_blocks(&target(), Some(&names)),
+            Err(Error::Unsupported(_))
+        ));
         let ok = resolve_blocks(&target(), Some(&[vec!["w1".to_string()]])).unwrap();
         assert_eq!(ok, vec![vec![1], vec![0]]);
     }
@@ -560,9 +579,14 @@ mod tests {
                 ..Settings::default()
             };
             let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-            let post = Pmfvb::new(settings).fit(&target(), &mut rng, &mut Silent).unwrap();
+            let post = Pmfvb::new(settings)
+                .fit(&target(), &mut rng, &mut Silent)
+                .unwrap();
             let (m, c) = (post.mean(), post.cov());
-            assert!((m[0] - 1.0).abs() < 0.1 && (m[1] + 2.0).abs() < 0.1, "alg {algorithm}: {m}");
+            assert!(
+                (m[0] - 1.0).abs() < 0.1 && (m[1] + 2.0).abs() < 0.1,
+                "alg {algorithm}: {m}"
+            );
             for (i, lam) in [2.0, 1.5].iter().enumerate() {
                 let rel = c[(i, i)] * lam - 1.0;
                 assert!(rel.abs() < 0.15, "alg {algorithm}: var {i} = {} ", c[(i, i)]);

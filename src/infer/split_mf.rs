@@ -23,8 +23,8 @@ mod bound;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
-use crate::infer::optim::{self, Optimizer};
 use crate::infer::laplace::fit_laplace;
+use crate::infer::optim::{self, Optimizer};
 use crate::infer::settings::{Common, Reader};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, Posterior};
@@ -184,7 +184,13 @@ impl SplitMf {
         }
         let fresh = ctx.fresh_bound(&stage, rng);
         notes.push(format!("bound re-estimated on fresh samples: {fresh:.6}"));
-        Ok((ctx.posterior(stage, trace, notes), Growth { bounds, fresh_bound: fresh }))
+        Ok((
+            ctx.posterior(stage, trace, notes),
+            Growth {
+                bounds,
+                fresh_bound: fresh,
+            },
+        ))
     }
 }
 
@@ -274,23 +280,23 @@ impl Ctx<'_> {
         self.bound(&stage.tree, &z).eval(&stage.x).value
     }
 
-    fn posterior(&self, stage: Stage, trace: Vec<crate::posterior::IterRecord>, notes: Vec<String>) -> Posterior {
+    fn posterior(
+        &self,
+        stage: Stage,
+        trace: Vec<crate::posterior::IterRecord>,
+        notes: Vec<String>,
+    ) -> Posterior {
         let d = self.z.nrows();
         let p = Params::unpack(&stage.x, &stage.tree, d, self.theta0, self.learn());
-        let weights: Vec<f64> = stage
-            .per_bin
-            .iter()
-            .map(|l| (l - stage.bound).exp())
-            .collect();
-        let components = p
-            .m
-            .iter()
-            .zip(&p.log_sigma)
-            .map(|(m, ls)| Gaussian {
-                mean: m.clone(),
-                root: DMatrix::from_diagonal(&ls.map(f64::exp)),
-            })
-            .collect();
+        let weights: Vec<f64> = stage.per_bin.iter().map(|l| (l - stage.bound).exp()).collect();
+        let components =
+            p.m.iter()
+                .zip(&p.log_sigma)
+                .map(|(m, ls)| Gaussian {
+                    mean: m.clone(),
+                    root: DMatrix::from_diagonal(&ls.map(f64::exp)),
+                })
+                .collect();
         let mut notes = notes;
         if !stage.converged {
             notes.push("the last optimisation stopped at max_iters".to_string());

@@ -88,15 +88,25 @@ impl Params {
     }
 
     /// Unpack a vector laid out by [`Params::pack`]; θ is `theta0` when not packed.
-    pub fn unpack(x: &DVector<f64>, tree: &Tree, d: usize, theta0: &DVector<f64>, with_theta: bool) -> Params {
+    pub fn unpack(
+        x: &DVector<f64>,
+        tree: &Tree,
+        d: usize,
+        theta0: &DVector<f64>,
+        with_theta: bool,
+    ) -> Params {
         let node = |j: usize| j * (d + 1);
         let leaf = |k: usize| tree.nodes * (d + 1) + k * 2 * d;
         let theta_off = leaf(tree.bins());
         Params {
             a: (0..tree.nodes).map(|j| x.rows(node(j), d).into_owned()).collect(),
             b: (0..tree.nodes).map(|j| x[node(j) + d]).collect(),
-            m: (0..tree.bins()).map(|k| x.rows(leaf(k), d).into_owned()).collect(),
-            log_sigma: (0..tree.bins()).map(|k| x.rows(leaf(k) + d, d).into_owned()).collect(),
+            m: (0..tree.bins())
+                .map(|k| x.rows(leaf(k), d).into_owned())
+                .collect(),
+            log_sigma: (0..tree.bins())
+                .map(|k| x.rows(leaf(k) + d, d).into_owned())
+                .collect(),
             theta: if with_theta {
                 x.rows(theta_off, theta0.len()).into_owned()
             } else {
@@ -191,7 +201,15 @@ impl Bound<'_> {
     }
 
     /// E_qk[log σ(sign (aⱼᵀw + bⱼ))], adding its gradient into `g`.
-    fn sigmoid_term(&self, p: &Params, sigma: &DVector<f64>, k: usize, j: usize, sign: f64, g: &mut DVector<f64>) -> f64 {
+    fn sigmoid_term(
+        &self,
+        p: &Params,
+        sigma: &DVector<f64>,
+        k: usize,
+        j: usize,
+        sign: f64,
+        g: &mut DVector<f64>,
+    ) -> f64 {
         let d = self.z.nrows();
         let a = &p.a[j];
         let a_sig = a.component_mul(sigma);
@@ -231,7 +249,11 @@ impl GaussHermite {
             j[(i - 1, i)] = off;
         }
         let eig = j.symmetric_eigen();
-        let eps = eig.eigenvalues.iter().map(|x| x * std::f64::consts::SQRT_2).collect();
+        let eps = eig
+            .eigenvalues
+            .iter()
+            .map(|x| x * std::f64::consts::SQRT_2)
+            .collect();
         let weights = (0..n).map(|q| eig.eigenvectors[(0, q)].powi(2)).collect();
         GaussHermite { eps, weights }
     }

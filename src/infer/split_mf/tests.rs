@@ -72,7 +72,14 @@ fn bound_gradient_matches_finite_differences_with_three_bins() {
     let z = standard_normal(2, 50, &mut rng);
     let gh = GaussHermite::standard();
     let theta = DVector::zeros(0);
-    let b = Bound { model: &Skewed, tree: &tree, z: &z, theta0: &theta, learn_theta: false, gh: &gh };
+    let b = Bound {
+        model: &Skewed,
+        tree: &tree,
+        z: &z,
+        theta0: &theta,
+        learn_theta: false,
+        gh: &gh,
+    };
     let x = random_params(&tree, &mut rng);
     let g = b.eval(&x).grad;
     let h = 1e-6;
@@ -82,7 +89,11 @@ fn bound_gradient_matches_finite_differences_with_three_bins() {
         let mut xm = x.clone();
         xm[i] -= h;
         let fd = (b.eval(&xp).value - b.eval(&xm).value) / (2.0 * h);
-        assert!((g[i] - fd).abs() < 1e-6 * (1.0 + fd.abs()), "coordinate {i}: {} vs {fd}", g[i]);
+        assert!(
+            (g[i] - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+            "coordinate {i}: {} vs {fd}",
+            g[i]
+        );
     }
 }
 
@@ -93,15 +104,34 @@ fn one_bin_bound_is_the_vi_diag_elbo_on_the_same_samples() {
     let gh = GaussHermite::standard();
     let theta = DVector::zeros(0);
     let tree = Tree::root();
-    let b = Bound { model: &Skewed, tree: &tree, z: &z, theta0: &theta, learn_theta: false, gh: &gh };
-    let (m, log_s) = (DVector::from_vec(vec![0.3, -0.2]), DVector::from_vec(vec![-0.5, 0.1]));
-    let x = Params { a: vec![], b: vec![], m: vec![m.clone()], log_sigma: vec![log_s.clone()], theta: theta.clone() }
-        .pack(false);
+    let b = Bound {
+        model: &Skewed,
+        tree: &tree,
+        z: &z,
+        theta0: &theta,
+        learn_theta: false,
+        gh: &gh,
+    };
+    let (m, log_s) = (
+        DVector::from_vec(vec![0.3, -0.2]),
+        DVector::from_vec(vec![-0.5, 0.1]),
+    );
+    let x = Params {
+        a: vec![],
+        b: vec![],
+        m: vec![m.clone()],
+        log_sigma: vec![log_s.clone()],
+        theta: theta.clone(),
+    }
+    .pack(false);
     // vi_diag's objective (objective::Elbo with the Scaled family, Q = I) on the same Z;
     // its φ = [μ; log σ] is packed exactly like one bin.
     let elbo = crate::infer::objective::Elbo {
         model: &Skewed,
-        family: crate::infer::mvi_eig::Scaled { q: None, z: z.clone() },
+        family: crate::infer::mvi_eig::Scaled {
+            q: None,
+            z: z.clone(),
+        },
         fixed_theta: Some(theta.clone()),
     };
     let (v, g) = elbo.value_grad(&x);
@@ -122,10 +152,24 @@ fn one_bin_bound_is_the_vi_diag_elbo_on_the_same_samples() {
 #[test]
 fn growth_never_lowers_the_bound_and_weights_sum_to_one() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(2);
-    let s = SplitMf { settings: Settings { bins: 3, samples: 100, ..Settings::default() } };
-    let (post, growth) = s.fit_growth(&Skewed, &mut rng, &mut crate::infer::Silent).unwrap();
-    assert!(growth.bounds.windows(2).all(|w| w[1] >= w[0]), "{:?}", growth.bounds);
-    let Approximation::Mixture { weights, components } = &post.approx else { panic!("not a mixture") };
+    let s = SplitMf {
+        settings: Settings {
+            bins: 3,
+            samples: 100,
+            ..Settings::default()
+        },
+    };
+    let (post, growth) = s
+        .fit_growth(&Skewed, &mut rng, &mut crate::infer::Silent)
+        .unwrap();
+    assert!(
+        growth.bounds.windows(2).all(|w| w[1] >= w[0]),
+        "{:?}",
+        growth.bounds
+    );
+    let Approximation::Mixture { weights, components } = &post.approx else {
+        panic!("not a mixture")
+    };
     assert_eq!(weights.len(), components.len());
     assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-9);
     assert_eq!(weights.len(), growth.bounds.len());
@@ -137,11 +181,18 @@ fn build_reads_its_keys_and_rejects_others() {
     let opts = |entries: Vec<(&str, OptionValue)>| InferOptions {
         entries: entries
             .into_iter()
-            .map(|(k, value)| InferOption { key: k.to_string(), value, span: None })
+            .map(|(k, value)| InferOption {
+                key: k.to_string(),
+                value,
+                span: None,
+            })
             .collect(),
         source: miette::NamedSource::new("test", String::new()),
     };
-    let ok = opts(vec![("bins", OptionValue::Int(3)), ("optimizer", OptionValue::Ident("scg".into()))]);
+    let ok = opts(vec![
+        ("bins", OptionValue::Int(3)),
+        ("optimizer", OptionValue::Ident("scg".into())),
+    ]);
     assert_eq!(build(&ok).unwrap().name(), "split_mf");
     assert!(build(&opts(vec![("optimizer", OptionValue::Ident("adam".into()))])).is_err());
     assert!(build(&opts(vec![("particles", OptionValue::Int(3))])).is_err());
