@@ -9,7 +9,8 @@
 //! The sigmoid expectations are 1-D Gauss–Hermite integrals over u = aᵀw + b ~
 //! N(aᵀm + b, Σ_d a_d² v_d); log p̃ is evaluated in one batched call over bins × samples.
 
-use crate::density::{LogDensity, Want};
+use crate::density::{Evaluated, LogDensity, Want};
+use crate::infer::objective::entropy_constant;
 use crate::posterior::log_sum_exp;
 use nalgebra::{DMatrix, DVector};
 
@@ -159,45 +160,52 @@ impl Bound<'_> {
         let (d, s, kk) = (self.z.nrows(), self.z.ncols(), self.tree.bins());
         let sigma: Vec<DVector<f64>> = p.log_sigma.iter().map(|l| l.map(f64::exp)).collect();
         let mut w = DMatrix::zeros(d, kk * s);
-        for k in 0..kk {
+        for (k, sig) in sigma.iter().enumerate() {
             for t in 0..s {
-                let col = &p.m[k] + sigma[k].component_mul(&self.z.column(t));
+                let col = &p.m[k] + sig.component_mul(&self.z.column(t));
                 w.set_column(k * s + t, &col);
             }
         }
         let want = if self.learn_theta { Want::ALL } else { Want::GRAD_W };
         let e = self.model.eval(&p.theta, &w, want);
-        let gw = e.grad_w.expect("asked for ∇_w");
-        let leaf = |k: usize| self.tree.nodes * (d + 1) + k * 2 * d;
-        let theta_off = leaf(kk);
-        let entropy_const = 0.5 * d as f64 * (2.0 * std::f64::consts::PI * std::f64::consts::E).ln();
-        let mut lk = Vec::with_capacity(kk);
-        let mut grads = Vec::with_capacity(kk);
-        for k in 0..kk {
-            let mut g = DVector::zeros(n);
-            let vals = e.values.rows(k * s, s);
-            let mut l = vals.sum() / s as f64 + p.log_sigma[k].sum() + entropy_const;
-            let gk = gw.columns(k * s, s);
-            let gm = gk.column_sum() / s as f64;
-            let gz = gk.component_mul(self.z).column_sum() / s as f64;
-            g.rows_mut(leaf(k), d).copy_from(&gm);
-            g.rows_mut(leaf(k) + d, d)
-                .copy_from(&(gz.component_mul(&sigma[k]).add_scalar(1.0)));
-            if self.learn_theta {
-                let gt = e.grad_theta.as_ref().expect("asked for ∇_θ");
-                g.rows_mut(theta_off, p.theta.len())
-                    .copy_from(&(gt.columns(k * s, s).column_sum() / s as f64));
-            }
-            for &(j, sign) in &self.tree.paths[k] {
-                l += self.sigmoid_term(p, &sigma[k], k, j, sign, &mut g);
-            }
-            if !l.is_finite() {
-                l = f64::NEG_INFINITY;
-            }
-            lk.push(l);
-            grads.push(g);
+        sigma
+            .iter()
+            .enumerate()
+            .map(|(k, sig)| self.one_bin(p, sig, k, &e, n))
+            .unzip()
+    }
+
+    /// L_k and its gradient, from the batched evaluation `e` (bin k owns columns k·S..).
+    fn one_bin(
+        &self,
+        p: &Params,
+        sigma: &DVector<f64>,
+        k: usize,
+        e: &Evaluated,
+        n: usize,
+    ) -> (f64, DVector<f64>) {
+        let (d, s) = (self.z.nrows(), self.z.ncols());
+        let leaf = self.tree.nodes * (d + 1) + k * 2 * d;
+        let mut g = DVector::zeros(n);
+        let mut l = e.values.rows(k * s, s).sum() / s as f64 + p.log_sigma[k].sum() + entropy_constant(d);
+        let gk = e.grad_w.as_ref().expect("asked for ∇_w").columns(k * s, s);
+        let gz = gk.component_mul(self.z).column_sum() / s as f64;
+        g.rows_mut(leaf, d).copy_from(&(gk.column_sum() / s as f64));
+        g.rows_mut(leaf + d, d)
+            .copy_from(&(gz.component_mul(sigma).add_scalar(1.0)));
+        if self.learn_theta {
+            let gt = e.grad_theta.as_ref().expect("asked for ∇_θ");
+            let theta_off = self.tree.nodes * (d + 1) + self.tree.bins() * 2 * d;
+            g.rows_mut(theta_off, p.theta.len())
+                .copy_from(&(gt.columns(k * s, s).column_sum() / s as f64));
         }
-        (lk, grads)
+        for &(j, sign) in &self.tree.paths[k] {
+            l += self.sigmoid_term(p, sigma, k, j, sign, &mut g);
+        }
+        if !l.is_finite() {
+            l = f64::NEG_INFINITY;
+        }
+        (l, g)
     }
 
     /// E_qk[log σ(sign (aⱼᵀw + bⱼ))], adding its gradient into `g`.
