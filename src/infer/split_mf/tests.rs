@@ -198,3 +198,94 @@ fn build_reads_its_keys_and_rejects_others() {
     assert!(build(&opts(vec![("particles", OptionValue::Int(3))])).is_err());
     assert!(build(&opts(vec![("bins", OptionValue::Real(2.5))])).is_err());
 }
+
+/// Skewed with a precision hyperparameter: log p̃(w | θ) = −½ e^θ ‖w‖² + (D/2) θ + log σ(cᵀw + 1).
+struct WithTheta;
+
+impl LogDensity for WithTheta {
+    fn dim(&self) -> usize {
+        2
+    }
+    fn theta_dim(&self) -> usize {
+        1
+    }
+    fn eval(&self, t: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+        let base = Skewed.eval(t, w, Want::GRAD_W);
+        let prec = t[0].exp();
+        let sq = DMatrix::from_iterator(1, w.ncols(), w.column_iter().map(|c| c.norm_squared()));
+        let values = DVector::from_iterator(
+            w.ncols(),
+            (0..w.ncols()).map(|s| base.values[s] + 0.5 * (1.0 - prec) * sq[s] + t[0]),
+        );
+        let gw = base.grad_w.expect("asked") + w * (1.0 - prec);
+        let gt = sq.map(|v| -0.5 * prec * v + 1.0);
+        Evaluated {
+            values,
+            grad_w: want.grad_w.then_some(gw),
+            grad_theta: want.grad_theta.then_some(gt),
+        }
+    }
+    fn hessian(&self, t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+        Skewed.hessian(t, w) + DMatrix::identity(2, 2) * (1.0 - t[0].exp())
+    }
+    fn theta_init(&self) -> DVector<f64> {
+        DVector::from_element(1, 0.3)
+    }
+}
+
+#[test]
+fn bound_gradient_in_theta_matches_finite_differences() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+    let tree = Tree::root().split(0);
+    let z = standard_normal(2, 40, &mut rng);
+    let gh = GaussHermite::standard();
+    let theta = WithTheta.theta_init();
+    let b = Bound {
+        model: &WithTheta,
+        tree: &tree,
+        z: &z,
+        theta0: &theta,
+        learn_theta: true,
+        gh: &gh,
+    };
+    let x = Params::unpack(&random_params(&tree, &mut rng), &tree, 2, &theta, false).pack(true);
+    let i = x.len() - 1;
+    let h = 1e-6;
+    let (mut xp, mut xm) = (x.clone(), x.clone());
+    xp[i] += h;
+    xm[i] -= h;
+    let fd = (b.eval(&xp).value - b.eval(&xm).value) / (2.0 * h);
+    let g = b.eval(&x).grad[i];
+    assert!((g - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{g} vs {fd}");
+}
+
+#[test]
+fn learn_hyper_moves_theta_past_the_laplace_estimate_and_off_keeps_it() {
+    let fit = |learn_hyper| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        let settings = Settings {
+            bins: 2,
+            samples: 100,
+            learn_hyper,
+            ..Settings::default()
+        };
+        SplitMf { settings }
+            .fit_growth(&WithTheta, &mut rng, &mut crate::infer::Silent)
+            .unwrap()
+    };
+    let common = crate::infer::settings::Common::default();
+    let laplace = crate::infer::laplace::fit_laplace(&WithTheta, &common, &mut crate::infer::Silent).unwrap();
+    let (on, growth) = fit(true);
+    assert!(
+        (on.theta[0] - laplace.theta[0]).abs() > 1e-4,
+        "θ stayed at Laplace's {}",
+        laplace.theta[0]
+    );
+    assert!(
+        growth.bounds.windows(2).all(|w| w[1] >= w[0]),
+        "{:?}",
+        growth.bounds
+    );
+    let (off, _) = fit(false);
+    assert!((off.theta[0] - 0.3).abs() < 1e-15);
+}
