@@ -3,7 +3,7 @@
 //! q(w) = Σ_k π_k N(m_k, diag v_k), one mean-field Gaussian per soft bin
 //! s_k(w) = Π σ(±(aⱼᵀw + bⱼ)) along the root-to-leaf path of a binary tree (Σ_k s_k = 1).
 //! Objective: the lower bound log I ≥ log Σ_k exp(L_k),
-//! L_k = E_qk[log s_k] + E_qk[log p̃] + H[q_k], π_k ∝ exp L_k; sigmoid expectations by
+//! L_k = E_qk[log s_k] + E_qk[log p̃] + H(q_k), π_k ∝ exp L_k; sigmoid expectations by
 //! Gauss–Hermite quadrature, E_qk[log p̃] on S fixed samples shared by the bins. All
 //! hyperplanes, means and log standard deviations (and θ with `learn_hyper`) are optimised
 //! jointly by L-BFGS (or SCG).
