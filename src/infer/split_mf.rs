@@ -161,7 +161,7 @@ impl SplitMf {
         if !stage.bound.is_finite() {
             return Err(Error::NonFiniteStart { value: stage.bound });
         }
-        notes.push(format!("bound with 1 bin: {:.6}", stage.bound));
+        report(obs, &mut notes, format!("bound with 1 bin: {:.6}", stage.bound));
         let mut bounds = vec![stage.bound];
         while stage.tree.bins() < self.settings.bins {
             let k = stage.tree.bins() + 1;
@@ -169,16 +169,17 @@ impl SplitMf {
             let (tree, x0) = ctx.split_heaviest(&stage);
             let next = ctx.optimise(tree, x0, obs, &mut trace);
             if next.bound > stage.bound {
-                notes.push(format!("bound with {k} bins: {:.6}", next.bound));
+                report(obs, &mut notes, format!("bound with {k} bins: {:.6}", next.bound));
                 bounds.push(next.bound);
                 stage = next;
             } else {
-                notes.push(format!(
+                let msg = format!(
                     "split to {k} bins did not raise the bound ({:.6} ≤ {:.6}); kept {} bins",
                     next.bound,
                     stage.bound,
                     k - 1
-                ));
+                );
+                report(obs, &mut notes, msg);
                 break;
             }
         }
@@ -314,6 +315,12 @@ impl Ctx<'_> {
             fresh_elbo: None,
         }
     }
+}
+
+/// A growth result: to the observer as a phase ("split_mf: bound with 2 bins: …") and to the notes.
+fn report(obs: &mut dyn Observer, notes: &mut Vec<String>, msg: String) {
+    obs.phase(&format!("split_mf: {msg}"));
+    notes.push(msg);
 }
 
 /// Parameters for one bin at the Laplace mean with σ² = diag Σ_LA.

@@ -289,3 +289,38 @@ fn learn_hyper_moves_theta_past_the_laplace_estimate_and_off_keeps_it() {
     let (off, _) = fit(false);
     assert!((off.theta[0] - 0.3).abs() < 1e-15);
 }
+
+/// Keeps every phase name and counts iterations.
+#[derive(Default)]
+struct Log {
+    phases: Vec<String>,
+    iterations: usize,
+}
+
+impl Observer for Log {
+    fn iteration(&mut self, _r: &crate::posterior::IterRecord) -> bool {
+        self.iterations += 1;
+        true
+    }
+    fn phase(&mut self, name: &str) {
+        self.phases.push(name.to_string());
+    }
+}
+
+#[test]
+fn observer_hears_the_bound_after_every_stage() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+    let s = SplitMf {
+        settings: Settings {
+            bins: 2,
+            samples: 50,
+            ..Settings::default()
+        },
+    };
+    let mut log = Log::default();
+    let (post, growth) = s.fit_growth(&Skewed, &mut rng, &mut log).unwrap();
+    let reported: Vec<&String> = log.phases.iter().filter(|p| p.contains("bound with")).collect();
+    assert_eq!(reported.len(), growth.bounds.len(), "{:?}", log.phases);
+    assert!(reported[0].contains(&format!("{:.6}", growth.bounds[0])));
+    assert!(log.iterations >= post.trace.len() && !post.trace.is_empty());
+}
