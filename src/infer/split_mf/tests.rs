@@ -68,7 +68,7 @@ fn sigmoid_expectation_derivatives_match_finite_differences() {
 #[test]
 fn bound_gradient_matches_finite_differences_with_three_bins() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-    let tree = Tree::root().split(0).split(1);
+    let tree = Tree::root(false).split(0).split(1);
     let z = standard_normal(2, 50, &mut rng);
     let gh = GaussHermite::standard();
     let theta = DVector::zeros(0);
@@ -103,7 +103,7 @@ fn one_bin_bound_is_the_vi_diag_elbo_on_the_same_samples() {
     let z = standard_normal(2, 64, &mut rng);
     let gh = GaussHermite::standard();
     let theta = DVector::zeros(0);
-    let tree = Tree::root();
+    let tree = Tree::root(false);
     let b = Bound {
         model: &Skewed,
         tree: &tree,
@@ -121,6 +121,7 @@ fn one_bin_bound_is_the_vi_diag_elbo_on_the_same_samples() {
         b: vec![],
         m: vec![m.clone()],
         log_sigma: vec![log_s.clone()],
+        lower: vec![DVector::zeros(0)],
         theta: theta.clone(),
     }
     .pack(false);
@@ -236,7 +237,7 @@ impl LogDensity for WithTheta {
 #[test]
 fn bound_gradient_in_theta_matches_finite_differences() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(6);
-    let tree = Tree::root().split(0);
+    let tree = Tree::root(false).split(0);
     let z = standard_normal(2, 40, &mut rng);
     let gh = GaussHermite::standard();
     let theta = WithTheta.theta_init();
@@ -323,4 +324,56 @@ fn observer_hears_the_bound_after_every_stage() {
     assert_eq!(reported.len(), growth.bounds.len(), "{:?}", log.phases);
     assert!(reported[0].contains(&format!("{:.6}", growth.bounds[0])));
     assert!(log.iterations >= post.trace.len() && !post.trace.is_empty());
+}
+
+#[test]
+fn full_cov_bound_gradient_matches_finite_differences() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(15);
+    let tree = Tree::root(true).split(0).split(0);
+    let z = standard_normal(2, 40, &mut rng);
+    let gh = GaussHermite::standard();
+    let theta = DVector::zeros(0);
+    let b = Bound {
+        model: &Skewed,
+        tree: &tree,
+        z: &z,
+        theta0: &theta,
+        learn_theta: false,
+        gh: &gh,
+    };
+    let n = tree.leaf_off(2, tree.bins());
+    let x = standard_normal(n, 1, &mut rng).column(0) * 0.7;
+    let g = b.eval(&x).grad;
+    let h = 1e-6;
+    for i in 0..n {
+        let (mut xp, mut xm) = (x.clone(), x.clone());
+        xp[i] += h;
+        xm[i] -= h;
+        let fd = (b.eval(&xp).value - b.eval(&xm).value) / (2.0 * h);
+        assert!(
+            (g[i] - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+            "coordinate {i}: {} vs {fd}",
+            g[i]
+        );
+    }
+}
+
+#[test]
+fn full_cov_one_bin_is_at_least_the_diagonal_bound() {
+    let fit = |full_cov| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let settings = Settings {
+            bins: 1,
+            samples: 200,
+            full_cov,
+            ..Settings::default()
+        };
+        SplitMf { settings }
+            .fit_growth(&Skewed, &mut rng, &mut crate::infer::Silent)
+            .unwrap()
+            .1
+            .bounds[0]
+    };
+    let (diag, full) = (fit(false), fit(true));
+    assert!(full >= diag - 1e-9, "full {full} < diag {diag}");
 }
