@@ -198,23 +198,24 @@ fn quadrature_gives_log_z_zero_for_a_normalised_mixture() {
 #[test]
 #[ignore]
 fn bench_split_mf_per_bin_count() {
-    for bins in 1..=4 {
-        let method = SplitMf {
-            settings: Settings {
+    for full_cov in [false, true] {
+        for bins in 1..=4 {
+            let settings = Settings {
                 bins,
+                full_cov,
                 ..Settings::default()
-            },
-        };
-        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-        let t0 = std::time::Instant::now();
-        let (post, growth) = method
-            .fit_growth(&Dens(SplitViTarget), &mut rng, &mut Silent)
-            .unwrap();
-        println!(
-            "split_mf bins = {bins}: {:.3} s (all stages), {} optimiser iterations in total, bound {:.4}",
-            t0.elapsed().as_secs_f64(),
-            post.trace.len(),
-            growth.bounds.last().unwrap()
-        );
+            };
+            let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+            let t0 = std::time::Instant::now();
+            let (post, growth) = SplitMf { settings }
+                .fit_growth(&Dens(SplitViTarget), &mut rng, &mut Silent)
+                .unwrap();
+            println!(
+                "split_mf full_cov = {full_cov}, bins = {bins}: {:.3} s (all stages), {} optimiser iterations, bound {:.4}",
+                t0.elapsed().as_secs_f64(),
+                post.trace.len(),
+                growth.bounds.last().unwrap()
+            );
+        }
     }
 }
