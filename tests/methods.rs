@@ -49,11 +49,7 @@ struct LinReg {
 impl LinReg {
     fn new(n: usize, d: usize, seed: u64, learn_alpha: bool) -> LinReg {
         let mut rng = StdRng::seed_from_u64(seed);
-        let x = DMatrix::from_fn(
-            n,
-            d,
-            |_, j| if j == 0 { 1.0 } else { rng.random_range(-2.0..2.0) },
-        );
+        let x = DMatrix::from_fn(n, d, |_, j| if j == 0 { 1.0 } else { rng.random_range(-2.0..2.0) });
         let w_true = DVector::from_fn(d, |i, _| 0.5 * (i as f64) - 0.7);
         let noise = standard_normal(n, 1, &mut rng).column(0).into_owned();
         let sigma2: f64 = 0.8;
@@ -79,11 +75,7 @@ impl LinReg {
     fn exact(&self, alpha: f64) -> (DMatrix<f64>, DVector<f64>) {
         let d = self.x.ncols();
         let a = self.x.tr_mul(&self.x) / self.sigma2 + DMatrix::identity(d, d) * alpha;
-        let m = a
-            .clone()
-            .cholesky()
-            .unwrap()
-            .solve(&(self.x.tr_mul(&self.y) / self.sigma2));
+        let m = a.clone().cholesky().unwrap().solve(&(self.x.tr_mul(&self.y) / self.sigma2));
         (a, m)
     }
 
@@ -117,9 +109,7 @@ impl LogDensity for LinReg {
         });
         let grad_w = want.grad_w.then(|| -self.x.tr_mul(&r) / self.sigma2 - w * alpha);
         let grad_theta = (want.grad_theta && self.learn_alpha).then(|| {
-            DMatrix::from_fn(1, w.ncols(), |_, s| {
-                -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d
-            })
+            DMatrix::from_fn(1, w.ncols(), |_, s| -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d)
         });
         Evaluated {
             values,
@@ -159,16 +149,10 @@ fn every_vi_method_recovers_the_exact_mean_and_bounds_the_evidence() {
         // The fixed-sample optimum is off by about sd · z̄ with z̄ ~ N(0, 1/S).
         for d in 0..m.len() {
             let err = (post.mean()[d] - m[d]).abs();
-            assert!(
-                err < 5.0 * sd[d] / s.sqrt(),
-                "{method}: coordinate {d} off by {err}"
-            );
+            assert!(err < 5.0 * sd[d] / s.sqrt(), "{method}: coordinate {d} off by {err}");
         }
         let (fresh, se) = post.fresh_elbo.unwrap();
-        assert!(
-            fresh <= log_z + 3.0 * se,
-            "{method}: fresh ELBO {fresh} ± {se} above log Z {log_z}"
-        );
+        assert!(fresh <= log_z + 3.0 * se, "{method}: fresh ELBO {fresh} ± {se} above log Z {log_z}");
         assert!(post.converged, "{method}: {:?}", post.notes);
     }
 }
@@ -180,22 +164,14 @@ fn full_rank_families_reach_the_exact_log_evidence() {
     for method in ["vi_full", "mvi_lr"] {
         let post = fit(&model, method, &[], 5);
         let (fresh, _) = post.fresh_elbo.unwrap();
-        assert!(
-            (fresh - log_z).abs() < 0.05,
-            "{method}: fresh ELBO {fresh} vs log Z {log_z}"
-        );
+        assert!((fresh - log_z).abs() < 0.05, "{method}: fresh ELBO {fresh} vs log Z {log_z}");
     }
 }
 
 #[test]
 fn scg_and_lbfgs_agree_on_the_elbo() {
     let model = LinReg::new(30, 3, 6, false);
-    let scg = fit(
-        &model,
-        "mvi_lr",
-        &[("optimizer", OptionValue::Ident("scg".into()))],
-        1,
-    );
+    let scg = fit(&model, "mvi_lr", &[("optimizer", OptionValue::Ident("scg".into()))], 1);
     let lbfgs = fit(&model, "mvi_lr", &[], 1);
     let (a, b) = (scg.objective.unwrap(), lbfgs.objective.unwrap());
     assert!((a - b).abs() < 1e-4, "scg {a} vs lbfgs {b}");
@@ -209,10 +185,7 @@ fn laplace_learns_the_evidence_maximising_prior_precision() {
     // Stationarity of log Z(α): D/(2α) − ½‖m‖² − ½ tr A⁻¹ = 0 (MacKay's fixed point).
     let (a, m) = model.exact(alpha);
     let cond = alpha * (m.norm_squared() + a.try_inverse().unwrap().trace());
-    assert!(
-        (cond - 4.0).abs() < 1e-3,
-        "α = {alpha}: α(‖m‖² + tr A⁻¹) = {cond}, want 4"
-    );
+    assert!((cond - 4.0).abs() < 1e-3, "α = {alpha}: α(‖m‖² + tr A⁻¹) = {cond}, want 4");
 }
 
 #[test]
@@ -221,20 +194,9 @@ fn vi_full_learns_nearly_the_same_prior_precision_on_the_elbo() {
     let alpha_lap = fit(&model, "laplace", &[], 0).theta[0].exp();
     let post = fit(&model, "vi_full", &[], 2);
     let alpha = post.theta[0].exp();
-    assert!(
-        (alpha / alpha_lap - 1.0).abs() < 0.05,
-        "vi_full α {alpha} vs evidence α {alpha_lap}"
-    );
-    let fixed = fit(
-        &model,
-        "vi_full",
-        &[("learn_hyper", OptionValue::Ident("false".into()))],
-        2,
-    );
-    assert!(
-        (fixed.theta[0]).abs() < 1e-15,
-        "learn_hyper = false keeps θ at its initial value"
-    );
+    assert!((alpha / alpha_lap - 1.0).abs() < 0.05, "vi_full α {alpha} vs evidence α {alpha_lap}");
+    let fixed = fit(&model, "vi_full", &[("learn_hyper", OptionValue::Ident("false".into()))], 2);
+    assert!((fixed.theta[0]).abs() < 1e-15, "learn_hyper = false keeps θ at its initial value");
 }
 
 #[test]
@@ -245,11 +207,7 @@ fn same_seed_gives_identical_fits_and_different_seeds_differ() {
         let b = fit(&model, method, &[("samples", OptionValue::Int(200))], 11);
         let c = fit(&model, method, &[("samples", OptionValue::Int(200))], 12);
         assert_eq!(a.mean().as_slice(), b.mean().as_slice(), "{method}");
-        assert_eq!(
-            a.objective.map(f64::to_bits),
-            b.objective.map(f64::to_bits),
-            "{method}"
-        );
+        assert_eq!(a.objective.map(f64::to_bits), b.objective.map(f64::to_bits), "{method}");
         assert_ne!(a.mean().as_slice(), c.mean().as_slice(), "{method}");
         let mut r1 = StdRng::seed_from_u64(3);
         let mut r2 = StdRng::seed_from_u64(4);
@@ -279,14 +237,9 @@ impl Mixture {
             DMatrix::from_row_slice(2, 2, &[1.0, 0.6, 0.6, 1.0]),
             DMatrix::from_row_slice(2, 2, &[0.8, -0.3, -0.3, 0.6]),
         ];
-        let log_norms = covs
-            .clone()
-            .map(|c: DMatrix<f64>| 0.5f64.ln() - LN_2PI - 0.5 * c.determinant().ln());
+        let log_norms = covs.clone().map(|c: DMatrix<f64>| 0.5f64.ln() - LN_2PI - 0.5 * c.determinant().ln());
         Mixture {
-            means: [
-                DVector::from_vec(vec![-1.5, 0.0]),
-                DVector::from_vec(vec![1.5, 0.5]),
-            ],
+            means: [DVector::from_vec(vec![-1.5, 0.0]), DVector::from_vec(vec![1.5, 0.5])],
             precisions: covs.map(|c| c.try_inverse().unwrap()),
             log_norms,
         }
@@ -457,9 +410,7 @@ impl LogDensity for Cauchy {
         let prior = |s: usize| -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d * (alpha.ln() - LN_2PI);
         let values = DVector::from_fn(w.ncols(), |s, _| ll.column(s).sum() + prior(s));
         let grad_w = self.x.tr_mul(&dll) - w * alpha;
-        let grad_theta = DMatrix::from_fn(1, w.ncols(), |_, s| {
-            -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d
-        });
+        let grad_theta = DMatrix::from_fn(1, w.ncols(), |_, s| -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d);
         Evaluated {
             values,
             grad_w: Some(grad_w),

@@ -63,7 +63,7 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "split_mf",
         build: split_mf::build,
-        keys: &["bins", "samples", "optimizer"],
+        keys: &["bins", "samples", "optimizer", "full_cov"],
         description: "split mean-field: a mixture of mean-field Gaussians on soft bins, grown by splitting",
     },
     Entry {
@@ -125,11 +125,7 @@ fn unknown_method(options: &InferOptions, entry: &crate::infer::InferOption, nam
         .map(|k| (edit_distance(k, name), *k))
         .filter(|(dist, _)| *dist <= 2)
         .min();
-    let list = known
-        .iter()
-        .map(|k| format!("`{k}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
     match close {
         Some((_, k)) => d.with_help(format!("did you mean `{k}`? known methods: {list}")),
         None => d.with_help(format!("known methods: {list}")),

@@ -63,10 +63,7 @@ fn gpd_shape(x: &[f64]) -> f64 {
             n as f64 * ((a / k).ln() - k - 1.0)
         })
         .collect();
-    let finite: Vec<f64> = profile
-        .iter()
-        .map(|l| if l.is_finite() { *l } else { f64::NEG_INFINITY })
-        .collect();
+    let finite: Vec<f64> = profile.iter().map(|l| if l.is_finite() { *l } else { f64::NEG_INFINITY }).collect();
     let lse = super::log_sum_exp(&finite);
     let theta_hat: f64 = thetas.iter().zip(&finite).map(|(t, l)| t * (l - lse).exp()).sum();
     x.iter().map(|v| (-theta_hat * v).ln_1p()).sum::<f64>() / n as f64
