@@ -49,7 +49,11 @@ struct LinReg {
 impl LinReg {
     fn new(n: usize, d: usize, seed: u64, learn_alpha: bool) -> LinReg {
         let mut rng = StdRng::seed_from_u64(seed);
-        let x = DMatrix::from_fn(n, d, |_, j| if j == 0 { 1.0 } else { rng.random_range(-2.0..2.0) });
+        let x = DMatrix::from_fn(
+            n,
+            d,
+            |_, j| if j == 0 { 1.0 } else { rng.random_range(-2.0..2.0) },
+        );
         let w_true = DVector::from_fn(d, |i, _| 0.5 * (i as f64) - 0.7);
         let noise = standard_normal(n, 1, &mut rng).column(0).into_owned();
         let sigma2: f64 = 0.8;
@@ -75,7 +79,11 @@ impl LinReg {
     fn exact(&self, alpha: f64) -> (DMatrix<f64>, DVector<f64>) {
         let d = self.x.ncols();
         let a = self.x.tr_mul(&self.x) / self.sigma2 + DMatrix::identity(d, d) * alpha;
-        let m = a.clone().cholesky().unwrap().solve(&(self.x.tr_mul(&self.y) / self.sigma2));
+        let m = a
+            .clone()
+            .cholesky()
+            .unwrap()
+            .solve(&(self.x.tr_mul(&self.y) / self.sigma2));
         (a, m)
     }
 
@@ -109,7 +117,9 @@ impl LogDensity for LinReg {
         });
         let grad_w = want.grad_w.then(|| -self.x.tr_mul(&r) / self.sigma2 - w * alpha);
         let grad_theta = (want.grad_theta && self.learn_alpha).then(|| {
-            DMatrix::from_fn(1, w.ncols(), |_, s| -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d)
+            DMatrix::from_fn(1, w.ncols(), |_, s| {
+                -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d
+            })
         });
         Evaluated {
             values,
@@ -149,10 +159,16 @@ fn every_vi_method_recovers_the_exact_mean_and_bounds_the_evidence() {
         // The fixed-sample optimum is off by about sd · z̄ with z̄ ~ N(0, 1/S).
         for d in 0..m.len() {
             let err = (post.mean()[d] - m[d]).abs();
-            assert!(err < 5.0 * sd[d] / s.sqrt(), "{method}: coordinate {d} off by {err}");
+            assert!(
+                err < 5.0 * sd[d] / s.sqrt(),
+                "{method}: coordinate {d} off by {err}"
+            );
         }
         let (fresh, se) = post.fresh_elbo.unwrap();
-        assert!(fresh <= log_z + 3.0 * se, "{method}: fresh ELBO {fresh} ± {se} above log Z {log_z}");
+        assert!(
+            fresh <= log_z + 3.0 * se,
+            "{method}: fresh ELBO {fresh} ± {se} above log Z {log_z}"
+        );
         assert!(post.converged, "{method}: {:?}", post.notes);
     }
 }
@@ -164,14 +180,22 @@ fn full_rank_families_reach_the_exact_log_evidence() {
     for method in ["vi_full", "mvi_lr"] {
         let post = fit(&model, method, &[], 5);
         let (fresh, _) = post.fresh_elbo.unwrap();
-        assert!((fresh - log_z).abs() < 0.05, "{method}: fresh ELBO {fresh} vs log Z {log_z}");
+        assert!(
+            (fresh - log_z).abs() < 0.05,
+            "{method}: fresh ELBO {fresh} vs log Z {log_z}"
+        );
     }
 }
 
 #[test]
 fn scg_and_lbfgs_agree_on_the_elbo() {
     let model = LinReg::new(30, 3, 6, false);
-    let scg = fit(&model, "mvi_lr", &[("optimizer", OptionValue::Ident("scg".into()))], 1);
+    let scg = fit(
+        &model,
+        "mvi_lr",
+        &[("optimizer", OptionValue::Ident("scg".into()))],
+        1,
+    );
     let lbfgs = fit(&model, "mvi_lr", &[], 1);
     let (a, b) = (scg.objective.unwrap(), lbfgs.objective.unwrap());
     assert!((a - b).abs() < 1e-4, "scg {a} vs lbfgs {b}");
@@ -185,7 +209,10 @@ fn laplace_learns_the_evidence_maximising_prior_precision() {
     // Stationarity of log Z(α): D/(2α) − ½‖m‖² − ½ tr A⁻¹ = 0 (MacKay's fixed point).
     let (a, m) = model.exact(alpha);
     let cond = alpha * (m.norm_squared() + a.try_inverse().unwrap().trace());
-    assert!((cond - 4.0).abs() < 1e-3, "α = {alpha}: α(‖m‖² + tr A⁻¹) = {cond}, want 4");
+    assert!(
+        (cond - 4.0).abs() < 1e-3,
+        "α = {alpha}: α(‖m‖² + tr A⁻¹) = {cond}, want 4"
+    );
 }
 
 #[test]
@@ -194,9 +221,20 @@ fn vi_full_learns_nearly_the_same_prior_precision_on_the_elbo() {
     let alpha_lap = fit(&model, "laplace", &[], 0).theta[0].exp();
     let post = fit(&model, "vi_full", &[], 2);
     let alpha = post.theta[0].exp();
-    assert!((alpha / alpha_lap - 1.0).abs() < 0.05, "vi_full α {alpha} vs evidence α {alpha_lap}");
-    let fixed = fit(&model, "vi_full", &[("learn_hyper", OptionValue::Ident("false".into()))], 2);
-    assert!((fixed.theta[0]).abs() < 1e-15, "learn_hyper = false keeps θ at its initial value");
+    assert!(
+        (alpha / alpha_lap - 1.0).abs() < 0.05,
+        "vi_full α {alpha} vs evidence α {alpha_lap}"
+    );
+    let fixed = fit(
+        &model,
+        "vi_full",
+        &[("learn_hyper", OptionValue::Ident("false".into()))],
+        2,
+    );
+    assert!(
+        (fixed.theta[0]).abs() < 1e-15,
+        "learn_hyper = false keeps θ at its initial value"
+    );
 }
 
 #[test]
@@ -207,7 +245,11 @@ fn same_seed_gives_identical_fits_and_different_seeds_differ() {
         let b = fit(&model, method, &[("samples", OptionValue::Int(200))], 11);
         let c = fit(&model, method, &[("samples", OptionValue::Int(200))], 12);
         assert_eq!(a.mean().as_slice(), b.mean().as_slice(), "{method}");
-        assert_eq!(a.objective.map(f64::to_bits), b.objective.map(f64::to_bits), "{method}");
+        assert_eq!(
+            a.objective.map(f64::to_bits),
+            b.objective.map(f64::to_bits),
+            "{method}"
+        );
         assert_ne!(a.mean().as_slice(), c.mean().as_slice(), "{method}");
         let mut r1 = StdRng::seed_from_u64(3);
         let mut r2 = StdRng::seed_from_u64(4);
@@ -237,9 +279,14 @@ impl Mixture {
             DMatrix::from_row_slice(2, 2, &[1.0, 0.6, 0.6, 1.0]),
             DMatrix::from_row_slice(2, 2, &[0.8, -0.3, -0.3, 0.6]),
         ];
-        let log_norms = covs.clone().map(|c: DMatrix<f64>| 0.5f64.ln() - LN_2PI - 0.5 * c.determinant().ln());
+        let log_norms = covs
+            .clone()
+            .map(|c: DMatrix<f64>| 0.5f64.ln() - LN_2PI - 0.5 * c.determinant().ln());
         Mixture {
-            means: [DVector::from_vec(vec![-1.5, 0.0]), DVector::from_vec(vec![1.5, 0.5])],
+            means: [
+                DVector::from_vec(vec![-1.5, 0.0]),
+                DVector::from_vec(vec![1.5, 0.5]),
+            ],
             precisions: covs.map(|c| c.try_inverse().unwrap()),
             log_norms,
         }
@@ -327,14 +374,34 @@ fn mixture_kl_falls_in_the_papers_order() {
     }
 }
 
-/// The MVI paper's §V-B Cauchy regression (Table II). Slow: run with
-/// `cargo test --test methods -- --ignored cauchy --nocapture` (about a minute).
+#[test]
+fn psis_khat_trusts_exact_laplace_and_flags_laplace_on_a_mixture() {
+    use mvi::posterior::psis::{posterior_khat, KHAT_OK};
+    let model = LinReg::new(40, 4, 1, false);
+    let post = fit(&model, "laplace", &[], 0);
+    let mut rng = StdRng::seed_from_u64(9);
+    let k_exact = posterior_khat(&model, &post, 4000, &mut rng).unwrap();
+    assert!(k_exact < 0.3, "k̂ = {k_exact}");
+    let p = Mixture::new();
+    let post = fit(&p, "laplace", &[], 0);
+    let k_mix = posterior_khat(&p, &post, 4000, &mut rng).unwrap();
+    assert!(k_mix > KHAT_OK, "k̂ = {k_mix}");
+}
+
+/// The MVI paper's §V-B Cauchy regression (Table II), with the data construction of
+/// `shared/peers/README.md` ("cauchy_rbf"), γ = 0.5, α learned. Slow: run with
+/// `cargo test --test methods -- --ignored cauchy --nocapture` (about 4 minutes, test profile).
+///
+/// Measured (20 sets, seeds 1000+i / 5000+i): eq. 13 per point −0.742, −0.743, −0.744,
+/// −0.743, −0.746 and pointwise lppd −0.814, −0.809, −0.818, −0.810, −0.855 for laplace,
+/// mvi_mu, mvi_eig, mvi_lr, vi_diag. The paper's ordering does NOT reproduce on this data
+/// construction (all Gaussian methods tie on eq. 13), so this test currently fails.
 #[test]
 #[ignore]
 fn cauchy_regression_median_test_lpd_follows_table_two() {
     let methods = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag"];
     let paper = [-0.818, -0.771, -0.722, -0.726, -0.736];
-    let mut per_method: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
+    let mut per_method: Vec<Vec<(f64, f64)>> = vec![Vec::new(); methods.len()];
     for set in 0..20u64 {
         let (train, test) = (cauchy_data(50, 1000 + set), cauchy_data(1000, 5000 + set));
         for (k, m) in methods.iter().enumerate() {
@@ -342,15 +409,23 @@ fn cauchy_regression_median_test_lpd_follows_table_two() {
             per_method[k].push(test_lpd_per_point(&post, &test, 10_000, set));
         }
     }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        0.5 * (v[9] + v[10])
+    };
     let medians: Vec<f64> = per_method
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            0.5 * (v[9] + v[10])
-        })
+        .iter()
+        .map(|v| median(v.iter().map(|p| p.0).collect()))
         .collect();
-    for ((m, ours), theirs) in methods.iter().zip(&medians).zip(paper) {
-        eprintln!("{m:8} median test LPD per point {ours:.3}  (paper {theirs:.3})");
+    let pointwise: Vec<f64> = per_method
+        .iter()
+        .map(|v| median(v.iter().map(|p| p.1).collect()))
+        .collect();
+    for (k, m) in methods.iter().enumerate() {
+        eprintln!(
+            "{m:8} median test LPD per point: eq. 13 {:.3} (paper {:.3}), pointwise lppd {:.3}",
+            medians[k], paper[k], pointwise[k]
+        );
     }
     assert!(medians[0] < medians[1] && medians[1] < medians[2], "{medians:?}");
     assert!(medians[4] < medians[2], "{medians:?}");
@@ -410,7 +485,9 @@ impl LogDensity for Cauchy {
         let prior = |s: usize| -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d * (alpha.ln() - LN_2PI);
         let values = DVector::from_fn(w.ncols(), |s, _| ll.column(s).sum() + prior(s));
         let grad_w = self.x.tr_mul(&dll) - w * alpha;
-        let grad_theta = DMatrix::from_fn(1, w.ncols(), |_, s| -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d);
+        let grad_theta = DMatrix::from_fn(1, w.ncols(), |_, s| {
+            -0.5 * alpha * w.column(s).norm_squared() + 0.5 * d
+        });
         Evaluated {
             values,
             grad_w: Some(grad_w),
@@ -430,11 +507,119 @@ impl LogDensity for Cauchy {
     }
 }
 
-/// The paper's eq. 13 per test point: log (1/S′) Σ_s exp(Σ_n log p(y_n | w_s)), divided by N.
-fn test_lpd_per_point(post: &Posterior, test: &Cauchy, draws: usize, seed: u64) -> f64 {
+/// Per test point: the paper's eq. 13, log (1/S′) Σ_s exp(Σ_n log p(y_n | w_s)) / N, and the
+/// pointwise lppd Σ_n log (1/S′) Σ_s p(y_n | w_s) / N.
+fn test_lpd_per_point(post: &Posterior, test: &Cauchy, draws: usize, seed: u64) -> (f64, f64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let w = post.draw(draws, &mut rng);
     let (ll, _) = test.log_lik(&w);
+    let n = test.y.len() as f64;
+    let log_s = (draws as f64).ln();
     let totals: Vec<f64> = ll.column_iter().map(|c| c.sum()).collect();
-    (mvi::posterior::log_sum_exp(&totals) - (draws as f64).ln()) / test.y.len() as f64
+    let joint = (mvi::posterior::log_sum_exp(&totals) - log_s) / n;
+    let pointwise = ll
+        .row_iter()
+        .map(|r| mvi::posterior::log_sum_exp(&r.iter().copied().collect::<Vec<_>>()) - log_s)
+        .sum::<f64>()
+        / n;
+    (joint, pointwise)
+}
+
+/// log p̃(w | θ) = −Σ_d log cosh(w_d + 0.3 w_{d+1}) − ½ e^θ ‖w‖² + (D/2) θ: non-Gaussian, with θ.
+struct LogCosh;
+
+impl LogDensity for LogCosh {
+    fn dim(&self) -> usize {
+        3
+    }
+    fn theta_dim(&self) -> usize {
+        1
+    }
+    fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+        let a = theta[0].exp();
+        let mut values = DVector::zeros(w.ncols());
+        let mut g = DMatrix::zeros(3, w.ncols());
+        let mut gt = DMatrix::zeros(1, w.ncols());
+        for s in 0..w.ncols() {
+            let c = w.column(s);
+            let mut v = -0.5 * a * c.norm_squared() + 1.5 * theta[0];
+            for d in 0..3 {
+                let u = c[d] + 0.3 * c[(d + 1) % 3];
+                v -= u.cosh().ln();
+                g[(d, s)] -= u.tanh();
+                g[((d + 1) % 3, s)] -= 0.3 * u.tanh();
+            }
+            for d in 0..3 {
+                g[(d, s)] -= a * c[d];
+            }
+            values[s] = v;
+            gt[(0, s)] = -0.5 * a * c.norm_squared() + 1.5;
+        }
+        Evaluated {
+            values,
+            grad_w: Some(g),
+            grad_theta: Some(gt),
+        }
+    }
+    fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
+        unreachable!("not used by the gradient check")
+    }
+}
+
+fn check_gradient<F: mvi::infer::objective::Family>(family: F, phi: DVector<f64>, what: &str) {
+    let elbo = mvi::infer::objective::Elbo {
+        model: &LogCosh,
+        family,
+        fixed_theta: None,
+    };
+    let x = elbo.pack(&phi, &DVector::from_element(1, 0.2));
+    let (_, g) = elbo.value_grad(&x);
+    for i in 0..x.len() {
+        let h = 1e-6;
+        let (mut xp, mut xm) = (x.clone(), x.clone());
+        xp[i] += h;
+        xm[i] -= h;
+        let fd = (elbo.value_grad(&xp).0 - elbo.value_grad(&xm).0) / (2.0 * h);
+        assert!(
+            (fd - g[i]).abs() < 1e-6 * (1.0 + fd.abs()),
+            "{what}: ∂/∂x[{i}] = {} vs {fd}",
+            g[i]
+        );
+    }
+}
+
+#[test]
+fn every_family_gradient_matches_finite_differences() {
+    use mvi::infer::{mvi_eig::Scaled, mvi_lr::LowRank, mvi_mu::MeanOnly, vi_full::Triangular};
+    let mut rng = StdRng::seed_from_u64(1);
+    let z = standard_normal(3, 50, &mut rng);
+    let c = DMatrix::from_row_slice(3, 3, &[0.9, 0.0, 0.0, 0.2, 0.7, 0.0, -0.1, 0.3, 0.5]);
+    let q = c.clone().qr().q();
+    let rand_vec = |n: usize, rng: &mut StdRng| standard_normal(n, 1, rng).column(0).into_owned() * 0.3;
+    check_gradient(MeanOnly::new(c.clone(), &z), rand_vec(3, &mut rng), "mvi_mu");
+    let phi = rand_vec(6, &mut rng);
+    check_gradient(
+        Scaled {
+            q: Some(q),
+            z: z.clone(),
+        },
+        phi.clone(),
+        "mvi_eig",
+    );
+    check_gradient(
+        Scaled {
+            q: None,
+            z: z.clone(),
+        },
+        phi,
+        "vi_diag",
+    );
+    check_gradient(
+        LowRank::new(c.clone(), &z, 2),
+        rand_vec(3 + 12, &mut rng),
+        "mvi_lr",
+    );
+    let tri = Triangular { z: z.clone() };
+    let phi = tri.pack(&rand_vec(3, &mut rng), &c);
+    check_gradient(tri, phi, "vi_full");
 }

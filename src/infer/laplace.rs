@@ -118,7 +118,11 @@ impl LaplaceFit {
 /// # Errors
 /// [`Error::NonFiniteStart`] when log p̃ is not finite at the initial point;
 /// [`Error::NotNegativeDefinite`] when −H at the mode is not positive definite.
-pub fn fit_laplace(model: &dyn LogDensity, common: &Common, obs: &mut dyn Observer) -> Result<LaplaceFit, Error> {
+pub fn fit_laplace(
+    model: &dyn LogDensity,
+    common: &Common,
+    obs: &mut dyn Observer,
+) -> Result<LaplaceFit, Error> {
     let start = model.initial_point();
     let mut theta = model.theta_init();
     let (v0, _) = value_grad(model, &theta, &start);
@@ -134,7 +138,10 @@ pub fn fit_laplace(model: &dyn LogDensity, common: &Common, obs: &mut dyn Observ
     obs.phase("laplace");
     let mut trace = Vec::new();
     let out = {
-        let mut rec = Recorder { inner: obs, trace: &mut trace };
+        let mut rec = Recorder {
+            inner: obs,
+            trace: &mut trace,
+        };
         find_mode(model, &theta, start, &opts, &mut rec)
     };
     if !out.converged {
@@ -203,7 +210,9 @@ fn newton_polish(model: &dyn LogDensity, theta: &DVector<f64>, mut out: Outcome)
     for _ in 0..3 {
         let (_, g) = value_grad(model, theta, &out.x);
         let neg_h = -model.hessian(theta, &out.x);
-        let Some(step) = neg_h.cholesky().map(|c| c.solve(&g)) else { break };
+        let Some(step) = neg_h.cholesky().map(|c| c.solve(&g)) else {
+            break;
+        };
         let x = &out.x + step;
         let (v, g_new) = value_grad(model, theta, &x);
         if !(v.is_finite() && v >= out.value - 1e-12 * out.value.abs().max(1.0)) {
@@ -225,11 +234,17 @@ fn newton_polish(model: &dyn LogDensity, theta: &DVector<f64>, mut out: Outcome)
 /// # Errors
 /// [`Error::NotNegativeDefinite`] with H's largest eigenvalue when −H is not (numerically)
 /// positive definite.
-pub fn curvature(model: &dyn LogDensity, theta: &DVector<f64>, mode: &DVector<f64>) -> Result<(DMatrix<f64>, f64), Error> {
+pub fn curvature(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    mode: &DVector<f64>,
+) -> Result<(DMatrix<f64>, f64), Error> {
     let h = model.hessian(theta, mode);
     let neg_h = (&h + h.transpose()) * -0.5;
     let eig = neg_h.clone().symmetric_eigenvalues();
-    let (min, max) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| (lo.min(e), hi.max(e.abs())));
+    let (min, max) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| {
+        (lo.min(e), hi.max(e.abs()))
+    });
     if !(min.is_finite() && min > 1e-12 * max.max(1e-300)) {
         return Err(Error::NotNegativeDefinite { max_eig: -min });
     }
@@ -281,7 +296,8 @@ mod tests {
             2
         }
         fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
-            let values = DVector::from_iterator(w.ncols(), w.column_iter().map(|c| -c[0] * c[0] + c[1] * c[1]));
+            let values =
+                DVector::from_iterator(w.ncols(), w.column_iter().map(|c| -c[0] * c[0] + c[1] * c[1]));
             let mut g = w.clone();
             g.row_mut(0).scale_mut(-2.0);
             g.row_mut(1).scale_mut(2.0);

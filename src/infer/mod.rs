@@ -6,6 +6,9 @@
 //! Gaussian algebra. Every method gets its randomness passed in and is deterministic for a
 //! given generator state.
 
+// `build` functions return `Diagnostic` by value, as the `BuildFn` contract prescribes.
+#![allow(clippy::result_large_err)]
+
 pub mod laplace;
 pub mod mvi_eig;
 pub mod mvi_lr;

@@ -51,7 +51,12 @@ impl Method for MviEig {
         "mvi_eig"
     }
 
-    fn fit(&self, model: &dyn LogDensity, rng: &mut dyn RngCore, obs: &mut dyn Observer) -> Result<Posterior, Error> {
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
         let s = &self.settings.vi;
         let start = vi::start(model, s, rng, obs)?;
         let eig = start.laplace.cov().symmetric_eigen();

@@ -26,7 +26,7 @@ use crate::posterior::{standard_normal, Gaussian, Posterior};
 pub struct Settings {
     /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
     pub vi: ViSettings,
-    /// `rank`: k ≥ 1 [1].
+    /// `rank`: k ≥ 1 (default 1).
     pub rank: usize,
 }
 
@@ -69,17 +69,19 @@ impl Method for MviLr {
         "mvi_lr"
     }
 
-    fn fit(&self, model: &dyn LogDensity, rng: &mut dyn RngCore, obs: &mut dyn Observer) -> Result<Posterior, Error> {
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
         let s = &self.settings.vi;
         let start = vi::start(model, s, rng, obs)?;
         let d = model.dim();
         let k = self.settings.rank;
         let uv = standard_normal(2 * d * k, 1, rng) * INIT_SD;
         let family = LowRank::new(start.laplace.chol.clone(), &start.z, k);
-        let phi0 = DVector::from_iterator(
-            d + 2 * d * k,
-            start.laplace.mode.iter().chain(uv.iter()).copied(),
-        );
+        let phi0 = DVector::from_iterator(d + 2 * d * k, start.laplace.mode.iter().chain(uv.iter()).copied());
         let run = vi::optimise(model, family, &phi0, &start, s, obs);
         Ok(vi::finish(self.name(), run, start, s, rng))
     }
@@ -144,7 +146,9 @@ impl Family for LowRank {
         let (_, u, v) = self.split(phi);
         let s = g.ncols() as f64;
         let (c_inv_u, k) = self.k_matrix(&u, &v);
-        let k_inv = k.try_inverse().unwrap_or_else(|| DMatrix::from_element(self.k, self.k, f64::NAN));
+        let k_inv = k
+            .try_inverse()
+            .unwrap_or_else(|| DMatrix::from_element(self.k, self.k, f64::NAN));
         let c_inv_t_v = self
             .c
             .tr_solve_lower_triangular(&v)
@@ -152,7 +156,10 @@ impl Family for LowRank {
         let du = g * self.z.tr_mul(&v) / s + c_inv_t_v * k_inv.transpose();
         let dv = &self.z * g.tr_mul(&u) / s + c_inv_u * k_inv;
         let mean = g.column_mean();
-        DVector::from_iterator(self.n_params(), mean.iter().chain(du.iter()).chain(dv.iter()).copied())
+        DVector::from_iterator(
+            self.n_params(),
+            mean.iter().chain(du.iter()).chain(dv.iter()).copied(),
+        )
     }
 
     fn gaussian(&self, phi: &DVector<f64>) -> Gaussian {

@@ -50,7 +50,12 @@ impl Method for MviMu {
         "mvi_mu"
     }
 
-    fn fit(&self, model: &dyn LogDensity, rng: &mut dyn RngCore, obs: &mut dyn Observer) -> Result<Posterior, Error> {
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
         let s = &self.settings.vi;
         let start = vi::start(model, s, rng, obs)?;
         let family = MeanOnly::new(start.laplace.chol.clone(), &start.z);

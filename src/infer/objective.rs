@@ -46,7 +46,12 @@ pub struct Elbo<'a, F: Family> {
 impl<F: Family> Elbo<'_, F> {
     /// Length of x.
     pub fn n_params(&self) -> usize {
-        self.family.n_params() + if self.fixed_theta.is_some() { 0 } else { self.model.theta_dim() }
+        self.family.n_params()
+            + if self.fixed_theta.is_some() {
+                0
+            } else {
+                self.model.theta_dim()
+            }
     }
 
     /// Pack φ and θ into x.
@@ -87,7 +92,8 @@ impl<F: Family> Elbo<'_, F> {
         }
         let g = e.grad_w.expect("eval was asked for grad_w");
         let mut grad = DVector::zeros(x.len());
-        grad.rows_mut(0, phi.len()).copy_from(&self.family.backward(&phi, &g));
+        grad.rows_mut(0, phi.len())
+            .copy_from(&self.family.backward(&phi, &g));
         if learn {
             let gt = e.grad_theta.expect("eval was asked for grad_theta");
             let mean = gt.column_mean();
@@ -154,8 +160,9 @@ mod tests {
             let c = points(&-&self.m, w);
             let values = DVector::from_iterator(
                 w.ncols(),
-                c.column_iter()
-                    .map(|col| -0.5 * col.norm_squared() / self.v - 0.5 * d * (2.0 * std::f64::consts::PI * self.v).ln()),
+                c.column_iter().map(|col| {
+                    -0.5 * col.norm_squared() / self.v - 0.5 * d * (2.0 * std::f64::consts::PI * self.v).ln()
+                }),
             );
             Evaluated {
                 values,

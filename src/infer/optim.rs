@@ -119,7 +119,13 @@ where
 type Objective<'a> = dyn FnMut(&DVector<f64>) -> (f64, DVector<f64>) + 'a;
 
 /// Minimise; `sign` turns the internal value into the one reported to the observer.
-fn run(f: &mut Objective<'_>, x0: DVector<f64>, opts: &Options, obs: &mut dyn Observer, sign: f64) -> Outcome {
+fn run(
+    f: &mut Objective<'_>,
+    x0: DVector<f64>,
+    opts: &Options,
+    obs: &mut dyn Observer,
+    sign: f64,
+) -> Outcome {
     let (v0, g0) = clean(f(&x0));
     let mut state = State {
         x: x0,
@@ -208,7 +214,11 @@ fn lbfgs(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Rep
             y_hist.clear();
             p = -&st.g;
         }
-        let alpha0 = if s_hist.is_empty() { (1.0 / st.g.norm()).min(1.0) } else { 1.0 };
+        let alpha0 = if s_hist.is_empty() {
+            (1.0 / st.g.norm()).min(1.0)
+        } else {
+            1.0
+        };
         let Some((alpha, v, g)) = line_search(f, &st.x, st.v, &st.g, &p, alpha0) else {
             if s_hist.is_empty() {
                 // Even steepest descent makes no progress: we are at the precision limit.
@@ -418,7 +428,7 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
             r = -&st.g;
             lambda_bar = 0.0;
             success = true;
-            if successes % n == 0 {
+            if successes.is_multiple_of(n) {
                 p = r.clone();
             } else {
                 let beta = (r.norm_squared() - r.dot(&r_old)) / mu;
@@ -432,7 +442,11 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
             success = false;
         }
         if !(cmp.is_finite() && cmp >= 0.25) {
-            let bump = if cmp.is_finite() { delta * (1.0 - cmp) / p2 } else { 0.0 };
+            let bump = if cmp.is_finite() {
+                delta * (1.0 - cmp) / p2
+            } else {
+                0.0
+            };
             lambda = (lambda + bump.max(0.0)).max(4.0 * lambda).min(LAMBDA_MAX);
         }
         if !report(it, st.v, st.g.norm()) {
@@ -454,7 +468,13 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
 /// Laplace evidence). Non-finite values count as −∞. Starts from a simplex with edge `step`
 /// along each axis; stops when the values on the simplex agree to `tol` or after `max_evals`
 /// evaluations. Returns the best point and its value.
-pub fn nelder_mead_max<F>(mut f: F, x0: DVector<f64>, step: f64, tol: f64, max_evals: usize) -> (DVector<f64>, f64)
+pub fn nelder_mead_max<F>(
+    mut f: F,
+    x0: DVector<f64>,
+    step: f64,
+    tol: f64,
+    max_evals: usize,
+) -> (DVector<f64>, f64)
 where
     F: FnMut(&DVector<f64>) -> f64,
 {
@@ -525,7 +545,10 @@ mod tests {
     fn rosenbrock(x: &DVector<f64>) -> (f64, DVector<f64>) {
         let (a, b) = (x[0], x[1]);
         let v = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
-        let g = DVector::from_vec(vec![-2.0 * (1.0 - a) - 400.0 * a * (b - a * a), 200.0 * (b - a * a)]);
+        let g = DVector::from_vec(vec![
+            -2.0 * (1.0 - a) - 400.0 * a * (b - a * a),
+            200.0 * (b - a * a),
+        ]);
         (v, g)
     }
 
@@ -541,26 +564,38 @@ mod tests {
 
     #[test]
     fn lbfgs_finds_the_rosenbrock_minimum() {
-        let out = minimize(rosenbrock, DVector::from_vec(vec![-1.2, 1.0]), &opts(Optimizer::Lbfgs), &mut Silent);
+        let out = minimize(
+            rosenbrock,
+            DVector::from_vec(vec![-1.2, 1.0]),
+            &opts(Optimizer::Lbfgs),
+            &mut Silent,
+        );
         assert!(out.converged);
-        assert!((out.x[0] - 1.0).abs() < 1e-6 && (out.x[1] - 1.0).abs() < 1e-6, "{:?}", out.x);
+        assert!(
+            (out.x[0] - 1.0).abs() < 1e-6 && (out.x[1] - 1.0).abs() < 1e-6,
+            "{:?}",
+            out.x
+        );
     }
 
     #[test]
     fn scg_finds_the_rosenbrock_minimum() {
-        let out = minimize(rosenbrock, DVector::from_vec(vec![-1.2, 1.0]), &opts(Optimizer::Scg), &mut Silent);
-        assert!((out.x[0] - 1.0).abs() < 1e-5 && (out.x[1] - 1.0).abs() < 1e-5, "{:?}", out);
+        let out = minimize(
+            rosenbrock,
+            DVector::from_vec(vec![-1.2, 1.0]),
+            &opts(Optimizer::Scg),
+            &mut Silent,
+        );
+        assert!(
+            (out.x[0] - 1.0).abs() < 1e-5 && (out.x[1] - 1.0).abs() < 1e-5,
+            "{:?}",
+            out
+        );
     }
 
     fn quadratic(x: &DVector<f64>) -> (f64, DVector<f64>) {
         // f = ½ xᵀ A x − bᵀ x with A = diag(1, 10, 100, 1000) + a coupling.
-        let a = nalgebra::DMatrix::from_fn(4, 4, |i, j| {
-            if i == j {
-                10f64.powi(i as i32)
-            } else {
-                0.3
-            }
-        });
+        let a = nalgebra::DMatrix::from_fn(4, 4, |i, j| if i == j { 10f64.powi(i as i32) } else { 0.3 });
         let b = DVector::from_vec(vec![1.0, -2.0, 3.0, 0.5]);
         let ax = &a * x;
         (0.5 * x.dot(&ax) - b.dot(x), ax - b)
@@ -603,7 +638,12 @@ mod tests {
     #[test]
     fn observer_can_stop_the_run() {
         let mut obs = StopAfter(3, 0);
-        let out = minimize(rosenbrock, DVector::from_vec(vec![-1.2, 1.0]), &opts(Optimizer::Lbfgs), &mut obs);
+        let out = minimize(
+            rosenbrock,
+            DVector::from_vec(vec![-1.2, 1.0]),
+            &opts(Optimizer::Lbfgs),
+            &mut obs,
+        );
         assert_eq!(out.iterations, 3);
         assert!(out.interrupted && !out.converged);
     }
@@ -626,7 +666,10 @@ mod tests {
         let det = a * b - 0.25;
         let x0 = (b * 2.0 - 0.5 * -3.0) / det;
         let x1 = (a * -3.0 - 0.5 * 2.0) / det;
-        assert!((x[0] - x0).abs() < 1e-5 && (x[1] - x1).abs() < 1e-5, "{x:?} vs {x0}, {x1}");
+        assert!(
+            (x[0] - x0).abs() < 1e-5 && (x[1] - x1).abs() < 1e-5,
+            "{x:?} vs {x0}, {x1}"
+        );
         assert!(v.is_finite());
     }
 

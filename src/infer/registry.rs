@@ -125,7 +125,11 @@ fn unknown_method(options: &InferOptions, entry: &crate::infer::InferOption, nam
         .map(|k| (edit_distance(k, name), *k))
         .filter(|(dist, _)| *dist <= 2)
         .min();
-    let list = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+    let list = known
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     match close {
         Some((_, k)) => d.with_help(format!("did you mean `{k}`? known methods: {list}")),
         None => d.with_help(format!("known methods: {list}")),

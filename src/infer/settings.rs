@@ -9,7 +9,15 @@ use crate::infer::optim::Optimizer;
 use crate::infer::{InferOption, InferOptions, OptionValue};
 
 /// Keys every method accepts.
-pub const COMMON_KEYS: &[&str] = &["method", "seed", "max_iters", "tol", "learn_hyper", "draws", "test_draws"];
+pub const COMMON_KEYS: &[&str] = &[
+    "method",
+    "seed",
+    "max_iters",
+    "tol",
+    "learn_hyper",
+    "draws",
+    "test_draws",
+];
 
 /// Keys of the Gaussian VI methods besides the common ones.
 pub const VI_KEYS: &[&str] = &["samples", "optimizer"];
@@ -35,7 +43,9 @@ impl<'a> Reader<'a> {
                     format!("method `{method}` has no option `{}`", e.key),
                     options.source.clone(),
                 );
-                return Err(label(d, e, "unknown key").with_help(format!("accepted keys: {}", keys.join(", "))));
+                return Err(
+                    label(d, e, "unknown key").with_help(format!("accepted keys: {}", keys.join(", ")))
+                );
             }
         }
         Ok(Reader { options, method })
@@ -59,9 +69,13 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// A diagnostic at a value that is not such an integer.
     pub fn int(&self, key: &str, min: i64, default: usize) -> Result<usize, Diagnostic> {
-        let Some(e) = self.last(key) else { return Ok(default) };
+        let Some(e) = self.last(key) else {
+            return Ok(default);
+        };
         match e.value {
-            OptionValue::Int(i) if i >= min => usize::try_from(i).map_err(|_| self.bad(e, "a non-negative integer")),
+            OptionValue::Int(i) if i >= min => {
+                usize::try_from(i).map_err(|_| self.bad(e, "a non-negative integer"))
+            }
             _ => Err(self.bad(e, &format!("an integer ≥ {min}"))),
         }
     }
@@ -71,7 +85,9 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// A diagnostic at a value that is not a positive number.
     pub fn positive(&self, key: &str, default: f64) -> Result<f64, Diagnostic> {
-        let Some(e) = self.last(key) else { return Ok(default) };
+        let Some(e) = self.last(key) else {
+            return Ok(default);
+        };
         let v = match e.value {
             OptionValue::Int(i) => i as f64,
             OptionValue::Real(r) => r,
@@ -89,7 +105,9 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// A diagnostic at any other value.
     pub fn boolean(&self, key: &str, default: bool) -> Result<bool, Diagnostic> {
-        let Some(e) = self.last(key) else { return Ok(default) };
+        let Some(e) = self.last(key) else {
+            return Ok(default);
+        };
         match &e.value {
             OptionValue::Ident(s) if s == "true" => Ok(true),
             OptionValue::Ident(s) if s == "false" => Ok(false),
@@ -102,7 +120,9 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// A diagnostic at an unknown name.
     pub fn optimizer(&self) -> Result<Optimizer, Diagnostic> {
-        let Some(e) = self.last("optimizer") else { return Ok(Optimizer::Lbfgs) };
+        let Some(e) = self.last("optimizer") else {
+            return Ok(Optimizer::Lbfgs);
+        };
         match &e.value {
             OptionValue::Ident(s) => Optimizer::from_name(s).ok_or_else(|| self.bad(e, "`lbfgs` or `scg`")),
             _ => Err(self.bad(e, "`lbfgs` or `scg`")),
@@ -120,13 +140,13 @@ fn label(d: Diagnostic, e: &InferOption, text: impl Into<String>) -> Diagnostic 
 /// Settings shared by every method that optimises: limits, optimiser, hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Common {
-    /// `max_iters` [1000].
+    /// `max_iters` (default 1000).
     pub max_iters: usize,
-    /// `tol`: relative change of the objective [1e-11].
+    /// `tol`: relative change of the objective (default 1e-11).
     pub tol: f64,
-    /// `optimizer` [lbfgs].
+    /// `optimizer` (default lbfgs).
     pub optimizer: Optimizer,
-    /// `learn_hyper` [true].
+    /// `learn_hyper` (default true).
     pub learn_hyper: bool,
 }
 
@@ -199,7 +219,10 @@ mod tests {
 
     #[test]
     fn later_entry_overrides_and_bad_values_are_rejected() {
-        let o = opts(vec![("max_iters", OptionValue::Int(5)), ("max_iters", OptionValue::Int(7))]);
+        let o = opts(vec![
+            ("max_iters", OptionValue::Int(5)),
+            ("max_iters", OptionValue::Int(7)),
+        ]);
         let r = Reader::new(&o, "laplace", &[]).unwrap();
         assert_eq!(r.int("max_iters", 1, 3).unwrap(), 7);
         let o = opts(vec![("tol", OptionValue::Real(-1.0))]);

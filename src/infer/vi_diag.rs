@@ -55,21 +55,32 @@ impl Method for ViDiag {
         "vi_diag"
     }
 
-    fn fit(&self, model: &dyn LogDensity, rng: &mut dyn RngCore, obs: &mut dyn Observer) -> Result<Posterior, Error> {
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
         let s = &self.settings.vi;
         let start = vi::start(model, s, rng, obs)?;
         let mode = &start.laplace.mode;
         let from_laplace = start.laplace.cov().diagonal().map(|v| 0.5 * v.ln());
         let small = DVector::from_element(mode.len(), 0.5 * SMALL_VARIANCE.ln());
         let mut best = None;
-        for (phase, log_sd) in [("vi_diag from diag Σ_LA", from_laplace), ("vi_diag from σ² = 1e-4", small)] {
+        for (phase, log_sd) in [
+            ("vi_diag from diag Σ_LA", from_laplace),
+            ("vi_diag from σ² = 1e-4", small),
+        ] {
             obs.phase(phase);
             let family = Scaled {
                 q: None,
                 z: start.z.clone(),
             };
             let run = vi::optimise(model, family, &stack(mode, &log_sd), &start, s, obs);
-            if best.as_ref().is_none_or(|b: &vi::Run<'_, Scaled>| run.outcome.value > b.outcome.value) {
+            if best
+                .as_ref()
+                .is_none_or(|b: &vi::Run<'_, Scaled>| run.outcome.value > b.outcome.value)
+            {
                 best = Some(run);
             }
         }

@@ -51,7 +51,12 @@ impl Method for ViFull {
         "vi_full"
     }
 
-    fn fit(&self, model: &dyn LogDensity, rng: &mut dyn RngCore, obs: &mut dyn Observer) -> Result<Posterior, Error> {
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
         let s = &self.settings.vi;
         let start = vi::start(model, s, rng, obs)?;
         let family = Triangular { z: start.z.clone() };
@@ -75,7 +80,9 @@ impl Triangular {
     /// φ from μ and the lower triangle of L.
     pub fn pack(&self, mu: &DVector<f64>, l: &DMatrix<f64>) -> DVector<f64> {
         let d = self.dim();
-        let tri = (0..d).flat_map(|j| (j..d).map(move |i| (i, j))).map(|(i, j)| l[(i, j)]);
+        let tri = (0..d)
+            .flat_map(|j| (j..d).map(move |i| (i, j)))
+            .map(|(i, j)| l[(i, j)]);
         DVector::from_iterator(self.n_params(), mu.iter().copied().chain(tri))
     }
 

@@ -12,11 +12,32 @@
 //! (2024); Zhang & Stephens, "A new and efficient estimation method for the generalized
 //! Pareto distribution", Technometrics 51 (2009).
 
+use rand::RngCore;
+
+use crate::density::{LogDensity, Want};
+use crate::posterior::Posterior;
+
 /// The threshold below which PSIS considers an approximation usable.
 pub const KHAT_OK: f64 = 0.7;
 
-/// k̂ from log importance ratios; `None` when there are too few finite ratios (the tail
-/// needs at least 5 points) or the tail is flat (all largest ratios equal).
+/// k̂ of a fitted posterior: `n` draws from q, ratios log p̃(w | θ) − log q(w). `None` where q
+/// has no density (particles) or [`pareto_k`] gives none.
+pub fn posterior_khat(
+    model: &dyn LogDensity,
+    post: &Posterior,
+    n: usize,
+    rng: &mut dyn RngCore,
+) -> Option<f64> {
+    let w = post.draw(n, rng);
+    let log_q = post.log_q(&w)?;
+    let log_p = model.eval(&post.theta, &w, Want::VALUE).values;
+    let ratios: Vec<f64> = log_p.iter().zip(log_q.iter()).map(|(p, q)| p - q).collect();
+    pareto_k(&ratios)
+}
+
+/// k̂ from log importance ratios; `None` when there are too few ratios (the tail needs at
+/// least 5 points) or a ratio is NaN or +∞. Ratios that are constant up to rounding (q equal
+/// to the posterior) give k̂ = 0.
 pub fn pareto_k(log_ratios: &[f64]) -> Option<f64> {
     if log_ratios.iter().any(|r| r.is_nan() || *r == f64::INFINITY) {
         return None;
@@ -34,11 +55,11 @@ pub fn pareto_k(log_ratios: &[f64]) -> Option<f64> {
     }
     // Exceedances over the cutoff, scaled by exp(−top) (k̂ does not depend on the scale).
     let base = (cut - top).exp();
+    if top - cut <= 1e-9 * top.abs().max(1.0) {
+        return Some(0.0);
+    }
     let mut x: Vec<f64> = sorted[..m].iter().map(|r| (r - top).exp() - base).collect();
     x.reverse();
-    if x[m - 1] <= 0.0 {
-        return None;
-    }
     let k = gpd_shape(&x);
     let n = m as f64;
     Some((n * k + 10.0 * 0.5) / (n + 10.0))
@@ -63,7 +84,10 @@ fn gpd_shape(x: &[f64]) -> f64 {
             n as f64 * ((a / k).ln() - k - 1.0)
         })
         .collect();
-    let finite: Vec<f64> = profile.iter().map(|l| if l.is_finite() { *l } else { f64::NEG_INFINITY }).collect();
+    let finite: Vec<f64> = profile
+        .iter()
+        .map(|l| if l.is_finite() { *l } else { f64::NEG_INFINITY })
+        .collect();
     let lse = super::log_sum_exp(&finite);
     let theta_hat: f64 = thetas.iter().zip(&finite).map(|(t, l)| t * (l - lse).exp()).sum();
     x.iter().map(|v| (-theta_hat * v).ln_1p()).sum::<f64>() / n as f64
@@ -121,9 +145,9 @@ mod tests {
     }
 
     #[test]
-    fn too_few_or_invalid_ratios_give_none() {
+    fn too_few_or_invalid_ratios_give_none_and_constant_ones_zero() {
         assert_eq!(pareto_k(&[0.0; 10]), None);
         assert_eq!(pareto_k(&[f64::NAN; 100]), None);
-        assert_eq!(pareto_k(&[1.0; 100]), None);
+        assert_eq!(pareto_k(&[1.0; 100]), Some(0.0));
     }
 }
