@@ -26,6 +26,8 @@ pub enum ValueKind {
     Word(&'static [&'static str]),
     /// Lists of parameter names: `[[w], [sigma, tau]]`.
     Blocks,
+    /// One of the listed integers.
+    IntChoice(&'static [i64]),
 }
 
 impl ValueKind {
@@ -42,6 +44,10 @@ impl ValueKind {
                 ws.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
             ),
             ValueKind::Blocks => "lists of parameter names, e.g. `[[w], [sigma, tau]]`".into(),
+            ValueKind::IntChoice(xs) => {
+                let xs: Vec<String> = xs.iter().map(i64::to_string).collect();
+                format!("one of {}", xs.join(", "))
+            }
         }
     }
 
@@ -57,6 +63,7 @@ impl ValueKind {
             (ValueKind::Bool, OptionValue::Ident(w)) => w == "true" || w == "false",
             (ValueKind::Word(ws), OptionValue::Ident(w)) => ws.contains(&w.as_str()),
             (ValueKind::Blocks, OptionValue::Blocks(_)) => true,
+            (ValueKind::IntChoice(xs), OptionValue::Int(i)) => xs.contains(i),
             _ => false,
         }
     }
@@ -135,8 +142,8 @@ pub const KEYS: &[KeySpec] = &[
         key: "tol",
         methods: Methods::All,
         kind: ValueKind::PositiveReal,
-        default: Some("1e-6"),
-        meaning: "optimiser tolerance",
+        default: Some("1e-11 (pmfvb: 0.01)"),
+        meaning: "relative change of the objective at which to stop (pmfvb: smallest gain between smoothing windows)",
     },
     KeySpec {
         key: "optimizer",
@@ -193,6 +200,27 @@ pub const KEYS: &[KeySpec] = &[
         kind: ValueKind::Blocks,
         default: None,
         meaning: "mean-field blocks [one block per parameter]",
+    },
+    KeySpec {
+        key: "full_cov",
+        methods: Methods::Only(&["split_mf"]),
+        kind: ValueKind::Bool,
+        default: Some("false"),
+        meaning: "a full covariance per bin instead of a diagonal one",
+    },
+    KeySpec {
+        key: "window",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("25"),
+        meaning: "sweeps per smoothing window of the bound estimate",
+    },
+    KeySpec {
+        key: "algorithm",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::IntChoice(&[1, 2]),
+        default: Some("1"),
+        meaning: "1: Langevin moves with other-block subsets; 2: random sub-blocks with adaptive drift",
     },
     KeySpec {
         key: "draws",
