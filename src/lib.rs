@@ -12,3 +12,6 @@ pub mod diagnostic;
 pub mod infer;
 pub mod posterior;
 pub mod syntax;
+pub mod autodiff;
+pub mod dist;
+pub mod graph;
