@@ -64,7 +64,7 @@ pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
     for k in (0..g.nodes.len()).rev() {
         let (lower, upper) = adj.split_at_mut(k);
         let ybar = &upper[0];
-        if ybar.is_empty() || ybar.iter().all(|v| v.is_zero()) {
+        if ybar.is_empty() {
             continue;
         }
         let size = g.nodes[k].shape.size();
@@ -222,14 +222,14 @@ fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
 }
 
 /// (∂f/∂a, ∂f/∂b) in terms of a, b and y = f(a, b).
-fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T) -> (T, T) {
+fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (T, T) {
     let (one, zero) = (T::one(), T::zero());
     match f {
         Fun2::Add => (one, one),
         Fun2::Sub => (one, -one),
         Fun2::Mul => (b, a),
         Fun2::Div => (b.recip(), -y / b),
-        Fun2::Pow => match int_exponent(b) {
+        Fun2::Pow => match int_exponent(b, b_const) {
             Some(0) => (zero, zero),
             Some(k) => (a.powi(k - 1) * T::from(f64::from(k)), zero),
             None => (b * a.powd(b - one), y * a.ln()),
@@ -266,7 +266,7 @@ fn back_binary<T: Scalar>(
         for i in 0..n {
             let ia = if aa.size == 1 { 0 } else { i };
             let ib = if bb.size == 1 { 0 } else { i };
-            let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y[i + c * n]);
+            let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y[i + c * n], !bb.batched);
             let yb = ybar[i + c * n];
             if !adj[a.0].is_empty() {
                 adj[a.0][ia + c * aa.size] += yb * da;

@@ -250,21 +250,21 @@ pub(crate) fn log_inv_logit<T: Scalar>(x: T) -> T {
     }
 }
 
-/// The exponent of `^` as a small integer, when it is one (so negative bases work).
-pub(crate) fn int_exponent<T: Scalar>(b: T) -> Option<i32> {
+/// The exponent of `^` as a small integer when it is a constant integer (so negative bases
+/// work and no log of the base is taken).
+pub(crate) fn int_exponent<T: Scalar>(b: T, constant: bool) -> Option<i32> {
     let r = b.real();
-    let is_const = b == T::from(r);
-    (is_const && r.fract() == 0.0 && r.abs() <= 64.0).then_some(r as i32)
+    (constant && r.fract().abs() < f64::EPSILON && r.abs() <= 64.0).then_some(r as i32)
 }
 
 /// One elementwise function of two arguments.
-pub(crate) fn binary<T: Scalar>(f: Fun2, a: T, b: T) -> T {
+pub(crate) fn binary<T: Scalar>(f: Fun2, a: T, b: T, b_const: bool) -> T {
     match f {
         Fun2::Add => a + b,
         Fun2::Sub => a - b,
         Fun2::Mul => a * b,
         Fun2::Div => a / b,
-        Fun2::Pow => match int_exponent(b) {
+        Fun2::Pow => match int_exponent(b, b_const) {
             Some(k) => a.powi(k),
             None => a.powd(b),
         },
@@ -292,7 +292,7 @@ fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -
         for i in 0..n {
             let x = ac[if a.size == 1 { 0 } else { i }];
             let y = bc[if b.size == 1 { 0 } else { i }];
-            out.push(binary(f, x, y));
+            out.push(binary(f, x, y, !b.batched));
         }
     }
     out
