@@ -112,6 +112,31 @@ impl Scalar for Dual64 {
     fn apply(self, f0: f64, f1: f64, _f2: f64) -> Self {
         Dual64::new(f0, self.eps * f1)
     }
+
+    /// (A + εA′)(B + εB′) = AB + ε(AB′ + A′B): up to three f64 products by nalgebra's gemm
+    /// (the Hessian's forward-over-reverse pass runs its data products this way).
+    fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[Self], b: &[Self], c: &mut [Self]) {
+        let split = |x: &[Dual64]| -> (Vec<f64>, Option<Vec<f64>>) {
+            let re = x.iter().map(|v| v.re).collect();
+            let has_eps = x.iter().any(|v| v.eps != 0.0);
+            (re, has_eps.then(|| x.iter().map(|v| v.eps).collect()))
+        };
+        let (are, aeps) = split(a);
+        let (bre, beps) = split(b);
+        let mut cre = vec![0.0; m * n];
+        let mut ceps = vec![0.0; m * n];
+        f64::gemm(ta, tb, m, n, k, &are, &bre, &mut cre);
+        if let Some(be) = &beps {
+            f64::gemm(ta, tb, m, n, k, &are, be, &mut ceps);
+        }
+        if let Some(ae) = &aeps {
+            f64::gemm(ta, tb, m, n, k, ae, &bre, &mut ceps);
+        }
+        for ((cv, r), e) in c.iter_mut().zip(&cre).zip(&ceps) {
+            cv.re += r;
+            cv.eps += e;
+        }
+    }
 }
 
 impl Scalar for HyperDual64 {
