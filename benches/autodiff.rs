@@ -50,22 +50,35 @@ fn noise(i: usize) -> f64 {
 }
 
 fn info(name: &str, offset: usize, shape: Shape, value: mvi::graph::NodeId) -> ParamInfo {
-    ParamInfo { name: name.into(), offset, shape, constraint: Constraint::NONE, value }
+    ParamInfo {
+        name: name.into(),
+        offset,
+        shape,
+        constraint: Constraint::NONE,
+        value,
+    }
 }
 
 /// y ~ bernoulli_logit(X w), w ~ normal(0, 1); returns the model and X.
 fn logistic(n: usize, d: usize) -> (LogJoint, DMatrix<f64>) {
     let x = DMatrix::from_fn(n, d, |i, j| noise(i * d + j));
-    let y: Vec<f64> = (0..n).map(|i| if noise(7 * i + 3) > 0.0 { 1.0 } else { 0.0 }).collect();
+    let y: Vec<f64> = (0..n)
+        .map(|i| if noise(7 * i + 3) > 0.0 { 1.0 } else { 0.0 })
+        .collect();
     let mut g = Graph::new(d, 0);
-    let w = g.param_slice(0, Shape::Vector(d), &Constraint::NONE).expect("valid");
+    let w = g
+        .param_slice(0, Shape::Vector(d), &Constraint::NONE)
+        .expect("valid");
     let (zero, one) = (g.scalar(0.0), g.scalar(1.0));
     dist::tilde(&mut g, "normal", w, &[zero, one]).expect("valid");
     let xn = g.constant(Shape::Matrix(n, d), x.as_slice().to_vec());
     let eta = g.matmul(xn, w).expect("valid");
     let yn = g.constant(Shape::Vector(n), y);
     dist::tilde(&mut g, "bernoulli_logit", yn, &[eta]).expect("valid");
-    (LogJoint::new(g, vec![info("w", 0, Shape::Vector(d), w)], vec![]), x)
+    (
+        LogJoint::new(g, vec![info("w", 0, Shape::Vector(d), w)], vec![]),
+        x,
+    )
 }
 
 /// Eight schools, non-centred: D = 10.
@@ -74,26 +87,47 @@ fn eight_schools() -> LogJoint {
     let sigma = vec![15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0];
     let mut g = Graph::new(10, 0);
     let mu = g.param_slice(0, Shape::Scalar, &Constraint::NONE).expect("valid");
-    let tau = g.param_slice(1, Shape::Scalar, &Constraint::lower(0.0)).expect("valid");
-    let th = g.param_slice(2, Shape::Vector(8), &Constraint::NONE).expect("valid");
+    let tau = g
+        .param_slice(1, Shape::Scalar, &Constraint::lower(0.0))
+        .expect("valid");
+    let th = g
+        .param_slice(2, Shape::Vector(8), &Constraint::NONE)
+        .expect("valid");
     let (zero, one, five) = (g.scalar(0.0), g.scalar(1.0), g.scalar(5.0));
     dist::tilde(&mut g, "normal", mu, &[zero, five]).expect("valid");
     dist::tilde(&mut g, "half_cauchy", tau, &[five]).expect("valid");
     dist::tilde(&mut g, "normal", th, &[zero, one]).expect("valid");
     let s = g.mul(tau, th).expect("valid");
     let m = g.add_nodes(mu, s).expect("valid");
-    let (yn, sn) = (g.constant(Shape::Vector(8), y), g.constant(Shape::Vector(8), sigma));
+    let (yn, sn) = (
+        g.constant(Shape::Vector(8), y),
+        g.constant(Shape::Vector(8), sigma),
+    );
     dist::tilde(&mut g, "normal", yn, &[m, sn]).expect("valid");
-    LogJoint::new(g, vec![info("mu", 0, Shape::Scalar, mu), info("tau", 1, Shape::Scalar, tau), info("theta", 2, Shape::Vector(8), th)], vec![])
+    LogJoint::new(
+        g,
+        vec![
+            info("mu", 0, Shape::Scalar, mu),
+            info("tau", 1, Shape::Scalar, tau),
+            info("theta", 2, Shape::Vector(8), th),
+        ],
+        vec![],
+    )
 }
 
 /// Stochastic volatility with the AR(1) latent unrolled as a loop would lower: D = T + 3.
 fn stochastic_volatility(t: usize) -> LogJoint {
     let mut g = Graph::new(t + 3, 0);
     let mu = g.param_slice(0, Shape::Scalar, &Constraint::NONE).expect("valid");
-    let phi = g.param_slice(1, Shape::Scalar, &Constraint::interval(-1.0, 1.0)).expect("valid");
-    let sigma = g.param_slice(2, Shape::Scalar, &Constraint::lower(0.0)).expect("valid");
-    let hs = g.param_slice(3, Shape::Vector(t), &Constraint::NONE).expect("valid");
+    let phi = g
+        .param_slice(1, Shape::Scalar, &Constraint::interval(-1.0, 1.0))
+        .expect("valid");
+    let sigma = g
+        .param_slice(2, Shape::Scalar, &Constraint::lower(0.0))
+        .expect("valid");
+    let hs = g
+        .param_slice(3, Shape::Vector(t), &Constraint::NONE)
+        .expect("valid");
     let (zero, one, ten) = (g.scalar(0.0), g.scalar(1.0), g.scalar(10.0));
     dist::tilde(&mut g, "cauchy", mu, &[zero, ten]).expect("valid");
     dist::tilde(&mut g, "half_cauchy", sigma, &[one]).expect("valid");
@@ -144,30 +178,51 @@ fn ratios() {
     let (lj, x) = logistic(1000, 50);
     let th = DVector::zeros(0);
     let w = draws(50, 1000);
-    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool");
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a pool");
     let t_all = time(9, || {
         black_box(lj.eval(&th, &w, Want::GRAD_W));
     });
-    let t_one = one_thread.install(|| time(9, || {
-        black_box(lj.eval(&th, &w, Want::GRAD_W));
-    }));
+    let t_one = one_thread.install(|| {
+        time(9, || {
+            black_box(lj.eval(&th, &w, Want::GRAD_W));
+        })
+    });
     let g = DMatrix::from_fn(1000, 1000, |i, j| noise(i + 1000 * j));
     let t_gemm_all = time(9, || {
         black_box(&x * &w);
         black_box(x.tr_mul(&g));
     });
-    let t_gemm_one = one_thread.install(|| time(9, || {
-        black_box(&x * &w);
-        black_box(x.tr_mul(&g));
-    }));
-    println!("logistic N=1000 D=50 S=1000 value+grad: all threads {:.2} ms, one thread {:.2} ms", t_all * 1e3, t_one * 1e3);
-    println!("  two plain gemms X·W, Xᵀ·G: {:.2} ms (nalgebra, single-threaded)", t_gemm_one.min(t_gemm_all) * 1e3);
-    println!("  ratio value+grad / gemms: all threads {:.2}x, one thread {:.2}x (target ≤ 3x)", t_all / t_gemm_one.min(t_gemm_all), t_one / t_gemm_one.min(t_gemm_all));
+    let t_gemm_one = one_thread.install(|| {
+        time(9, || {
+            black_box(&x * &w);
+            black_box(x.tr_mul(&g));
+        })
+    });
+    println!(
+        "logistic N=1000 D=50 S=1000 value+grad: all threads {:.2} ms, one thread {:.2} ms",
+        t_all * 1e3,
+        t_one * 1e3
+    );
+    println!(
+        "  two plain gemms X·W, Xᵀ·G: {:.2} ms (nalgebra, single-threaded)",
+        t_gemm_one.min(t_gemm_all) * 1e3
+    );
+    println!(
+        "  ratio value+grad / gemms: all threads {:.2}x, one thread {:.2}x (target ≤ 3x)",
+        t_all / t_gemm_one.min(t_gemm_all),
+        t_one / t_gemm_one.min(t_gemm_all)
+    );
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     black_box(lj.eval(&th, &w, Want::GRAD_W));
     let peak = PEAK.load(Ordering::Relaxed) - base;
-    println!("  peak extra memory of one evaluation: {:.1} MB (target ≤ 200 MB)", peak as f64 / 1e6);
+    println!(
+        "  peak extra memory of one evaluation: {:.1} MB (target ≤ 200 MB)",
+        peak as f64 / 1e6
+    );
 
     let (lj100, _) = logistic(1000, 100);
     let w1 = DVector::from_fn(100, |i, _| 0.1 * noise(i));
@@ -178,9 +233,17 @@ fn ratios() {
     let t_hess = time(5, || {
         black_box(lj100.hessian(&th0, &w1));
     });
-    println!("logistic D=100 N=1000: gradient {:.3} ms, full Hessian {:.2} ms, ratio {:.1}x (target ≤ 4·D = 400x)", t_grad * 1e3, t_hess * 1e3, t_hess / t_grad);
+    println!(
+        "logistic D=100 N=1000: gradient {:.3} ms, full Hessian {:.2} ms, ratio {:.1}x (target ≤ 4·D = 400x)",
+        t_grad * 1e3,
+        t_hess * 1e3,
+        t_hess / t_grad
+    );
 
-    for (name, lj) in [("eight schools D=10", eight_schools()), ("stochastic volatility T=100 D=103", stochastic_volatility(100))] {
+    for (name, lj) in [
+        ("eight schools D=10", eight_schools()),
+        ("stochastic volatility T=100 D=103", stochastic_volatility(100)),
+    ] {
         let d = lj.dim();
         let w1 = DVector::from_fn(d, |i, _| 0.1 * noise(i));
         let t1 = time(51, || {
@@ -205,15 +268,23 @@ fn benches(c: &mut Criterion) {
     let (lj, _) = logistic(1000, 50);
     let th = DVector::zeros(0);
     let w = draws(50, 1000);
-    c.bench_function("logistic_value_grad_S1000", |b| b.iter(|| black_box(lj.eval(&th, &w, Want::GRAD_W))));
+    c.bench_function("logistic_value_grad_S1000", |b| {
+        b.iter(|| black_box(lj.eval(&th, &w, Want::GRAD_W)))
+    });
     let w1 = DVector::from_fn(50, |i, _| 0.1 * noise(i));
-    c.bench_function("logistic_hvp_D50", |b| b.iter(|| black_box(lj.hvp(&th, &w1, &w1))));
+    c.bench_function("logistic_hvp_D50", |b| {
+        b.iter(|| black_box(lj.hvp(&th, &w1, &w1)))
+    });
     let es = eight_schools();
     let w10 = DVector::from_fn(10, |i, _| 0.1 * noise(i));
-    c.bench_function("eight_schools_value_grad", |b| b.iter(|| black_box(mvi::density::value_grad(&es, &th, &w10))));
+    c.bench_function("eight_schools_value_grad", |b| {
+        b.iter(|| black_box(mvi::density::value_grad(&es, &th, &w10)))
+    });
     let sv = stochastic_volatility(100);
     let w103 = DVector::from_fn(103, |i, _| 0.1 * noise(i));
-    c.bench_function("sv_value_grad", |b| b.iter(|| black_box(mvi::density::value_grad(&sv, &th, &w103))));
+    c.bench_function("sv_value_grad", |b| {
+        b.iter(|| black_box(mvi::density::value_grad(&sv, &th, &w103)))
+    });
 }
 
 fn main() {

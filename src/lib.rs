@@ -7,11 +7,11 @@
 #![warn(missing_docs)]
 #![warn(clippy::float_cmp)]
 
+pub mod autodiff;
 pub mod density;
 pub mod diagnostic;
+pub mod dist;
+pub mod graph;
 pub mod infer;
 pub mod posterior;
 pub mod syntax;
-pub mod autodiff;
-pub mod dist;
-pub mod graph;

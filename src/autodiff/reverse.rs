@@ -296,7 +296,16 @@ fn back_matmul<T: Scalar>(
         if aa.batched {
             for c in 0..s {
                 let out = &mut adj[b.0][c * k * n..(c + 1) * k * n];
-                T::gemm(true, false, k, n, m, aa.col(c), &ybar[c * m * n..(c + 1) * m * n], out);
+                T::gemm(
+                    true,
+                    false,
+                    k,
+                    n,
+                    m,
+                    aa.col(c),
+                    &ybar[c * m * n..(c + 1) * m * n],
+                    out,
+                );
             }
         } else {
             T::gemm(true, false, k, n * s, m, aa.data, ybar, &mut adj[b.0]);
@@ -305,7 +314,16 @@ fn back_matmul<T: Scalar>(
     if !adj[a.0].is_empty() {
         for c in 0..s {
             let out = &mut adj[a.0][c * m * k..(c + 1) * m * k];
-            T::gemm(false, true, m, k, n, &ybar[c * m * n..(c + 1) * m * n], bb.col(c), out);
+            T::gemm(
+                false,
+                true,
+                m,
+                k,
+                n,
+                &ybar[c * m * n..(c + 1) * m * n],
+                bb.col(c),
+                out,
+            );
         }
     }
 }

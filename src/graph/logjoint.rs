@@ -107,7 +107,11 @@ impl LogJoint {
         }
         let q_ids: Vec<NodeId> = g.pointwise.iter().filter_map(|p| p.quantity).collect();
         let qs = eval_nodes(g, theta.as_slice(), w, &q_ids);
-        let names = g.pointwise.iter().filter(|p| p.quantity.is_some()).map(|p| p.name.clone());
+        let names = g
+            .pointwise
+            .iter()
+            .filter(|p| p.quantity.is_some())
+            .map(|p| p.name.clone());
         let quantities = names
             .zip(qs)
             .map(|(n, m)| (n, m.column_mean().iter().copied().collect()))
@@ -202,7 +206,13 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         .par_iter()
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
-            reverse::value_grad(g, &consts, theta.as_slice(), &w.as_slice()[c0 * d..c1 * d], c1 - c0)
+            reverse::value_grad(
+                g,
+                &consts,
+                theta.as_slice(),
+                &w.as_slice()[c0 * d..c1 * d],
+                c1 - c0,
+            )
         })
         .collect();
     let mut values = Vec::with_capacity(s);
@@ -214,7 +224,11 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         gt.extend(part.grad_theta);
     }
     for (c, v) in values.iter_mut().enumerate() {
-        let bad = !v.is_finite() || gw[c * d..(c + 1) * d].iter().chain(&gt[c * p..(c + 1) * p]).any(|x| !x.is_finite());
+        let bad = !v.is_finite()
+            || gw[c * d..(c + 1) * d]
+                .iter()
+                .chain(&gt[c * p..(c + 1) * p])
+                .any(|x| !x.is_finite());
         if bad {
             *v = f64::NEG_INFINITY;
             gw[c * d..(c + 1) * d].iter_mut().for_each(|x| *x = 0.0);
@@ -248,8 +262,20 @@ mod tests {
         let y = g.constant(Shape::Vector(3), vec![0.5, 1.5, -0.2]);
         dist::tilde(&mut g, "normal", y, &[mu, sigma]).unwrap();
         let params = vec![
-            ParamInfo { name: "mu".into(), offset: 0, shape: Shape::Scalar, constraint: Constraint::NONE, value: mu },
-            ParamInfo { name: "sigma".into(), offset: 1, shape: Shape::Scalar, constraint: Constraint::lower(0.0), value: sigma },
+            ParamInfo {
+                name: "mu".into(),
+                offset: 0,
+                shape: Shape::Scalar,
+                constraint: Constraint::NONE,
+                value: mu,
+            },
+            ParamInfo {
+                name: "sigma".into(),
+                offset: 1,
+                shape: Shape::Scalar,
+                constraint: Constraint::lower(0.0),
+                value: sigma,
+            },
         ];
         let mut pg = Graph::new(2, 1);
         let mu_p = pg.param_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
@@ -276,7 +302,11 @@ mod tests {
             let one = lj.eval(&th, &w.columns(c, 1).into_owned(), Want::ALL);
             assert_relative_eq!(all.values[c], one.values[0], max_relative = 1e-12);
             let (ga, go) = (all.grad_w.as_ref().unwrap(), one.grad_w.as_ref().unwrap());
-            assert_relative_eq!(ga.column(c).into_owned(), go.column(0).into_owned(), max_relative = 1e-12);
+            assert_relative_eq!(
+                ga.column(c).into_owned(),
+                go.column(0).into_owned(),
+                max_relative = 1e-12
+            );
         }
         let v = lj.eval(&th, &w, Want::VALUE);
         assert_relative_eq!(v.values, all.values, max_relative = 1e-12);
@@ -315,7 +345,11 @@ mod tests {
         let r = diagnose(&lj, &lj.theta_init(), &w, Tolerances::default());
         assert!(r.passed(), "{r}");
         assert!(r.to_string().ends_with("PASS"));
-        let strict = Tolerances { exact: 0.0, finite_diff: 0.0, symmetry: 0.0 };
+        let strict = Tolerances {
+            exact: 0.0,
+            finite_diff: 0.0,
+            symmetry: 0.0,
+        };
         let r2 = diagnose(&lj, &lj.theta_init(), &w, strict);
         assert!(!r2.passed());
     }
@@ -327,6 +361,10 @@ mod tests {
         let w = DVector::from_vec(vec![0.2, 0.1]);
         let h = lj.hessian(&th, &w);
         let e0 = DVector::from_vec(vec![1.0, 0.0]);
-        assert_relative_eq!(lj.hvp(&th, &w, &e0), h.column(0).into_owned(), max_relative = 1e-12);
+        assert_relative_eq!(
+            lj.hvp(&th, &w, &e0),
+            h.column(0).into_owned(),
+            max_relative = 1e-12
+        );
     }
 }
