@@ -14,7 +14,7 @@ fn labels(g: &Graph, y: NodeId) -> Result<Vec<i64>, Error> {
     Ok(v.iter().map(|&x| x as i64).collect())
 }
 
-/// β[y] − log_sum_exp(β) per observation.
+/// β\[y\] − log_sum_exp(β) per observation.
 pub fn categorical_logit(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let beta = a[0];
     let ys = labels(g, y)?;
