@@ -89,21 +89,36 @@ impl Scalar for f64 {
         Cow::Borrowed(c)
     }
 
+    /// One call of matrixmultiply's dgemm: the transposes are passed as strides, so
+    /// neither operand is copied.
     fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
-        use nalgebra::{DMatrixView, DMatrixViewMut};
         if m == 0 || n == 0 || k == 0 {
             return;
         }
-        let mut cv = DMatrixViewMut::from_slice(c, m, n);
-        let (ar, ac) = if ta { (k, m) } else { (m, k) };
-        let av = DMatrixView::from_slice(a, ar, ac);
-        let (br, bc) = if tb { (n, k) } else { (k, n) };
-        let bv = DMatrixView::from_slice(b, br, bc);
-        match (ta, tb) {
-            (false, false) => cv.gemm(1.0, &av, &bv, 1.0),
-            (true, false) => cv.gemm_tr(1.0, &av, &bv, 1.0),
-            (false, true) => cv.gemm(1.0, &av, &bv.transpose(), 1.0),
-            (true, true) => cv.gemm(1.0, &av.transpose(), &bv.transpose(), 1.0),
+        assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n, "gemm operand sizes");
+        // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb], C[i, j] = c[i + j·m]
+        let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
+        let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
+        // SAFETY: the slices hold at least m·k, k·n and m·n entries (asserted above) and the
+        // strides address exactly those column-major (or transposed) layouts; `c` is
+        // exclusively borrowed.
+        unsafe {
+            matrixmultiply::dgemm(
+                m,
+                k,
+                n,
+                1.0,
+                a.as_ptr(),
+                rsa as isize,
+                csa as isize,
+                b.as_ptr(),
+                rsb as isize,
+                csb as isize,
+                1.0,
+                c.as_mut_ptr(),
+                1,
+                m as isize,
+            );
         }
     }
 }
