@@ -95,7 +95,10 @@ impl Scalar for f64 {
         if m == 0 || n == 0 || k == 0 {
             return;
         }
-        assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n, "gemm operand sizes");
+        assert!(
+            a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+            "gemm operand sizes"
+        );
         // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb], C[i, j] = c[i + j·m]
         let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
         let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
