@@ -9,11 +9,14 @@
 // `Diagnostic` (the one user-facing error type) is returned by value by design.
 #![allow(clippy::result_large_err)]
 
+pub mod autodiff;
 pub mod check;
 pub mod data;
 pub mod density;
 pub mod diagnostic;
+pub mod dist;
 pub mod fsutil;
+pub mod graph;
 pub mod infer;
 pub mod posterior;
 pub mod progress;
