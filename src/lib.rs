@@ -15,3 +15,5 @@ pub mod posterior;
 pub mod progress;
 pub mod report;
 pub mod syntax;
+pub mod check;
+pub mod data;

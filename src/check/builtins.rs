@@ -1,0 +1,183 @@
+//! Built-in functions: names, signatures (for help lines) and shape rules.
+//!
+//! Each rule takes the argument shapes (and known scalar values, for sizes such as
+//! `rep_vector(x, n)`) and gives the result shape, or a message saying what is wrong.
+
+use super::types::Shape;
+
+/// Elementwise functions: real → real, vector → vector, matrix → matrix.
+pub const ELEMENTWISE: &[&str] = &[
+    "exp", "log", "log1p", "expm1", "sqrt", "square", "abs", "sin", "cos", "tanh", "inv_logit", "logit", "log_inv_logit", "log1m_inv_logit", "lgamma", "log1m", "inv", "tan", "atan",
+];
+
+/// Reductions: vector, matrix or ints → real (`sum` of ints is an int).
+pub const REDUCTIONS: &[&str] = &["sum", "mean", "sd", "variance", "log_sum_exp", "min", "max"];
+
+/// All other built-in function names with their signatures, as shown in help lines.
+pub const SIGNATURES: &[(&str, &str)] = &[
+    ("dot", "dot(a: vector[n], b: vector[n]) -> real"),
+    ("rows", "rows(x: vector | matrix | ints) -> int"),
+    ("cols", "cols(x: matrix) -> int"),
+    ("size", "size(x: vector | ints) -> int"),
+    ("softmax", "softmax(x: vector[n]) -> vector[n]"),
+    ("log_softmax", "log_softmax(x: vector[n]) -> vector[n]"),
+    ("rep_vector", "rep_vector(x: real, n: int) -> vector[n]"),
+    ("rep_matrix", "rep_matrix(x: real, m: int, n: int) -> matrix[m, n], or rep_matrix(v: vector[m], n: int) -> matrix[m, n]"),
+    ("col", "col(x: matrix[m, n], j: int) -> vector[m]"),
+    ("row", "row(x: matrix[m, n], i: int) -> vector[n]"),
+    ("diag_matrix", "diag_matrix(v: vector[n]) -> matrix[n, n]"),
+    ("cholesky", "cholesky(S: matrix[n, n]) -> matrix[n, n]"),
+    ("to_vector", "to_vector(x: vector | matrix | ints) -> vector (matrices column-major)"),
+    ("append_col", "append_col(a: matrix[m, n] | vector[m], b: matrix[m, k] | vector[m] | real) -> matrix[m, n + k]"),
+    ("append_row", "append_row(a: vector[m] | matrix[m, n], b: vector[k] | matrix[k, n] | real) -> vector[m + k] | matrix[m + k, n]"),
+    ("pow", "pow(x, y) -> elementwise x ^ y"),
+    ("fmin", "fmin(a: real, b: real) -> real"),
+    ("fmax", "fmax(a: real, b: real) -> real"),
+];
+
+/// Whether `name` is a built-in function.
+pub fn is_builtin(name: &str) -> bool {
+    ELEMENTWISE.contains(&name) || REDUCTIONS.contains(&name) || SIGNATURES.iter().any(|(n, _)| *n == name)
+}
+
+/// All built-in names (for suggestions).
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    ELEMENTWISE.iter().chain(REDUCTIONS).copied().chain(SIGNATURES.iter().map(|(n, _)| *n))
+}
+
+/// The signature line for `name`.
+pub fn signature(name: &str) -> String {
+    if ELEMENTWISE.contains(&name) {
+        return format!("{name}(x: real | vector | matrix) -> the same shape");
+    }
+    if REDUCTIONS.contains(&name) {
+        return format!("{name}(x: vector | matrix | ints) -> real");
+    }
+    SIGNATURES.iter().find(|(n, _)| *n == name).map_or_else(String::new, |(_, s)| (*s).to_string())
+}
+
+/// An argument as the shape rules see it: its shape and its value when known.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg {
+    /// The shape.
+    pub shape: Shape,
+    /// The value, for scalars known at check time.
+    pub value: Option<f64>,
+}
+
+/// The result shape of built-in `name` on `args`, or what is wrong.
+///
+/// # Errors
+/// A message about the argument count or kinds.
+pub fn result_shape(name: &str, args: &[Arg]) -> Result<Shape, String> {
+    let shapes: Vec<Shape> = args.iter().map(|a| a.shape).collect();
+    if ELEMENTWISE.contains(&name) {
+        return match shapes.as_slice() {
+            [s] => Ok(s.to_real()),
+            _ => Err(format!("`{name}` takes one argument")),
+        };
+    }
+    if REDUCTIONS.contains(&name) {
+        return reduction(name, &shapes);
+    }
+    match (name, shapes.as_slice()) {
+        ("dot", [a, b]) if vec_len(*a).is_some() && vec_len(*a) == vec_len(*b) => Ok(Shape::Real),
+        ("rows", [s]) => match s {
+            Shape::Vector(_) | Shape::Ints(_) | Shape::Matrix(..) => Ok(Shape::Int),
+            _ => Err("`rows` takes a vector, matrix or ints".into()),
+        },
+        ("size", [Shape::Vector(_) | Shape::Ints(_)]) | ("cols", [Shape::Matrix(..)]) => Ok(Shape::Int),
+        ("softmax" | "log_softmax", [Shape::Vector(n)]) => Ok(Shape::Vector(*n)),
+        ("rep_vector", [s, _]) if s.is_scalar() => Ok(Shape::Vector(size_arg(&args[1])?)),
+        ("rep_matrix", [s, _, _]) if s.is_scalar() => Ok(Shape::Matrix(size_arg(&args[1])?, size_arg(&args[2])?)),
+        ("rep_matrix", [Shape::Vector(m), _]) => Ok(Shape::Matrix(*m, size_arg(&args[1])?)),
+        ("col", [Shape::Matrix(r, _), Shape::Int]) => Ok(Shape::Vector(*r)),
+        ("row", [Shape::Matrix(_, c), Shape::Int]) => Ok(Shape::Vector(*c)),
+        ("diag_matrix", [Shape::Vector(n)]) => Ok(Shape::Matrix(*n, *n)),
+        ("cholesky", [Shape::Matrix(r, c)]) if r == c => Ok(Shape::Matrix(*r, *c)),
+        ("to_vector", [s]) if !s.is_scalar() => Ok(Shape::Vector(s.len())),
+        ("append_col", [a, b]) => append_col(*a, *b),
+        ("append_row", [a, b]) => append_row(*a, *b),
+        ("pow", [a, b]) => super::shapes::broadcast(*a, *b).map(Shape::to_real).ok_or_else(|| format!("`pow` needs equal shapes or a scalar, found {a} and {b}")),
+        ("fmin" | "fmax", [a, b]) if a.is_scalar() && b.is_scalar() => Ok(Shape::Real),
+        _ => Err(format!("`{name}` cannot take ({})", shapes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))),
+    }
+}
+
+fn reduction(name: &str, shapes: &[Shape]) -> Result<Shape, String> {
+    match shapes {
+        [Shape::Ints(_)] if matches!(name, "sum" | "min" | "max") => Ok(Shape::Int),
+        [s] if !s.is_scalar() => Ok(Shape::Real),
+        [a, b] if matches!(name, "min" | "max" | "log_sum_exp") && a.is_scalar() && b.is_scalar() => {
+            Ok(if *a == Shape::Int && *b == Shape::Int && name != "log_sum_exp" { Shape::Int } else { Shape::Real })
+        }
+        _ => Err(format!("`{name}` takes a vector, matrix or ints")),
+    }
+}
+
+fn vec_len(s: Shape) -> Option<usize> {
+    match s {
+        Shape::Vector(n) | Shape::Ints(n) => Some(n),
+        _ => None,
+    }
+}
+
+fn size_arg(a: &Arg) -> Result<usize, String> {
+    match (a.shape, a.value) {
+        (Shape::Int, Some(v)) if v >= 0.0 => Ok(v as usize),
+        (Shape::Int, Some(v)) => Err(format!("a size must not be negative, found {v}")),
+        (Shape::Int, None) => Err("a size must be known from the data".into()),
+        (s, _) => Err(format!("a size must be an int, found {s}")),
+    }
+}
+
+fn append_col(a: Shape, b: Shape) -> Result<Shape, String> {
+    let cols = |s: Shape| match s {
+        Shape::Matrix(r, c) => Some((Some(r), c)),
+        Shape::Vector(r) | Shape::Ints(r) => Some((Some(r), 1)),
+        Shape::Real | Shape::Int => Some((None, 1)),
+    };
+    match (cols(a), cols(b)) {
+        (Some((Some(r1), c1)), Some((r2, c2))) if r2.is_none_or(|r2| r2 == r1) => Ok(Shape::Matrix(r1, c1 + c2)),
+        _ => Err(format!("`append_col` needs the same number of rows, found {a} and {b}")),
+    }
+}
+
+fn append_row(a: Shape, b: Shape) -> Result<Shape, String> {
+    match (a, b) {
+        (Shape::Vector(m) | Shape::Ints(m), Shape::Vector(k) | Shape::Ints(k)) => Ok(Shape::Vector(m + k)),
+        (Shape::Vector(m), s) | (s, Shape::Vector(m)) if s.is_scalar() => Ok(Shape::Vector(m + 1)),
+        (Shape::Matrix(m, n), Shape::Matrix(k, n2)) if n == n2 => Ok(Shape::Matrix(m + k, n)),
+        _ => Err(format!("`append_row` needs the same number of columns, found {a} and {b}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(shape: Shape) -> Arg {
+        Arg { shape, value: None }
+    }
+
+    #[test]
+    fn rep_vector_takes_its_size_from_a_known_int() {
+        let n = Arg { shape: Shape::Int, value: Some(4.0) };
+        assert_eq!(result_shape("rep_vector", &[a(Shape::Real), n]), Ok(Shape::Vector(4)));
+        assert!(result_shape("rep_vector", &[a(Shape::Real), a(Shape::Int)]).is_err());
+    }
+
+    #[test]
+    fn append_col_adds_a_bias_column() {
+        assert_eq!(result_shape("append_col", &[a(Shape::Matrix(5, 3)), a(Shape::Real)]), Ok(Shape::Matrix(5, 4)));
+        assert!(result_shape("append_col", &[a(Shape::Matrix(5, 3)), a(Shape::Vector(4))]).is_err());
+    }
+
+    #[test]
+    fn elementwise_keeps_shape_and_reductions_give_scalars() {
+        assert_eq!(result_shape("exp", &[a(Shape::Matrix(2, 3))]), Ok(Shape::Matrix(2, 3)));
+        assert_eq!(result_shape("sum", &[a(Shape::Ints(3))]), Ok(Shape::Int));
+        assert_eq!(result_shape("log_sum_exp", &[a(Shape::Real), a(Shape::Real)]), Ok(Shape::Real));
+        assert!(result_shape("dot", &[a(Shape::Vector(2)), a(Shape::Vector(3))]).is_err());
+    }
+}

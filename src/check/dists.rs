@@ -1,0 +1,234 @@
+//! The distributions of LANGUAGE.md with their signatures and Stan's vectorisation rules.
+
+use super::types::{DistForm, Shape};
+
+/// The support a parameter (or outcome) must lie in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Any real.
+    Real,
+    /// > 0.
+    Positive,
+    /// In [0, 1].
+    Unit,
+    /// An integer (count, trials).
+    Int,
+}
+
+/// How a distribution's arguments are shaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Univariate, vectorised elementwise over the outcome and every argument.
+    Univariate,
+    /// `multi_normal(mu, Sigma)` / `multi_normal_cholesky(mu, L)`: vector outcome, or a
+    /// matrix with one outcome per row.
+    MultiNormal,
+    /// `categorical_logit(beta)`: int with vector logits, or ints[N] with a matrix[N, K] (or one vector).
+    Categorical,
+}
+
+/// One distribution.
+#[derive(Debug, Clone, Copy)]
+pub struct DistSpec {
+    /// Base name.
+    pub name: &'static str,
+    /// Parameter names and supports, in order.
+    pub params: &'static [(&'static str, Support)],
+    /// Int outcomes (`_lpmf`).
+    pub discrete: bool,
+    /// Argument shaping.
+    pub family: Family,
+}
+
+use Support::{Int, Positive, Real, Unit};
+
+const fn uni(name: &'static str, params: &'static [(&'static str, Support)], discrete: bool) -> DistSpec {
+    DistSpec { name, params, discrete, family: Family::Univariate }
+}
+
+/// Every distribution.
+pub const DISTS: &[DistSpec] = &[
+    uni("normal", &[("mu", Real), ("sigma", Positive)], false),
+    uni("student_t", &[("nu", Positive), ("mu", Real), ("sigma", Positive)], false),
+    uni("cauchy", &[("mu", Real), ("sigma", Positive)], false),
+    uni("laplace", &[("mu", Real), ("b", Positive)], false),
+    uni("logistic", &[("mu", Real), ("s", Positive)], false),
+    uni("lognormal", &[("mu", Real), ("sigma", Positive)], false),
+    uni("exponential", &[("lambda", Positive)], false),
+    uni("gamma", &[("alpha", Positive), ("beta", Positive)], false),
+    uni("inv_gamma", &[("alpha", Positive), ("beta", Positive)], false),
+    uni("beta", &[("a", Positive), ("b", Positive)], false),
+    uni("half_normal", &[("sigma", Positive)], false),
+    uni("half_cauchy", &[("sigma", Positive)], false),
+    uni("uniform", &[("lower", Real), ("upper", Real)], false),
+    DistSpec { name: "multi_normal", params: &[("mu", Real), ("Sigma", Real)], discrete: false, family: Family::MultiNormal },
+    DistSpec { name: "multi_normal_cholesky", params: &[("mu", Real), ("L", Real)], discrete: false, family: Family::MultiNormal },
+    uni("bernoulli", &[("theta", Unit)], true),
+    uni("bernoulli_logit", &[("alpha", Real)], true),
+    uni("binomial", &[("N", Int), ("theta", Unit)], true),
+    uni("binomial_logit", &[("N", Int), ("alpha", Real)], true),
+    uni("poisson", &[("lambda", Positive)], true),
+    uni("poisson_log", &[("alpha", Real)], true),
+    DistSpec { name: "categorical_logit", params: &[("beta", Real)], discrete: true, family: Family::Categorical },
+];
+
+/// The distribution called `name`.
+pub fn lookup(name: &str) -> Option<&'static DistSpec> {
+    DISTS.iter().find(|d| d.name == name)
+}
+
+/// Split `normal_lpdf` into (`normal`, `Lpdf`, the suffix as written).
+pub fn split_form(func: &str) -> Option<(&str, DistForm, &'static str)> {
+    for (suffix, form) in [("_lpdf", DistForm::Lpdf), ("_lpmf", DistForm::Lpdf), ("_lcdf", DistForm::Lcdf), ("_lccdf", DistForm::Lccdf)] {
+        if let Some(base) = func.strip_suffix(suffix) {
+            let s: &'static str = suffix;
+            return Some((base, form, s));
+        }
+    }
+    None
+}
+
+impl DistSpec {
+    /// `normal(mu: real, sigma: real>0)` as shown in help lines.
+    pub fn signature(&self) -> String {
+        match self.family {
+            Family::MultiNormal => return format!("{}({}: vector[n], {}: matrix[n, n]) for an outcome of vector[n], or a matrix with one draw per row", self.name, self.params[0].0, self.params[1].0),
+            Family::Categorical => return "categorical_logit(beta: vector[K]) for an outcome int in 1..K or ints[N]; or beta: matrix[N, K] (one row of logits per outcome) for ints[N]".to_string(),
+            Family::Univariate => {}
+        }
+        let ps: Vec<String> = self
+            .params
+            .iter()
+            .map(|(n, s)| match s {
+                Real => format!("{n}: real"),
+                Positive => format!("{n}: real > 0"),
+                Unit => format!("{n}: real in [0, 1]"),
+                Int => format!("{n}: int"),
+            })
+            .collect();
+        let outcome = match self.family {
+            Family::Univariate if self.discrete => "int or ints",
+            Family::Univariate => "real, vector or matrix",
+            Family::MultiNormal => "vector[n] (or matrix with one row per draw)",
+            Family::Categorical => "int in 1..K, or ints[N]",
+        };
+        let extra = match self.family {
+            Family::MultiNormal => " (mu: vector[n]; the matrix n × n)",
+            Family::Categorical => " (beta: vector[K] or matrix[N, K])",
+            Family::Univariate => "; arguments are scalars or match the outcome's shape",
+        };
+        format!("{}({}) for an outcome of {outcome}{extra}", self.name, ps.join(", "))
+    }
+
+    /// The valid function suffixes.
+    pub fn forms(&self) -> &'static [&'static str] {
+        match (self.discrete, self.family) {
+            (true, _) => &["_lpmf"],
+            (false, Family::Univariate) => &["_lpdf", "_lcdf", "_lccdf"],
+            (false, _) => &["_lpdf"],
+        }
+    }
+
+    /// Check the outcome and argument shapes; on error, the index of the culprit (0 = the
+    /// outcome) and a message.
+    ///
+    /// # Errors
+    /// Wrong argument count, an int-only argument that is real, or shapes that disagree.
+    pub fn check_shapes(&self, outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
+        if args.len() != self.params.len() {
+            return Err((usize::MAX, format!("`{}` takes {} argument{}, found {}", self.name, self.params.len(), if self.params.len() == 1 { "" } else { "s" }, args.len())));
+        }
+        if self.discrete && !outcome.is_integer() {
+            return Err((0, format!("`{}` is a distribution over integers, but the outcome is {outcome}", self.name)));
+        }
+        for (i, ((pname, support), s)) in self.params.iter().zip(args).enumerate() {
+            if *support == Int && !s.is_integer() {
+                return Err((i + 1, format!("`{pname}` of `{}` must be an int or ints, found {s}", self.name)));
+            }
+        }
+        match self.family {
+            Family::Univariate => univariate(outcome, args),
+            Family::MultiNormal => multi_normal(outcome, args),
+            Family::Categorical => categorical(outcome, args[0]),
+        }
+    }
+}
+
+fn container(s: Shape) -> Option<Shape> {
+    match s {
+        Shape::Int | Shape::Real => None,
+        Shape::Ints(n) | Shape::Vector(n) => Some(Shape::Vector(n)),
+        m => Some(m),
+    }
+}
+
+fn univariate(outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
+    let mut first: Option<(usize, Shape)> = container(outcome).map(|c| (0, c));
+    for (i, s) in args.iter().enumerate() {
+        let Some(c) = container(*s) else { continue };
+        match first {
+            None => first = Some((i + 1, c)),
+            Some((j, f)) if f != c => {
+                let what = if j == 0 { "the outcome".to_string() } else { format!("argument {j}") };
+                return Err((i + 1, format!("argument {} is {s}, but {what} is {f}", i + 1)));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn multi_normal(outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
+    let n = match outcome {
+        Shape::Vector(n) | Shape::Matrix(_, n) => n,
+        s => return Err((0, format!("the outcome must be a vector or a matrix of row vectors, found {s}"))),
+    };
+    if args[0].to_real() != Shape::Vector(n) && !args[0].is_scalar() {
+        return Err((1, format!("the mean must be vector[{n}] to match the outcome, found {}", args[0])));
+    }
+    if args[1] != Shape::Matrix(n, n) {
+        return Err((2, format!("the matrix must be matrix[{n}, {n}] to match the outcome, found {}", args[1])));
+    }
+    Ok(())
+}
+
+fn categorical(outcome: Shape, beta: Shape) -> Result<(), (usize, String)> {
+    match (outcome, beta) {
+        (Shape::Int, Shape::Vector(_)) | (Shape::Ints(_), Shape::Vector(_)) => Ok(()),
+        (Shape::Ints(n), Shape::Matrix(r, _)) if n == r => Ok(()),
+        (Shape::Ints(n), Shape::Matrix(r, _)) => Err((1, format!("the logits need one row per outcome: {n} outcomes but {r} rows"))),
+        (o, b) => Err((1, format!("`categorical_logit` cannot take logits of {b} for an outcome of {o}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_vectorises_over_matching_vectors_and_scalars() {
+        let n = lookup("normal").unwrap();
+        assert!(n.check_shapes(Shape::Vector(3), &[Shape::Real, Shape::Vector(3)]).is_ok());
+        assert_eq!(n.check_shapes(Shape::Vector(3), &[Shape::Vector(2), Shape::Real]).unwrap_err().0, 1);
+    }
+
+    #[test]
+    fn discrete_distributions_need_int_outcomes() {
+        let b = lookup("bernoulli_logit").unwrap();
+        assert!(b.check_shapes(Shape::Ints(4), &[Shape::Vector(4)]).is_ok());
+        assert_eq!(b.check_shapes(Shape::Vector(4), &[Shape::Vector(4)]).unwrap_err().0, 0);
+    }
+
+    #[test]
+    fn multi_normal_needs_a_square_matching_matrix() {
+        let m = lookup("multi_normal").unwrap();
+        assert!(m.check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(2, 2)]).is_ok());
+        assert!(m.check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(3, 3)]).is_err());
+    }
+
+    #[test]
+    fn suffixes_split_into_forms() {
+        assert_eq!(split_form("normal_lcdf").map(|(b, f, _)| (b, f)), Some(("normal", DistForm::Lcdf)));
+        assert!(split_form("normal").is_none());
+    }
+}

@@ -1,0 +1,61 @@
+//! Mutated valid models through parse + check never panic.
+
+use mvi::check::check_source;
+use mvi::data::{add_json_text, DataSet};
+use proptest::prelude::*;
+use std::path::Path;
+
+const SOURCES: &[&str] = &[
+    include_str!("../examples/eight_schools.mvi"),
+    include_str!("../examples/mixture_2d.mvi"),
+    include_str!("../examples/stochastic_volatility.mvi"),
+    include_str!("../examples/softmax_iris.mvi"),
+];
+
+const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3}"#;
+
+const TOKENS: &[&str] = &["[", "]", "(", ")", "{", "}", "~", "*", "'", ".*", "1", "0", "-1", "N", "w", "y", ":", ",", "+", "normal", "x", "[1:2]", "[0]", "?", "if", "for", "let", "\n", "<lower=0>", "matrix[2, 2]", "ints[3]", "sum(", "rows(X)"];
+
+fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
+    let mut s: Vec<char> = src.chars().collect();
+    for &(kind, pos, tok) in edits {
+        if s.is_empty() {
+            break;
+        }
+        let p = pos % s.len();
+        match kind % 3 {
+            0 => {
+                let end = (p + 1 + tok % 8).min(s.len());
+                s.drain(p..end);
+            }
+            1 => {
+                let t: Vec<char> = TOKENS[tok % TOKENS.len()].chars().collect();
+                s.splice(p..p, t);
+            }
+            _ => {
+                let t: Vec<char> = TOKENS[tok % TOKENS.len()].chars().collect();
+                let end = (p + t.len()).min(s.len());
+                s.splice(p..end, t);
+            }
+        }
+    }
+    s.into_iter().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_models_never_panic(which in 0usize..4, edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
+        let src = mutate(SOURCES[which], &edits);
+        let mut set = DataSet::default();
+        add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
+        let _ = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+    }
+
+    #[test]
+    fn random_json_never_panics(text in "[\\[\\]{}0-9.,:\"a-z -]{0,60}") {
+        let mut set = DataSet::default();
+        let _ = add_json_text(&mut set, "data.json", text);
+    }
+}

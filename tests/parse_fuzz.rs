@@ -1,0 +1,111 @@
+//! Property test: random text and mangled copies of valid models never make the parser panic.
+
+use mvi::syntax::parse_program;
+use proptest::prelude::*;
+
+/// Valid models to mangle: the LANGUAGE.md example and small variations.
+const SEEDS: [&str; 3] = [
+    "import \"rbf\"\ndata {\n  X: matrix[N, Q]\n  y: ints[N]\n}\nhyper {\n  alpha: real<lower=0> = 1.0\n}\nlet Phi = rbf_features(X, C, r)\nparam {\n  w: vector[M + 1]\n}\nmodel {\n  w ~ normal(0, 1 / sqrt(alpha))\n  y ~ bernoulli_logit(Phi * w)\n}\ninfer {\n  method = mvi_lr\n  blocks = [[w], [a, b]]\n}\n",
+    "fn f(a: vector, b: real) -> vector {\n  let t = a .* a'; return t[1:2, :] ^ -b\n}\nmodel {\n  for i in 1:N { if x[i] > 0 { target += normal_lpdf(y[i] | 0, 1) } else { mu[i] += 1 } }\n}\n",
+    "param { s: real<lower=0, upper=1> }\nmodel { s ~ beta(2, 2); target += c ? -s^2 : log(s) /* c */ }\npredict { y ~ normal([1, 2.5, -1e-3], [[1, 0], [0, 1]]) } # end\n",
+];
+
+/// Tokens worth inserting: the language's punctuation and keywords.
+const TOKENS: [&str; 24] = [
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    ";",
+    "\n",
+    "~",
+    "=",
+    "+=",
+    ":",
+    "|",
+    "'",
+    "^",
+    "-",
+    "let ",
+    "for ",
+    "if ",
+    "else ",
+    "\"",
+    "/*",
+    "99999999999999999999",
+];
+
+#[derive(Debug, Clone)]
+enum Edit {
+    Delete(usize),
+    InsertChar(usize, char),
+    InsertToken(usize, usize),
+    Swap(usize, usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        any::<usize>().prop_map(Edit::Delete),
+        (any::<usize>(), any::<char>()).prop_map(|(i, c)| Edit::InsertChar(i, c)),
+        (any::<usize>(), 0..TOKENS.len()).prop_map(|(i, t)| Edit::InsertToken(i, t)),
+        (any::<usize>(), any::<usize>()).prop_map(|(i, j)| Edit::Swap(i, j)),
+    ]
+}
+
+fn apply(src: &str, edits: &[Edit]) -> String {
+    let mut chars: Vec<char> = src.chars().collect();
+    for e in edits {
+        let n = chars.len().max(1);
+        match *e {
+            Edit::Delete(i) if !chars.is_empty() => {
+                chars.remove(i % n);
+            }
+            Edit::InsertChar(i, c) => chars.insert(i % (n + 1).min(chars.len() + 1), c),
+            Edit::InsertToken(i, t) => {
+                let at = i % (chars.len() + 1);
+                for (k, c) in TOKENS[t].chars().enumerate() {
+                    chars.insert(at + k, c);
+                }
+            }
+            Edit::Swap(i, j) if !chars.is_empty() => chars.swap(i % n, j % n),
+            _ => {}
+        }
+    }
+    chars.into_iter().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn random_text_never_panics(src in "\\PC{0,200}") {
+        let _ = parse_program(&src, "random.mvi");
+    }
+
+    #[test]
+    fn random_punctuation_soup_never_panics(src in "[a-z0-9(){}\\[\\],;:~=+*/^'.|<>!?\" \n-]{0,120}") {
+        let _ = parse_program(&src, "soup.mvi");
+    }
+
+    #[test]
+    fn mangled_valid_models_never_panic(seed in 0..SEEDS.len(), edits in prop::collection::vec(edit(), 1..8)) {
+        let src = apply(SEEDS[seed], &edits);
+        if let Err(d) = parse_program(&src, "mangled.mvi") {
+            // Rendering must not panic either, and every diagnostic points somewhere.
+            prop_assert!(!d.labels.is_empty());
+            let _ = d.render_plain(100);
+        }
+    }
+}
+
+#[test]
+fn the_seed_models_are_valid() {
+    for s in SEEDS {
+        if let Err(d) = parse_program(s, "seed.mvi") {
+            panic!("{}", d.render_plain(100));
+        }
+    }
+}
