@@ -7,13 +7,16 @@
 #![warn(missing_docs)]
 #![warn(clippy::float_cmp)]
 
+pub mod autodiff;
+pub mod check;
+pub mod data;
 pub mod density;
 pub mod diagnostic;
+pub mod dist;
 pub mod fsutil;
+pub mod graph;
 pub mod infer;
 pub mod posterior;
 pub mod progress;
 pub mod report;
 pub mod syntax;
-pub mod check;
-pub mod data;

@@ -1,0 +1,33 @@
+//! `beta(a, b)` on 0 < x < 1.
+
+use super::{f1, positive, sum_all, with_support, R};
+use crate::graph::{Fun1, Graph, NodeId};
+
+/// lgamma(a + b) − lgamma(a) − lgamma(b) + (a − 1) log x + (b − 1) log1p(−x).
+pub fn beta(g: &mut Graph, x: NodeId, args: &[NodeId]) -> R {
+    let (a, b) = (args[0], args[1]);
+    let ab = g.add_nodes(a, b)?;
+    let l_ab = f1(g, Fun1::Lgamma, ab);
+    let la = f1(g, Fun1::Lgamma, a);
+    let lb = f1(g, Fun1::Lgamma, b);
+    let one = g.scalar(1.0);
+    let am1 = g.sub(a, one)?;
+    let bm1 = g.sub(b, one)?;
+    let lx = f1(g, Fun1::Log, x);
+    let nx = g.neg(x);
+    let l1mx = f1(g, Fun1::Log1p, nx);
+    let t1 = g.mul(am1, lx)?;
+    let t2 = g.mul(bm1, l1mx)?;
+    let (nla, nlb) = (g.neg(la), g.neg(lb));
+    let lp = sum_all(g, &[l_ab, nla, nlb, t1, t2])?;
+    let c1 = positive(g, a);
+    let c2 = positive(g, b);
+    let c3 = g.support(x, 0.0, 1.0, true);
+    with_support(g, lp, &[c1, c2, c3])
+}
+
+/// a / (a + b).
+pub fn mean(g: &mut Graph, args: &[NodeId]) -> R {
+    let ab = g.add_nodes(args[0], args[1])?;
+    g.div(args[0], ab)
+}

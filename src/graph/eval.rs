@@ -1,0 +1,461 @@
+//! Batched forward evaluation of a [`Graph`], generic over the scalar type.
+//!
+//! Input: the graph, θ and a D×S block of columns of W. Output: a [`Tape`] holding every
+//! non-constant node's value as a (size × S) column-major matrix (constants once, without a
+//! batch dimension) and the S target values. `X * w` with X constant and w batched is one
+//! matrix product X·W. Callers split large batches into chunks ([`CHUNK`]) and run them in
+//! parallel; no loop over samples surrounds the graph.
+
+use std::borrow::Cow;
+
+use super::{Fun1, Fun2, Graph, NodeId, Op, Shape, GATHER_ZERO};
+use crate::autodiff::Scalar;
+
+/// Batch columns evaluated together; chunks bound memory and are spread over threads.
+pub const CHUNK: usize = 256;
+
+/// A node's value as an operand: its entries and whether it has a batch dimension.
+#[derive(Clone, Copy)]
+pub(crate) struct Arg<'a, T> {
+    pub data: &'a [T],
+    pub size: usize,
+    pub batched: bool,
+}
+
+impl<'a, T: Copy> Arg<'a, T> {
+    /// Entry i of batch column s.
+    #[inline]
+    pub fn at(&self, i: usize, s: usize) -> T {
+        if self.batched {
+            self.data[i + s * self.size]
+        } else {
+            self.data[i]
+        }
+    }
+
+    /// Batch column s.
+    #[inline]
+    pub fn col(&self, s: usize) -> &'a [T] {
+        if self.batched {
+            &self.data[s * self.size..(s + 1) * self.size]
+        } else {
+            self.data
+        }
+    }
+}
+
+/// The values of every node at S batch columns.
+pub struct Tape<'a, T: Scalar> {
+    /// The graph evaluated.
+    pub graph: &'a Graph,
+    /// Number of batch columns.
+    pub s: usize,
+    pub(crate) consts: &'a [Cow<'a, [T]>],
+    pub(crate) vals: Vec<Vec<T>>,
+}
+
+impl<'a, T: Scalar> Tape<'a, T> {
+    /// The value of node `id` as an operand.
+    pub(crate) fn arg(&self, id: NodeId) -> Arg<'_, T> {
+        let size = self.graph.nodes[id.0].shape.size();
+        match &self.graph.nodes[id.0].op {
+            Op::Const(_) => Arg {
+                data: &self.consts[id.0],
+                size,
+                batched: false,
+            },
+            _ => Arg {
+                data: &self.vals[id.0],
+                size,
+                batched: true,
+            },
+        }
+    }
+
+    /// Entry i of node `id` at batch column s.
+    pub fn value(&self, id: NodeId, i: usize, s: usize) -> T {
+        self.arg(id).at(i, s)
+    }
+
+    /// The log joint Σ targets at each batch column.
+    pub fn target_values(&self) -> Vec<T> {
+        let mut out = vec![T::zero(); self.s];
+        for &t in &self.graph.targets {
+            let a = self.arg(t);
+            for (s, o) in out.iter_mut().enumerate() {
+                *o += a.at(0, s);
+            }
+        }
+        out
+    }
+}
+
+/// Every constant of the graph converted to T (borrowed for f64), indexed by node.
+pub fn lift_consts<T: Scalar>(graph: &Graph) -> Vec<Cow<'_, [T]>> {
+    graph
+        .nodes
+        .iter()
+        .map(|n| match &n.op {
+            Op::Const(v) => T::lift(v),
+            _ => Cow::Owned(Vec::new()),
+        })
+        .collect()
+}
+
+/// Evaluate every node at the S columns of `w` (D×S column-major) and θ.
+pub fn forward<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+) -> Tape<'a, T> {
+    let mut tape = Tape {
+        graph,
+        s,
+        consts,
+        vals: Vec::with_capacity(graph.nodes.len()),
+    };
+    for node in &graph.nodes {
+        let v = match &node.op {
+            Op::Const(_) => Vec::new(),
+            Op::Param { offset } => slice_columns(w, graph.dim, *offset, node.shape.size(), s),
+            Op::Hyper { offset } => {
+                let one = &theta[*offset..*offset + node.shape.size()];
+                (0..s).flat_map(|_| one.iter().copied()).collect()
+            }
+            op => eval_op(op, node.shape, &|id| tape.arg(id), s),
+        };
+        tape.vals.push(v);
+    }
+    tape
+}
+
+fn slice_columns<T: Copy>(w: &[T], d: usize, offset: usize, n: usize, s: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(n * s);
+    for c in 0..s {
+        out.extend_from_slice(&w[c * d + offset..c * d + offset + n]);
+    }
+    out
+}
+
+/// The value of one operation at S batch columns, given its operands.
+pub(crate) fn eval_op<'b, T: Scalar>(
+    op: &Op,
+    shape: Shape,
+    get: &dyn Fn(NodeId) -> Arg<'b, T>,
+    s: usize,
+) -> Vec<T> {
+    let n = shape.size();
+    match op {
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {
+            unreachable!("inputs are handled by forward")
+        }
+        Op::Unary(f, a) => get(*a).data.iter().map(|&x| unary(*f, x)).collect(),
+        Op::Binary(f, a, b) => binary_values(*f, get(*a), get(*b), n, s),
+        Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),
+        Op::Transpose(a) => transpose_values(get(*a), shape, s),
+        Op::Gather(a, idx) => {
+            let a = get(*a);
+            let mut out = Vec::with_capacity(n * s);
+            for c in 0..s {
+                out.extend(idx.iter().map(|&k| if k == GATHER_ZERO { T::zero() } else { a.at(k as usize, c) }));
+            }
+            out
+        }
+        Op::Pack(ids) => {
+            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
+            (0..s).flat_map(|c| args.iter().map(move |a| a.at(0, c))).collect()
+        }
+        Op::Sum(a) => reduce(get(*a), s, |x| x.iter().copied().sum()),
+        Op::LogSumExp(a) => reduce(get(*a), s, log_sum_exp),
+        Op::LogSumExpRows(a) => lse_rows_values(get(*a), shape.rows(), s),
+        Op::Max(a) => reduce(get(*a), s, |x| x[argext(x, true)]),
+        Op::Min(a) => reduce(get(*a), s, |x| x[argext(x, false)]),
+        Op::Cholesky(a) => {
+            let a = get(*a);
+            (0..s).flat_map(|c| cholesky(a.col(c), shape.rows())).collect()
+        }
+        Op::TriSolve(l, b) => {
+            let (l, b) = (get(*l), get(*b));
+            let m = shape.rows();
+            (0..s).flat_map(|c| tri_solve(l.col(c), b.col(c), m, shape.cols())).collect()
+        }
+        Op::Support { x, lower, upper, strict } => {
+            let x = get(*x);
+            (0..s)
+                .map(|c| {
+                    let ok = x.col(c).iter().all(|v| in_interval(v.real(), *lower, *upper, *strict));
+                    T::from(if ok { 0.0 } else { f64::NEG_INFINITY })
+                })
+                .collect()
+        }
+    }
+}
+
+fn in_interval(v: f64, lower: f64, upper: f64, strict: bool) -> bool {
+    if strict {
+        lower < v && v < upper
+    } else {
+        lower <= v && v <= upper
+    }
+}
+
+/// One elementwise function.
+pub(crate) fn unary<T: Scalar>(f: Fun1, x: T) -> T {
+    match f {
+        Fun1::Neg => -x,
+        Fun1::Exp => x.exp(),
+        Fun1::Log => x.ln(),
+        Fun1::Log1p => x.ln_1p(),
+        Fun1::Expm1 => x.exp_m1(),
+        Fun1::Sqrt => x.sqrt(),
+        Fun1::Square => x * x,
+        Fun1::Abs => {
+            if x.real() < 0.0 {
+                -x
+            } else {
+                x
+            }
+        }
+        Fun1::Sin => x.sin(),
+        Fun1::Cos => x.cos(),
+        Fun1::Tanh => x.tanh(),
+        Fun1::Atan => x.atan(),
+        Fun1::InvLogit => inv_logit(x),
+        Fun1::Logit => (x / (T::one() - x)).ln(),
+        Fun1::LogInvLogit => log_inv_logit(x),
+        Fun1::Log1mInvLogit => log_inv_logit(-x),
+        Fun1::Lgamma => x.lgamma(),
+        Fun1::LogPhi => x.log_phi(),
+    }
+}
+
+/// 1 / (1 + e^{−x}), without overflow.
+pub(crate) fn inv_logit<T: Scalar>(x: T) -> T {
+    if x.real() >= 0.0 {
+        (T::one() + (-x).exp()).recip()
+    } else {
+        let e = x.exp();
+        e / (T::one() + e)
+    }
+}
+
+/// log(1 / (1 + e^{−x})), without overflow.
+pub(crate) fn log_inv_logit<T: Scalar>(x: T) -> T {
+    if x.real() >= 0.0 {
+        -((-x).exp().ln_1p())
+    } else {
+        x - x.exp().ln_1p()
+    }
+}
+
+/// The exponent of `^` as a small integer when it is a constant integer (so negative bases
+/// work and no log of the base is taken).
+pub(crate) fn int_exponent<T: Scalar>(b: T, constant: bool) -> Option<i32> {
+    let r = b.real();
+    (constant && r.fract().abs() < f64::EPSILON && r.abs() <= 64.0).then_some(r as i32)
+}
+
+/// One elementwise function of two arguments.
+pub(crate) fn binary<T: Scalar>(f: Fun2, a: T, b: T, b_const: bool) -> T {
+    match f {
+        Fun2::Add => a + b,
+        Fun2::Sub => a - b,
+        Fun2::Mul => a * b,
+        Fun2::Div => a / b,
+        Fun2::Pow => match int_exponent(b, b_const) {
+            Some(k) => a.powi(k),
+            None => a.powd(b),
+        },
+        Fun2::Min => {
+            if b.real() < a.real() {
+                b
+            } else {
+                a
+            }
+        }
+        Fun2::Max => {
+            if b.real() > a.real() {
+                b
+            } else {
+                a
+            }
+        }
+    }
+}
+
+fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(n * s);
+    for c in 0..s {
+        let (ac, bc) = (a.col(c), b.col(c));
+        for i in 0..n {
+            let x = ac[if a.size == 1 { 0 } else { i }];
+            let y = bc[if b.size == 1 { 0 } else { i }];
+            out.push(binary(f, x, y, !b.batched));
+        }
+    }
+    out
+}
+
+fn matmul_values<T: Scalar>(a: Arg<T>, b: Arg<T>, shape: Shape, s: usize) -> Vec<T> {
+    let (m, n) = (shape.rows(), shape.cols());
+    let k = a.size / m;
+    let mut out = vec![T::zero(); m * n * s];
+    if !a.batched {
+        // A constant: B's columns are k × (n·S) side by side, one product for the batch.
+        T::gemm(false, false, m, n * if b.batched { s } else { 1 }, k, a.data, b.data, &mut out);
+        if !b.batched {
+            let first = out[..m * n].to_vec();
+            for c in 1..s {
+                out[c * m * n..(c + 1) * m * n].copy_from_slice(&first);
+            }
+        }
+        return out;
+    }
+    for c in 0..s {
+        T::gemm(false, false, m, n, k, a.col(c), b.col(c), &mut out[c * m * n..(c + 1) * m * n]);
+    }
+    out
+}
+
+fn transpose_values<T: Scalar>(a: Arg<T>, shape: Shape, s: usize) -> Vec<T> {
+    // out is r×c, the argument c×r.
+    let (r, c) = (shape.rows(), shape.cols());
+    let mut out = Vec::with_capacity(r * c * s);
+    for b in 0..s {
+        let x = a.col(b);
+        for j in 0..c {
+            for i in 0..r {
+                out.push(x[j + i * c]);
+            }
+        }
+    }
+    out
+}
+
+fn reduce<T: Scalar>(a: Arg<T>, s: usize, f: impl Fn(&[T]) -> T) -> Vec<T> {
+    (0..s).map(|c| f(a.col(c))).collect()
+}
+
+/// Index of the largest (or smallest) entry, by real part.
+pub(crate) fn argext<T: Scalar>(x: &[T], largest: bool) -> usize {
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        let better = if largest { v.real() > x[best].real() } else { v.real() < x[best].real() };
+        if better {
+            best = i;
+        }
+    }
+    best
+}
+
+/// log Σ exp(x), shifted by the largest entry.
+pub(crate) fn log_sum_exp<T: Scalar>(x: &[T]) -> T {
+    if x.is_empty() {
+        return T::from(f64::NEG_INFINITY);
+    }
+    let m = x[argext(x, true)];
+    if !m.real().is_finite() {
+        return m;
+    }
+    let sum: T = x.iter().map(|&v| (v - m).exp()).sum();
+    m + sum.ln()
+}
+
+fn lse_rows_values<T: Scalar>(a: Arg<T>, rows: usize, s: usize) -> Vec<T> {
+    let cols = a.size / rows.max(1);
+    let mut out = Vec::with_capacity(rows * s);
+    let mut buf = Vec::with_capacity(cols);
+    for c in 0..s {
+        let x = a.col(c);
+        for i in 0..rows {
+            buf.clear();
+            buf.extend((0..cols).map(|j| x[i + j * rows]));
+            out.push(log_sum_exp(&buf));
+        }
+    }
+    out
+}
+
+/// The lower Cholesky factor of the n×n matrix `a` (reading its lower triangle); NaN on the
+/// diagonal when `a` is not positive definite.
+pub(crate) fn cholesky<T: Scalar>(a: &[T], n: usize) -> Vec<T> {
+    let mut l = vec![T::zero(); n * n];
+    for j in 0..n {
+        let mut d = a[j + j * n];
+        for p in 0..j {
+            d -= l[j + p * n] * l[j + p * n];
+        }
+        if d.real() <= 0.0 {
+            d = T::from(f64::NAN);
+        }
+        let djj = d.sqrt();
+        l[j + j * n] = djj;
+        for i in j + 1..n {
+            let mut v = a[i + j * n];
+            for p in 0..j {
+                v -= l[i + p * n] * l[j + p * n];
+            }
+            l[i + j * n] = v / djj;
+        }
+    }
+    l
+}
+
+/// X = L⁻¹ B for lower-triangular L (m×m) and B (m×n), by forward substitution.
+pub(crate) fn tri_solve<T: Scalar>(l: &[T], b: &[T], m: usize, n: usize) -> Vec<T> {
+    let mut x = b.to_vec();
+    for c in 0..n {
+        for i in 0..m {
+            let mut v = x[i + c * m];
+            for p in 0..i {
+                v -= l[i + p * m] * x[p + c * m];
+            }
+            x[i + c * m] = v / l[i + i * m];
+        }
+    }
+    x
+}
+
+/// X = L⁻ᵀ B for lower-triangular L (m×m) and B (m×n), by back substitution.
+pub(crate) fn tri_solve_t<T: Scalar>(l: &[T], b: &[T], m: usize, n: usize) -> Vec<T> {
+    let mut x = b.to_vec();
+    for c in 0..n {
+        for i in (0..m).rev() {
+            let mut v = x[i + c * m];
+            for p in i + 1..m {
+                v -= l[p + i * m] * x[p + c * m];
+            }
+            x[i + c * m] = v / l[i + i * m];
+        }
+    }
+    x
+}
+
+/// Evaluate the log joint at the columns of `w` (D×S) in chunks of [`CHUNK`] columns, in
+/// parallel; non-finite values become −∞.
+pub fn eval_values(graph: &Graph, theta: &[f64], w: &[f64], s: usize) -> Vec<f64> {
+    use rayon::prelude::*;
+    let consts = lift_consts::<f64>(graph);
+    let d = graph.dim;
+    let starts: Vec<usize> = (0..s).step_by(CHUNK).collect();
+    let parts: Vec<Vec<f64>> = starts
+        .par_iter()
+        .map(|&c0| {
+            let c1 = (c0 + CHUNK).min(s);
+            let tape = forward(graph, &consts, theta, &w[c0 * d..c1 * d], c1 - c0);
+            tape.target_values()
+        })
+        .collect();
+    parts.into_iter().flatten().map(clean).collect()
+}
+
+/// A log-joint value as reported: NaN and +∞ (outside the support, invalid parameters) become −∞.
+pub fn clean(v: f64) -> f64 {
+    if v.is_nan() || v == f64::INFINITY {
+        f64::NEG_INFINITY
+    } else {
+        v
+    }
+}

@@ -1,0 +1,229 @@
+//! [`LogJoint`]: a built graph with its parameter and hyperparameter layout, implementing
+//! [`LogDensity`] (batched values and gradients in parallel chunks, Hessians and H·v by
+//! num-dual), plus constrained values for reports and the `predict` evaluator.
+//!
+//! Input: graphs built by lowering (the log joint, and optionally the `predict` graph over the
+//! same w and θ with registered pointwise outputs). Output: what inference methods and reports
+//! need; values outside the support come out as −∞ with a zero gradient, never NaN.
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+use super::eval::{clean, forward, lift_consts, CHUNK};
+use super::{Constraint, Graph, NodeId, Shape};
+use crate::autodiff::{dual, reverse};
+use crate::density::{Evaluated, LogDensity, Want};
+
+/// A declared `param` or `hyper` (or a reported `let`): where it sits and its value node.
+#[derive(Debug, Clone)]
+pub struct ParamInfo {
+    /// The declared name.
+    pub name: String,
+    /// First coordinate in w (or θ); unused for a `let`.
+    pub offset: usize,
+    /// Its shape.
+    pub shape: Shape,
+    /// Its bounds.
+    pub constraint: Constraint,
+    /// The node holding its constrained value.
+    pub value: NodeId,
+}
+
+/// The log joint of one model with its data: graph, layout, and the `predict` graph.
+#[derive(Debug, Clone)]
+pub struct LogJoint {
+    /// The log-joint graph.
+    pub graph: Graph,
+    /// Declared parameters, in declaration order (their coordinates tile w).
+    pub params: Vec<ParamInfo>,
+    /// Declared hyperparameters (their coordinates tile θ).
+    pub hypers: Vec<ParamInfo>,
+    /// Top-level `let`s that depend on parameters, reported like parameters.
+    pub reported: Vec<ParamInfo>,
+    /// θ's initial value on the unconstrained scale.
+    pub theta0: DVector<f64>,
+    /// The `predict` graph (same w and θ), with pointwise outputs registered.
+    pub predict: Option<Graph>,
+}
+
+/// Per-test-point results of `predict` over S′ draws.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// Log-likelihood of each test point (rows, all pointwise outputs stacked) at each draw.
+    pub loglik: DMatrix<f64>,
+    /// For each pointwise output: its name and the predictive quantity (probability, class
+    /// probabilities or location) averaged over the draws, flattened column-major.
+    pub quantities: Vec<(String, Vec<f64>)>,
+}
+
+/// Coordinate names of one declared value: `name`, `name.i` or `name.i.j`.
+fn names_of(p: &ParamInfo) -> Vec<String> {
+    match p.shape {
+        Shape::Scalar => vec![p.name.clone()],
+        Shape::Vector(n) => (1..=n).map(|i| format!("{}.{i}", p.name)).collect(),
+        Shape::Matrix(r, c) => (1..=c)
+            .flat_map(|j| (1..=r).map(move |i| (i, j)))
+            .map(|(i, j)| format!("{}.{i}.{j}", p.name))
+            .collect(),
+    }
+}
+
+impl LogJoint {
+    /// A log joint from a graph and its layout; θ₀ defaults to zeros.
+    pub fn new(graph: Graph, params: Vec<ParamInfo>, hypers: Vec<ParamInfo>) -> LogJoint {
+        let p = graph.theta_dim;
+        LogJoint {
+            graph,
+            params,
+            hypers,
+            reported: Vec::new(),
+            theta0: DVector::zeros(p),
+            predict: None,
+        }
+    }
+
+    /// Constrained values of every parameter and reported `let` at the columns of W:
+    /// (name, entries × S) pairs, in declaration order.
+    pub fn constrain(&self, theta: &DVector<f64>, w: &DMatrix<f64>) -> Vec<(String, DMatrix<f64>)> {
+        let items: Vec<&ParamInfo> = self.params.iter().chain(&self.reported).collect();
+        let ids: Vec<NodeId> = items.iter().map(|p| p.value).collect();
+        let blocks = eval_nodes(&self.graph, theta.as_slice(), w, &ids);
+        items.iter().map(|p| p.name.clone()).zip(blocks).collect()
+    }
+
+    /// The `predict` outputs at the draws W (D×S′), evaluated in chunks of columns.
+    ///
+    /// Returns `None` when the model has no `predict` block.
+    pub fn predict(&self, theta: &DVector<f64>, w: &DMatrix<f64>) -> Option<Prediction> {
+        let g = self.predict.as_ref()?;
+        let ll_ids: Vec<NodeId> = g.pointwise.iter().map(|p| p.loglik).collect();
+        let lls = eval_nodes(g, theta.as_slice(), w, &ll_ids);
+        let rows: usize = lls.iter().map(|m| m.nrows()).sum();
+        let mut loglik = DMatrix::zeros(rows, w.ncols());
+        let mut r0 = 0;
+        for m in &lls {
+            loglik.rows_mut(r0, m.nrows()).copy_from(&m.map(clean));
+            r0 += m.nrows();
+        }
+        let q_ids: Vec<NodeId> = g.pointwise.iter().filter_map(|p| p.quantity).collect();
+        let qs = eval_nodes(g, theta.as_slice(), w, &q_ids);
+        let names = g.pointwise.iter().filter(|p| p.quantity.is_some()).map(|p| p.name.clone());
+        let quantities = names
+            .zip(qs)
+            .map(|(n, m)| (n, m.column_mean().iter().copied().collect()))
+            .collect();
+        Some(Prediction { loglik, quantities })
+    }
+}
+
+/// The values of the given nodes at the columns of W, chunked and in parallel: one
+/// (size × S) matrix per node.
+pub fn eval_nodes(g: &Graph, theta: &[f64], w: &DMatrix<f64>, ids: &[NodeId]) -> Vec<DMatrix<f64>> {
+    let consts = lift_consts::<f64>(g);
+    let s = w.ncols();
+    let d = g.dim;
+    let starts: Vec<usize> = (0..s).step_by(CHUNK).collect();
+    let parts: Vec<Vec<Vec<f64>>> = starts
+        .par_iter()
+        .map(|&c0| {
+            let c1 = (c0 + CHUNK).min(s);
+            let tape = forward(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0);
+            ids.iter()
+                .map(|&id| {
+                    let n = g.shape(id).size();
+                    (0..(c1 - c0) * n).map(|j| tape.value(id, j % n, j / n)).collect()
+                })
+                .collect()
+        })
+        .collect();
+    ids.iter()
+        .enumerate()
+        .map(|(k, &id)| {
+            let n = g.shape(id).size();
+            let all: Vec<f64> = parts.iter().flat_map(|p| p[k].iter().copied()).collect();
+            DMatrix::from_vec(n, s, all)
+        })
+        .collect()
+}
+
+impl LogDensity for LogJoint {
+    fn dim(&self) -> usize {
+        self.graph.dim
+    }
+
+    fn theta_dim(&self) -> usize {
+        self.graph.theta_dim
+    }
+
+    fn theta_init(&self) -> DVector<f64> {
+        self.theta0.clone()
+    }
+
+    fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+        eval_graph(&self.graph, theta, w, want)
+    }
+
+    fn hessian(&self, theta: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+        dual::hessian(&self.graph, theta.as_slice(), w.as_slice())
+    }
+
+    fn hvp(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
+        dual::hvp(&self.graph, theta.as_slice(), w.as_slice(), v.as_slice())
+    }
+
+    fn coordinate_names(&self) -> Vec<String> {
+        self.params.iter().flat_map(names_of).collect()
+    }
+
+    fn param_blocks(&self) -> Vec<(String, usize, usize)> {
+        self.params
+            .iter()
+            .map(|p| (p.name.clone(), p.offset, p.shape.size()))
+            .collect()
+    }
+}
+
+/// Batched value (and gradients) of a graph's log joint at the columns of W, in parallel
+/// chunks of [`CHUNK`] columns. Columns with a non-finite value get −∞ and a zero gradient.
+pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+    let s = w.ncols();
+    let (d, p) = (g.dim, g.theta_dim);
+    if !want.grad_w && !want.grad_theta {
+        let values = super::eval::eval_values(g, theta.as_slice(), w.as_slice(), s);
+        return Evaluated {
+            values: DVector::from_vec(values),
+            grad_w: None,
+            grad_theta: None,
+        };
+    }
+    let consts = lift_consts::<f64>(g);
+    let starts: Vec<usize> = (0..s).step_by(CHUNK).collect();
+    let parts: Vec<reverse::Grads<f64>> = starts
+        .par_iter()
+        .map(|&c0| {
+            let c1 = (c0 + CHUNK).min(s);
+            reverse::value_grad(g, &consts, theta.as_slice(), &w.as_slice()[c0 * d..c1 * d], c1 - c0)
+        })
+        .collect();
+    let mut values = Vec::with_capacity(s);
+    let mut gw = Vec::with_capacity(d * s);
+    let mut gt = Vec::with_capacity(p * s);
+    for part in parts {
+        values.extend(part.values);
+        gw.extend(part.grad_w);
+        gt.extend(part.grad_theta);
+    }
+    for (c, v) in values.iter_mut().enumerate() {
+        let bad = !v.is_finite() || gw[c * d..(c + 1) * d].iter().chain(&gt[c * p..(c + 1) * p]).any(|x| !x.is_finite());
+        if bad {
+            *v = f64::NEG_INFINITY;
+            gw[c * d..(c + 1) * d].iter_mut().for_each(|x| *x = 0.0);
+            gt[c * p..(c + 1) * p].iter_mut().for_each(|x| *x = 0.0);
+        }
+    }
+    Evaluated {
+        values: DVector::from_vec(values),
+        grad_w: want.grad_w.then(|| DMatrix::from_vec(d, s, gw)),
+        grad_theta: want.grad_theta.then(|| DMatrix::from_vec(p, s, gt)),
+    }
+}

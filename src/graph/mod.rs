@@ -1,0 +1,272 @@
+//! The log-joint graph: a tape of typed nodes in topological order over one flat
+//! unconstrained parameter vector w ∈ R^D and the hyperparameters θ ∈ R^P.
+//!
+//! Input: calls to the builder API ([`Graph::param_slice`], [`Graph::binary`], ...) made by
+//! lowering (or tests). Output: a [`Graph`] whose nodes only refer to earlier nodes, whose
+//! constants are folded at build time, and whose targets sum to log p̃(w | θ). Every
+//! parameter built with [`Graph::param_slice`] has a transform to ℝ and its log-Jacobian node.
+//! Node values are column-major; a batch of S points stores a node as a (size × S) matrix.
+
+mod build;
+pub mod diagnose;
+pub mod dump;
+pub mod eval;
+pub mod logjoint;
+pub mod transform;
+
+pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
+pub use dump::dump_graph;
+pub use logjoint::{LogJoint, ParamInfo, Prediction};
+pub use build::fun1_by_name;
+pub use transform::Constraint;
+
+/// Index of a node in its graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub usize);
+
+/// The shape of a node's value (per batch column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One number.
+    Scalar,
+    /// A column vector of length n.
+    Vector(usize),
+    /// An n×m matrix, stored column-major.
+    Matrix(usize, usize),
+}
+
+impl Shape {
+    /// Number of rows (1 for a scalar).
+    pub fn rows(self) -> usize {
+        match self {
+            Shape::Scalar => 1,
+            Shape::Vector(n) | Shape::Matrix(n, _) => n,
+        }
+    }
+
+    /// Number of columns (1 for a scalar or vector).
+    pub fn cols(self) -> usize {
+        match self {
+            Shape::Scalar | Shape::Vector(_) => 1,
+            Shape::Matrix(_, m) => m,
+        }
+    }
+
+    /// Number of entries.
+    pub fn size(self) -> usize {
+        self.rows() * self.cols()
+    }
+}
+
+/// Elementwise functions of one argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Fun1 {
+    Neg,
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Square,
+    Abs,
+    Sin,
+    Cos,
+    Tanh,
+    Atan,
+    InvLogit,
+    Logit,
+    LogInvLogit,
+    Log1mInvLogit,
+    Lgamma,
+    LogPhi,
+}
+
+/// Elementwise functions of two arguments (a scalar argument broadcasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Fun2 {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Min,
+    Max,
+}
+
+/// What a node computes.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// A constant (data, literal, or a folded data-only expression), stored once.
+    Const(Vec<f64>),
+    /// w[offset .. offset + size], reshaped.
+    Param {
+        /// First coordinate in w.
+        offset: usize,
+    },
+    /// θ[offset .. offset + size], reshaped (the same for every batch column).
+    Hyper {
+        /// First coordinate in θ.
+        offset: usize,
+    },
+    /// An elementwise function.
+    Unary(Fun1, NodeId),
+    /// An elementwise function of two arguments with scalar broadcasting.
+    Binary(Fun2, NodeId, NodeId),
+    /// The matrix product.
+    MatMul(NodeId, NodeId),
+    /// The transpose.
+    Transpose(NodeId),
+    /// Entries of the argument by flat column-major index; [`GATHER_ZERO`] gives 0.
+    Gather(NodeId, Vec<u32>),
+    /// Scalars packed into a vector or matrix (column-major order).
+    Pack(Vec<NodeId>),
+    /// Sum of all entries.
+    Sum(NodeId),
+    /// log Σ exp of all entries.
+    LogSumExp(NodeId),
+    /// log Σ exp of each row of a matrix: a vector.
+    LogSumExpRows(NodeId),
+    /// Largest entry.
+    Max(NodeId),
+    /// Smallest entry.
+    Min(NodeId),
+    /// The lower Cholesky factor of a symmetric positive definite matrix.
+    Cholesky(NodeId),
+    /// L⁻¹ B for a lower-triangular L.
+    TriSolve(NodeId, NodeId),
+    /// 0 when every entry lies in the interval, −∞ otherwise (support checks).
+    Support {
+        /// The checked node.
+        x: NodeId,
+        /// Lower end (−∞ for none).
+        lower: f64,
+        /// Upper end (+∞ for none).
+        upper: f64,
+        /// Whether the ends are excluded.
+        strict: bool,
+    },
+}
+
+/// The index in a [`Op::Gather`] list that stands for the value 0.
+pub const GATHER_ZERO: u32 = u32::MAX;
+
+/// One node: what it computes and the shape of its value.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The operation.
+    pub op: Op,
+    /// The shape of the value per batch column.
+    pub shape: Shape,
+}
+
+/// A per-observation output registered for `predict`.
+#[derive(Debug, Clone)]
+pub struct PointwiseOutput {
+    /// The outcome's name (for reports).
+    pub name: String,
+    /// Per-observation log-likelihood (a vector or scalar node).
+    pub loglik: NodeId,
+    /// Per-observation predictive quantity (probability, class probabilities as an N×K
+    /// matrix, or location), when the distribution has one.
+    pub quantity: Option<NodeId>,
+}
+
+/// A problem building the graph: a bug in lowering (the checker rules these out) or in a
+/// test.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Operand shapes do not fit the operation.
+    #[error("shape mismatch in {op}: {left:?} and {right:?}")]
+    Shape {
+        /// The operation.
+        op: &'static str,
+        /// First operand's shape.
+        left: Shape,
+        /// Second operand's shape.
+        right: Shape,
+    },
+    /// An index outside the value.
+    #[error("index {index} out of range for a value with {size} entries")]
+    Index {
+        /// The 1-based index.
+        index: i64,
+        /// The number of entries.
+        size: usize,
+    },
+    /// A distribution was given the wrong arguments.
+    #[error("{0}")]
+    Dist(String),
+}
+
+/// The log-joint graph: nodes in topological order, the target terms and the outputs.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    /// The nodes; each refers only to earlier ones.
+    pub nodes: Vec<Node>,
+    /// Scalar nodes whose sum is the log joint.
+    pub targets: Vec<NodeId>,
+    /// Per-observation outputs for `predict`.
+    pub pointwise: Vec<PointwiseOutput>,
+    /// D, the length of w.
+    pub dim: usize,
+    /// P, the length of θ.
+    pub theta_dim: usize,
+}
+
+impl Graph {
+    /// An empty graph over w ∈ R^dim and θ ∈ R^theta_dim.
+    pub fn new(dim: usize, theta_dim: usize) -> Graph {
+        Graph {
+            dim,
+            theta_dim,
+            ..Graph::default()
+        }
+    }
+
+    /// The shape of a node.
+    pub fn shape(&self, id: NodeId) -> Shape {
+        self.nodes[id.0].shape
+    }
+
+    /// The value of a constant node, if it is one.
+    pub fn const_value(&self, id: NodeId) -> Option<&[f64]> {
+        match &self.nodes[id.0].op {
+            Op::Const(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Add a scalar node to the log joint (`~` statements and `target +=`).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the node is not a scalar.
+    pub fn add_target(&mut self, node: NodeId) -> Result<(), Error> {
+        let s = self.shape(node);
+        if s != Shape::Scalar {
+            return Err(Error::Shape {
+                op: "add_target",
+                left: s,
+                right: Shape::Scalar,
+            });
+        }
+        self.targets.push(node);
+        Ok(())
+    }
+
+    /// Register a per-observation log-likelihood (and predictive quantity) for `predict`.
+    pub fn add_pointwise(&mut self, name: &str, loglik: NodeId, quantity: Option<NodeId>) {
+        self.pointwise.push(PointwiseOutput {
+            name: name.to_string(),
+            loglik,
+            quantity,
+        });
+    }
+
+    pub(crate) fn push(&mut self, op: Op, shape: Shape) -> NodeId {
+        self.nodes.push(Node { op, shape });
+        NodeId(self.nodes.len() - 1)
+    }
+}

@@ -1,0 +1,482 @@
+//! Three-way derivative agreement on small graphs: every op, every distribution, and random
+//! graphs. Reverse-mode gradients vs num-dual forward vs central finite differences;
+//! forward-over-reverse H·v vs the all-forward (HyperDual) Hessian times v vs finite
+//! differences of the gradient; Hessian symmetry; batched evaluation vs column by column.
+
+use mvi::autodiff::{dual, finite_diff, reverse};
+use mvi::dist;
+use mvi::graph::eval::{forward, lift_consts};
+use mvi::graph::{Constraint, Fun1, Fun2, Graph, NodeId, Shape};
+use nalgebra::{DMatrix, DVector};
+use proptest::prelude::*;
+
+/// Exact modes against each other: the same operations in a different order, so only
+/// rounding differs (relative to max(1, |value|)).
+const EXACT_TOL: f64 = 1e-12;
+/// Against central finite differences with step 1e-5: truncation O(h²) ≈ 1e-10 times the
+/// third derivative plus cancellation O(ε/h) ≈ 1e-11 times the value; 1e-6 leaves room for
+/// the steeper functions (lgamma near 0, exp) without hiding a wrong adjoint rule.
+const FD_TOL: f64 = 1e-6;
+/// Finite differences of the gradient lose one more order of accuracy than of the value.
+const FD_HESS_TOL: f64 = 1e-5;
+/// Batched vs column-by-column: the products are blocked differently, so the sums differ in
+/// rounding only.
+const BATCH_TOL: f64 = 1e-12;
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
+}
+
+fn assert_close(what: &str, a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths differ");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(rel(*x, *y) <= tol, "{what}[{i}]: {x} vs {y} (rel {:.2e} > {tol:.0e})", rel(*x, *y));
+    }
+}
+
+fn value(g: &Graph, theta: &[f64], w: &[f64]) -> f64 {
+    let consts = lift_consts::<f64>(g);
+    forward(g, &consts, theta, w, 1).target_values()[0]
+}
+
+fn grad(g: &Graph, theta: &[f64], w: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let consts = lift_consts::<f64>(g);
+    let r = reverse::value_grad(g, &consts, theta, w, 1);
+    (r.grad_w, r.grad_theta)
+}
+
+/// Every check on one graph at one point.
+fn check_all(g: &Graph, theta: &[f64], w: &[f64]) {
+    let v = value(g, theta, w);
+    assert!(v.is_finite(), "log density not finite: {v}");
+    let (gw, gt) = grad(g, theta, w);
+    let fwd = dual::forward_grad(g, theta, w);
+    assert_close("reverse vs forward gradient", &gw, fwd.as_slice(), EXACT_TOL);
+    let fd = finite_diff::gradient(&|x| value(g, theta, x), w, 1e-5);
+    assert_close("reverse vs finite-difference gradient", &gw, fd.as_slice(), FD_TOL);
+    let fwd_t = dual::forward_grad_theta(g, theta, w);
+    assert_close("reverse vs forward theta gradient", &gt, fwd_t.as_slice(), EXACT_TOL);
+    let fd_t = finite_diff::gradient(&|t| value(g, t, w), theta, 1e-5);
+    assert_close("reverse vs finite-difference theta gradient", &gt, fd_t.as_slice(), FD_TOL);
+    check_second_order(g, theta, w);
+    check_batched(g, theta, w);
+}
+
+fn check_second_order(g: &Graph, theta: &[f64], w: &[f64]) {
+    let d = w.len();
+    let v: Vec<f64> = (0..d).map(|i| 1.0 - 0.37 * i as f64).collect();
+    let hv = dual::hvp(g, theta, w, &v);
+    let h_fwd = dual::hessian_forward(g, theta, w);
+    let vv = DVector::from_vec(v.clone());
+    assert_close("H·v vs all-forward H v", hv.as_slice(), (&h_fwd * &vv).as_slice(), EXACT_TOL);
+    let gradf = |x: &[f64]| DVector::from_vec(grad(g, theta, x).0);
+    let h_fd = finite_diff::hessian(&gradf, w, 1e-5);
+    assert_close("H·v vs finite-difference H v", hv.as_slice(), (&h_fd * &vv).as_slice(), FD_HESS_TOL);
+    let h_raw = dual::hessian_raw(g, theta, w);
+    assert_close("Hessian symmetry", h_raw.as_slice(), h_raw.transpose().as_slice(), EXACT_TOL);
+    assert_close("forward-over-reverse vs all-forward Hessian", h_raw.as_slice(), h_fwd.as_slice(), EXACT_TOL);
+}
+
+fn check_batched(g: &Graph, theta: &[f64], w: &[f64]) {
+    let d = w.len();
+    let s = 3;
+    let mut big = Vec::with_capacity(d * s);
+    for c in 0..s {
+        big.extend(w.iter().map(|x| x + 0.05 * c as f64));
+    }
+    let consts = lift_consts::<f64>(g);
+    let r = reverse::value_grad(g, &consts, theta, &big, s);
+    for c in 0..s {
+        let col = &big[c * d..(c + 1) * d];
+        let one = reverse::value_grad(g, &consts, theta, col, 1);
+        assert_close("batched value", &r.values[c..c + 1], &one.values, BATCH_TOL);
+        assert_close("batched gradient", &r.grad_w[c * d..(c + 1) * d], &one.grad_w, BATCH_TOL);
+    }
+}
+
+/// A graph over w ∈ R^d (one vector param) and θ ∈ R^1, with the target built by `f`.
+fn graph_with(d: usize, f: impl Fn(&mut Graph, NodeId, NodeId) -> NodeId) -> Graph {
+    let mut g = Graph::new(d, 1);
+    let x = g.param_slice(0, Shape::Vector(d), &Constraint::NONE).unwrap();
+    let t = g.hyper_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+    let out = f(&mut g, x, t);
+    let out = if g.shape(out) == Shape::Scalar { out } else { g.sum(out) };
+    g.add_target(out).unwrap();
+    g
+}
+
+type Build = fn(&mut Graph, NodeId, NodeId) -> NodeId;
+
+fn pos(g: &mut Graph, x: NodeId) -> NodeId {
+    g.unary(Fun1::Exp, x)
+}
+
+fn unit(g: &mut Graph, x: NodeId) -> NodeId {
+    g.unary(Fun1::InvLogit, x)
+}
+
+/// One case per op of the builder (d = 4 unless said otherwise).
+fn op_cases() -> Vec<(&'static str, Build)> {
+    vec![
+        ("neg", |g, x, t| { let n = g.neg(x); g.mul(n, t).unwrap() }),
+        ("exp", |g, x, _| g.unary(Fun1::Exp, x)),
+        ("log", |g, x, _| { let p = pos(g, x); let q = g.unary(Fun1::Square, p); g.unary(Fun1::Log, q) }),
+        ("log1p", |g, x, _| { let p = pos(g, x); g.unary(Fun1::Log1p, p) }),
+        ("expm1", |g, x, _| g.unary(Fun1::Expm1, x)),
+        ("sqrt", |g, x, _| { let p = pos(g, x); g.unary(Fun1::Sqrt, p) }),
+        ("square", |g, x, t| { let a = g.mul(x, t).unwrap(); g.unary(Fun1::Square, a) }),
+        ("abs", |g, x, _| { let c = g.scalar(3.0); let a = g.add_nodes(x, c).unwrap(); g.unary(Fun1::Abs, a) }),
+        ("sin", |g, x, _| g.unary(Fun1::Sin, x)),
+        ("cos", |g, x, _| g.unary(Fun1::Cos, x)),
+        ("tanh", |g, x, _| g.unary(Fun1::Tanh, x)),
+        ("atan", |g, x, _| g.unary(Fun1::Atan, x)),
+        ("inv_logit", |g, x, _| g.unary(Fun1::InvLogit, x)),
+        ("logit", |g, x, _| { let u = unit(g, x); let l = g.unary(Fun1::Logit, u); g.unary(Fun1::Square, l) }),
+        ("log_inv_logit", |g, x, _| g.unary(Fun1::LogInvLogit, x)),
+        ("log1m_inv_logit", |g, x, _| g.unary(Fun1::Log1mInvLogit, x)),
+        ("lgamma", |g, x, _| { let p = pos(g, x); g.unary(Fun1::Lgamma, p) }),
+        ("log_phi", |g, x, _| g.unary(Fun1::LogPhi, x)),
+        ("add_sub_broadcast", |g, x, t| { let a = g.add_nodes(x, t).unwrap(); let b = g.sub(t, a).unwrap(); g.mul(a, b).unwrap() }),
+        ("div", |g, x, t| { let p = pos(g, x); let q = g.div(t, p).unwrap(); g.div(q, p).unwrap() }),
+        ("pow_real", |g, x, t| { let p = pos(g, x); let e = g.unary(Fun1::InvLogit, t); g.pow(p, e).unwrap() }),
+        ("pow_int", |g, x, _| { let c = g.scalar(3.0); g.pow(x, c).unwrap() }),
+        ("min_max", |g, x, t| { let a = g.binary(Fun2::Max, x, t).unwrap(); let m = g.min(x); let mx = g.max(a); let mm = g.binary(Fun2::Min, m, mx).unwrap(); g.mul(mm, t).unwrap() }),
+        ("matvec_const", |g, x, _| {
+            let a = g.constant(Shape::Matrix(3, 4), (0..12).map(|i| (i as f64 * 0.7).sin()).collect());
+            let y = g.matmul(a, x).unwrap();
+            g.unary(Fun1::Square, y)
+        }),
+        ("matmul_params", |g, x, t| {
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), g_idx(g, x, 3), g_idx(g, x, 4)];
+            let m = g.pack(Shape::Matrix(2, 2), items).unwrap();
+            let mm = g.matmul(m, m).unwrap();
+            let tr = g.transpose(m);
+            let p = g.times(tr, mm).unwrap();
+            let s = g.unary(Fun1::Sin, p);
+            g.mul(s, t).unwrap()
+        }),
+        ("const_times_param_matrix", |g, x, _| {
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), g_idx(g, x, 3), g_idx(g, x, 4)];
+            let m = g.pack(Shape::Matrix(2, 2), items).unwrap();
+            let c = g.constant(Shape::Matrix(3, 2), vec![1.0, -0.5, 2.0, 0.3, 0.0, 1.5]);
+            let a = g.matmul(c, m).unwrap();
+            let c2 = g.constant(Shape::Matrix(2, 2), vec![0.2, 1.0, -1.0, 0.4]);
+            let b = g.matmul(m, c2).unwrap();
+            let s1 = g.unary(Fun1::Square, a);
+            let s2 = g.unary(Fun1::Tanh, b);
+            let (u, v) = (g.sum(s1), g.sum(s2));
+            g.add_nodes(u, v).unwrap()
+        }),
+        ("dot_transpose", |g, x, _| { let tx = g.transpose(x); let e = g.unary(Fun1::Sin, x); g.times(tx, e).unwrap() }),
+        ("indexing", |g, x, _| {
+            let a = g.index(x, 2).unwrap();
+            let s = g.slice(x, 2, 4).unwrap();
+            let ga = g.gather(x, &[4, 1, 1, 3]).unwrap();
+            let e = g.unary(Fun1::Exp, ga);
+            let p = g.mul(a, s).unwrap();
+            let (u, v) = (g.sum(p), g.sum(e));
+            g.add_nodes(u, v).unwrap()
+        }),
+        ("matrix_blocks", |g, x, _| {
+            let x1 = g_idx(g, x, 1);
+            let m = g.rep_matrix(x1, 4, 4);
+            let d = g.diag_matrix(x);
+            let s = g.add_nodes(m, d).unwrap();
+            let b = g.block(s, (2, 4), (1, 2)).unwrap();
+            let r = g.row(s, 2).unwrap();
+            let c = g.col(s, 3).unwrap();
+            let i2 = g.index2(s, 4, 4).unwrap();
+            let sb = g.unary(Fun1::Sin, b);
+            let parts = [g.sum(sb), g.dot(r, c).unwrap(), i2];
+            let a1 = g.add_nodes(parts[0], parts[1]).unwrap();
+            g.add_nodes(a1, parts[2]).unwrap()
+        }),
+        ("reductions", |g, x, _| {
+            let parts = [g.mean(x).unwrap(), g.log_sum_exp(x), g.sd(x).unwrap(), g.variance(x).unwrap()];
+            let sm = g.softmax(x).unwrap();
+            let ls = g.log_softmax(x).unwrap();
+            let e = g.index(sm, 2).unwrap();
+            let f = g.index(ls, 3).unwrap();
+            let mut acc = g.add_nodes(e, f).unwrap();
+            for p in parts {
+                acc = g.add_nodes(acc, p).unwrap();
+            }
+            acc
+        }),
+        ("rep_vector_literal", |g, x, t| {
+            let r = g.rep_vector(t, 3);
+            let items = vec![g_idx(g, x, 1), t, g_idx(g, x, 4)];
+            let v = g.pack(Shape::Vector(3), items).unwrap();
+            let p = g.mul(r, v).unwrap();
+            let s = g.unary(Fun1::Square, p);
+            g.sum(s)
+        }),
+        ("lse_rows", |g, x, t| {
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 3), g_idx(g, x, 4), t];
+            let m = g.pack(Shape::Matrix(2, 3), items).unwrap();
+            let l = g.log_sum_exp_rows(m);
+            let s = g.unary(Fun1::Square, l);
+            g.sum(s)
+        }),
+        ("cholesky_trisolve", |g, x, _| {
+            // S = B Bᵀ + I from the parameters, then L = chol(S) and L⁻¹ b.
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), g_idx(g, x, 3), g_idx(g, x, 4)];
+            let b = g.pack(Shape::Matrix(2, 2), items).unwrap();
+            let bt = g.transpose(b);
+            let bb = g.matmul(b, bt).unwrap();
+            let i = g.constant(Shape::Matrix(2, 2), vec![1.0, 0.0, 0.0, 1.0]);
+            let s = g.add_nodes(bb, i).unwrap();
+            let l = g.cholesky(s).unwrap();
+            let rhs = g.slice(x, 2, 3).unwrap();
+            let z = g.tri_solve(l, rhs).unwrap();
+            let zz = g.unary(Fun1::Square, z);
+            let ll = g.unary(Fun1::Sin, l);
+            let (u, v) = (g.sum(zz), g.sum(ll));
+            g.add_nodes(u, v).unwrap()
+        }),
+        ("constraints", |g, x, _| {
+            // the transforms' log-Jacobians are in the target too
+            let _ = x;
+            let a = g.param_slice(0, Shape::Vector(2), &Constraint::lower(1.0)).unwrap();
+            let b = g.param_slice(2, Shape::Scalar, &Constraint { lower: None, upper: Some(2.0) }).unwrap();
+            let c = g.param_slice(3, Shape::Scalar, &Constraint::interval(-1.0, 3.0)).unwrap();
+            let s = g.sum(a);
+            let p = g.mul(b, c).unwrap();
+            g.add_nodes(s, p).unwrap()
+        }),
+    ]
+}
+
+fn g_idx(g: &mut Graph, x: NodeId, i: i64) -> NodeId {
+    g.index(x, i).unwrap()
+}
+
+fn point() -> impl Strategy<Value = (Vec<f64>, f64)> {
+    (prop::collection::vec(-1.5f64..1.5, 4), 0.2f64..1.5)
+}
+
+#[test]
+fn every_op_and_distribution_agrees_at_a_fixed_point() {
+    let (w, t) = (vec![0.3, -0.8, 1.1, 0.45], 0.7);
+    let mut failed = Vec::new();
+    for (name, build) in op_cases() {
+        let g = graph_with(4, build);
+        if std::panic::catch_unwind(|| check_all(&g, &[t], &w)).is_err() {
+            failed.push(name);
+        }
+    }
+    for case in dist_cases() {
+        let name = case.0;
+        let g = dist_graph(case);
+        if std::panic::catch_unwind(|| check_all(&g, &[t], &w)).is_err() {
+            failed.push(name);
+        }
+    }
+    assert!(failed.is_empty(), "failed: {failed:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn every_op_agrees_three_ways((w, t) in point()) {
+        for (name, build) in op_cases() {
+            let g = graph_with(4, build);
+            let r = std::panic::catch_unwind(|| check_all(&g, &[t], &w));
+            prop_assert!(r.is_ok(), "op `{}` failed at w = {:?}, theta = {}", name, w, t);
+        }
+    }
+
+    #[test]
+    fn every_distribution_agrees_three_ways((w, t) in point()) {
+        for case in dist_cases() {
+            let name = case.0;
+            let g = dist_graph(case);
+            let r = std::panic::catch_unwind(|| check_all(&g, &[t], &w));
+            prop_assert!(r.is_ok(), "distribution `{}` failed at w = {:?}, theta = {}", name, w, t);
+        }
+    }
+
+    #[test]
+    fn random_graphs_agree_three_ways(ops in prop::collection::vec((0usize..8, 0usize..64, 0usize..64), 1..12), (w, t) in point()) {
+        let g = random_graph(&ops);
+        let r = std::panic::catch_unwind(|| check_all(&g, &[t], &w));
+        prop_assert!(r.is_ok(), "random graph {:?} failed at w = {:?}", ops, w);
+    }
+}
+
+/// A random graph: each step applies a smooth op to earlier nodes (kept in range with tanh).
+fn random_graph(ops: &[(usize, usize, usize)]) -> Graph {
+    let mut g = Graph::new(4, 1);
+    let x = g.param_slice(0, Shape::Vector(4), &Constraint::NONE).unwrap();
+    let t = g.hyper_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+    let mut pool = vec![x, g.index(x, 1).unwrap(), t];
+    for &(op, i, j) in ops {
+        let (a, b) = (pool[i % pool.len()], pool[j % pool.len()]);
+        let (sa, sb) = (g.shape(a), g.shape(b));
+        let compatible = sa == sb || sa == Shape::Scalar || sb == Shape::Scalar;
+        let n = match op {
+            0 if compatible => g.add_nodes(a, b).unwrap(),
+            1 if compatible => g.mul(a, b).unwrap(),
+            2 => g.unary(Fun1::Tanh, a),
+            3 => g.unary(Fun1::Sin, a),
+            4 => g.sum(a),
+            5 => g.log_sum_exp(a),
+            6 if sa == Shape::Vector(4) => {
+                let c = g.constant(Shape::Matrix(4, 4), (0..16).map(|k| ((k * 7 % 5) as f64 - 2.0) * 0.3).collect());
+                g.matmul(c, a).unwrap()
+            }
+            _ => g.unary(Fun1::InvLogit, a),
+        };
+        pool.push(n);
+    }
+    let last = *pool.last().expect("the pool starts non-empty");
+    let s = g.sum(last);
+    let sq = g.unary(Fun1::Square, x);
+    let ssq = g.sum(sq);
+    let out = g.add_nodes(s, ssq).unwrap();
+    g.add_target(out).unwrap();
+    g
+}
+
+/// (name, argument builders from (w, θ), outcome): outcome `None` means the first parameter
+/// vector itself (continuous families), `Some(data)` a data outcome.
+type DistCase = (&'static str, fn(&mut Graph, NodeId, NodeId) -> Vec<NodeId>, Option<Vec<f64>>, Constraint);
+
+fn dist_cases() -> Vec<DistCase> {
+    vec![
+        ("normal", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
+        ("student_t", |g, x, t| vec![pos_idx(g, x, 2), t, pos_idx(g, x, 1)], None, Constraint::NONE),
+        ("cauchy", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
+        ("laplace", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
+        ("logistic", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
+        ("lognormal", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::lower(0.0)),
+        ("exponential", |_, _, t| vec![t], None, Constraint::lower(0.0)),
+        ("gamma", |g, x, t| vec![pos_idx(g, x, 1), t], None, Constraint::lower(0.0)),
+        ("inv_gamma", |g, x, t| vec![pos_idx(g, x, 1), t], None, Constraint::lower(0.0)),
+        ("beta", |g, x, t| vec![pos_idx(g, x, 1), t], None, Constraint::interval(0.0, 1.0)),
+        ("half_normal", |_, _, t| vec![t], None, Constraint::lower(0.0)),
+        ("half_cauchy", |_, _, t| vec![t], None, Constraint::lower(0.0)),
+        ("uniform", |g, _, _| vec![g.scalar(-3.0), g.scalar(5.0)], None, Constraint::interval(-2.0, 4.0)),
+        ("multi_normal", |g, x, t| {
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 4)];
+            let b = g.pack(Shape::Matrix(2, 2), items).unwrap();
+            let bt = g.transpose(b);
+            let bb = g.matmul(b, bt).unwrap();
+            let i = g.constant(Shape::Matrix(2, 2), vec![1.0, 0.0, 0.0, 1.0]);
+            let sig = g.add_nodes(bb, i).unwrap();
+            let items = vec![t, g_idx(g, x, 3)];
+            let mu = g.pack(Shape::Vector(2), items).unwrap();
+            vec![mu, sig]
+        }, Some(vec![0.5, -1.0, 1.5, 0.2, 0.0, 2.0]), Constraint::NONE),
+        ("multi_normal_cholesky", |g, x, t| {
+            let e = g.unary(Fun1::Exp, x);
+            let items = vec![g_idx(g, e, 1), g_idx(g, x, 2), g.scalar(0.0), g_idx(g, e, 4)];
+            let l = g.pack(Shape::Matrix(2, 2), items).unwrap();
+            let items = vec![t, g_idx(g, x, 3)];
+            let mu = g.pack(Shape::Vector(2), items).unwrap();
+            vec![mu, l]
+        }, Some(vec![0.5, -1.0]), Constraint::NONE),
+        ("bernoulli", |g, x, _| vec![g.unary(Fun1::InvLogit, x)], Some(vec![1.0, 0.0, 0.0, 1.0]), Constraint::NONE),
+        ("bernoulli_logit", |g, x, t| vec![g.mul(x, t).unwrap()], Some(vec![1.0, 0.0, 0.0, 1.0]), Constraint::NONE),
+        ("binomial", |g, x, _| vec![g.constant(Shape::Vector(4), vec![5.0, 3.0, 7.0, 2.0]), g.unary(Fun1::InvLogit, x)], Some(vec![2.0, 0.0, 7.0, 1.0]), Constraint::NONE),
+        ("binomial_logit", |g, x, _| vec![g.constant(Shape::Vector(4), vec![5.0, 3.0, 7.0, 2.0]), x], Some(vec![2.0, 0.0, 7.0, 1.0]), Constraint::NONE),
+        ("poisson", |g, x, _| vec![g.unary(Fun1::Exp, x)], Some(vec![0.0, 3.0, 1.0, 6.0]), Constraint::NONE),
+        ("poisson_log", |_, x, _| vec![x], Some(vec![0.0, 3.0, 1.0, 6.0]), Constraint::NONE),
+        ("categorical_logit", |_, x, _| vec![x], Some(vec![2.0, 4.0, 1.0]), Constraint::NONE),
+        ("categorical_logit_rows", |g, x, t| {
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 3), g_idx(g, x, 4), t];
+            let m = g.pack(Shape::Matrix(2, 3), items).unwrap();
+            vec![m]
+        }, Some(vec![3.0, 1.0]), Constraint::NONE),
+    ]
+}
+
+fn pos_idx(g: &mut Graph, x: NodeId, i: i64) -> NodeId {
+    let v = g.index(x, i).unwrap();
+    g.unary(Fun1::Exp, v)
+}
+
+/// The graph of one case: the outcome (a constrained parameter vector or data) ~ dist.
+fn dist_graph(case: DistCase) -> Graph {
+    let (name, args, data, c) = case;
+    let dist_name = name.trim_end_matches("_rows");
+    let mut g = Graph::new(4, 1);
+    let x = g.param_slice(0, Shape::Vector(4), &Constraint::NONE).unwrap();
+    let t = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+    let a = args(&mut g, x, t);
+    let y = match data {
+        Some(v) if dist_name.starts_with("multi_normal") && v.len() == 6 => g.constant(Shape::Matrix(3, 2), v),
+        Some(v) => g.constant(Shape::Vector(v.len()), v),
+        None => {
+            // a second view of w through the family's support transform
+            let raw = g.slice(x, 1, 4).unwrap();
+            constrain_node(&mut g, raw, &c)
+        }
+    };
+    dist::tilde(&mut g, dist_name, y, &a).unwrap();
+    // keep every coordinate identified
+    let sq = g.unary(Fun1::Square, x);
+    let s = g.sum(sq);
+    let h = g.scalar(-0.5);
+    let p = g.mul(h, s).unwrap();
+    g.add_target(p).unwrap();
+    g
+}
+
+fn constrain_node(g: &mut Graph, raw: NodeId, c: &Constraint) -> NodeId {
+    match (c.lower, c.upper) {
+        (None, None) => raw,
+        (Some(a), None) => {
+            let e = g.unary(Fun1::Exp, raw);
+            let k = g.scalar(a);
+            g.add_nodes(k, e).unwrap()
+        }
+        (Some(a), Some(b)) => {
+            let p = g.unary(Fun1::InvLogit, raw);
+            let w = g.scalar(b - a);
+            let s = g.mul(w, p).unwrap();
+            let k = g.scalar(a);
+            g.add_nodes(k, s).unwrap()
+        }
+        (None, Some(_)) => unreachable!("not used in these cases"),
+    }
+}
+
+#[test]
+fn lcdf_and_lccdf_agree_three_ways() {
+    for name in ["normal", "cauchy", "laplace", "logistic", "lognormal", "exponential", "half_normal", "half_cauchy", "uniform"] {
+        for upper in [false, true] {
+            let mut g = Graph::new(2, 0);
+            let x = g.param_slice(0, Shape::Vector(2), &Constraint::NONE).unwrap();
+            let y = g.param_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+            let sigma = g.param_slice(1, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+            let _ = x;
+            let args = match name {
+                "exponential" | "half_normal" | "half_cauchy" => vec![sigma],
+                "uniform" => vec![g.scalar(0.0), g.scalar(10.0)],
+                _ => vec![g.scalar(0.4), sigma],
+            };
+            let lp = dist::lcdf(&mut g, name, y, &args, upper).unwrap();
+            g.add_target(lp).unwrap();
+            check_all(&g, &[], &[0.3, -0.2]);
+        }
+    }
+}
+
+#[test]
+fn invalid_parameters_give_minus_infinity_not_nan() {
+    use mvi::density::{LogDensity, Want};
+    let mut g = Graph::new(1, 0);
+    let s = g.param_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+    let y = g.constant(Shape::Vector(2), vec![0.1, -0.3]);
+    let zero = g.scalar(0.0);
+    dist::tilde(&mut g, "normal", y, &[zero, s]).unwrap();
+    let lj = mvi::graph::LogJoint::new(g, vec![], vec![]);
+    let w = DMatrix::from_row_slice(1, 3, &[-1.0, 0.0, 1.0]);
+    let e = lj.eval(&DVector::zeros(0), &w, Want::GRAD_W);
+    assert_eq!(e.values[0], f64::NEG_INFINITY);
+    assert_eq!(e.values[1], f64::NEG_INFINITY);
+    assert!(e.values[2].is_finite());
+    assert!(e.grad_w.unwrap().iter().all(|v| v.is_finite()));
+}
