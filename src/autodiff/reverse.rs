@@ -3,11 +3,13 @@
 //! scalar (so running it on `Dual64` values gives forward-over-reverse H·v).
 //!
 //! Input: a graph, θ, W (D×S). Output: [`Grads`] — the S values, ∇_w (D×S) and ∇_θ (P×S).
-//! Cost: one forward sweep and one reverse sweep of about the same price.
+//! Cost: one forward sweep and one reverse sweep of about the same price. Adjoints always
+//! carry the batch dimension (∇_θ is per column), while values of nodes that do not depend on
+//! w are stored once; without ∇_θ those nodes get no adjoint at all.
 
 use std::borrow::Cow;
 
-use crate::graph::eval::{argext, forward, int_exponent, inv_logit, tri_solve_t, Tape};
+use crate::graph::eval::{argext, forward, int_exponent, inv_logit, tri_solve_t, Arg, Tape};
 use crate::graph::{Fun1, Fun2, Graph, NodeId, Op, GATHER_ZERO};
 
 use super::Scalar;
@@ -24,7 +26,7 @@ pub struct Grads<T> {
 }
 
 /// Value and gradient of the log joint at the S columns of `w` (D×S) by one forward and one
-/// reverse sweep.
+/// reverse sweep; ∇_θ per column included.
 pub fn value_grad<'a, T: Scalar>(
     graph: &'a Graph,
     consts: &'a [Cow<'a, [T]>],
@@ -32,9 +34,22 @@ pub fn value_grad<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Grads<T> {
+    value_grad_with(graph, consts, theta, w, s, true)
+}
+
+/// As [`value_grad`]; with `want_theta = false` the nodes that do not depend on w are skipped
+/// in the reverse sweep and ∇_θ comes back as zeros.
+pub fn value_grad_with<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+    want_theta: bool,
+) -> Grads<T> {
     let tape = forward(graph, consts, theta, w, s);
     let values = tape.target_values();
-    let (grad_w, grad_theta) = reverse(&tape);
+    let (grad_w, grad_theta) = reverse_with(&tape, want_theta);
     Grads {
         values,
         grad_w,
@@ -44,13 +59,21 @@ pub fn value_grad<'a, T: Scalar>(
 
 /// The reverse sweep: adjoints of w and θ given a forward tape, with output adjoint 1.
 pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
+    reverse_with(tape, true)
+}
+
+/// The reverse sweep; `want_theta = false` leaves out every node that does not depend on w
+/// (∇_θ is then zero).
+pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>, Vec<T>) {
     let g = tape.graph;
     let s = tape.s;
     let mut adj: Vec<Vec<T>> = g
         .nodes
         .iter()
-        .map(|n| match n.op {
+        .enumerate()
+        .map(|(k, n)| match n.op {
             Op::Const(_) => Vec::new(),
+            _ if !want_theta && !tape.is_batched(NodeId(k)) => Vec::new(),
             _ => vec![T::zero(); n.shape.size() * s],
         })
         .collect();
@@ -89,15 +112,18 @@ fn scatter_input<T: Scalar>(ybar: &[T], out: &mut [T], d: usize, offset: usize, 
 /// Add node k's contribution to its inputs' adjoints.
 fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &mut [Vec<T>]) {
     let s = tape.s;
-    let y = &tape.vals[k];
+    let y = tape.arg(NodeId(k));
     let shape = tape.graph.nodes[k].shape;
+    let n = shape.size();
     match op {
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {}
         Op::Unary(f, a) => {
             let x = tape.arg(*a);
             let xbar = &mut adj[a.0];
-            for j in 0..y.len() {
-                xbar[j] += ybar[j] * d_unary(*f, x.data[j], y[j]);
+            for c in 0..s {
+                for i in 0..n {
+                    xbar[i + c * n] += ybar[i + c * n] * d_unary(*f, x.at(i, c), y.at(i, c));
+                }
             }
         }
         Op::Binary(f, a, b) => back_binary(tape, *f, *a, *b, y, ybar, adj),
@@ -141,7 +167,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             }
         }
         Op::Sum(a) => back_reduce(tape, *a, ybar, adj, |_, _, _| T::one()),
-        Op::LogSumExp(a) => back_reduce(tape, *a, ybar, adj, |x, i, c| (x[i] - y[c]).exp()),
+        Op::LogSumExp(a) => back_reduce(tape, *a, ybar, adj, |x, i, c| (x[i] - y.at(0, c)).exp()),
         Op::Max(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, true) == i)),
         Op::Min(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, false) == i)),
         Op::LogSumExpRows(a) => {
@@ -152,7 +178,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             for c in 0..s {
                 for j in 0..cols {
                     for i in 0..rows {
-                        let e = (x.at(i + j * rows, c) - y[i + c * rows]).exp();
+                        let e = (x.at(i + j * rows, c) - y.at(i, c)).exp();
                         xbar[i + j * rows + c * x.size] += ybar[i + c * rows] * e;
                     }
                 }
@@ -256,17 +282,17 @@ fn back_binary<T: Scalar>(
     f: Fun2,
     a: NodeId,
     b: NodeId,
-    y: &[T],
+    y: Arg<'_, T>,
     ybar: &[T],
     adj: &mut [Vec<T>],
 ) {
     let (aa, bb) = (tape.arg(a), tape.arg(b));
-    let n = y.len() / tape.s;
+    let n = y.size;
     for c in 0..tape.s {
         for i in 0..n {
             let ia = if aa.size == 1 { 0 } else { i };
             let ib = if bb.size == 1 { 0 } else { i };
-            let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y[i + c * n], !bb.batched);
+            let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y.at(i, c), bb.constant);
             let yb = ybar[i + c * n];
             if !adj[a.0].is_empty() {
                 adj[a.0][ia + c * aa.size] += yb * da;
@@ -312,13 +338,13 @@ fn back_matmul<T: Scalar>(
 
 /// Adjoint of the Cholesky factor (input treated as symmetric):
 /// Ā = ½(S + Sᵀ), S = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, Φ = lower triangle with the diagonal halved.
-fn back_cholesky<T: Scalar>(y: &[T], ybar: &[T], abar: &mut [T], n: usize, s: usize) {
+fn back_cholesky<T: Scalar>(y: Arg<'_, T>, ybar: &[T], abar: &mut [T], n: usize, s: usize) {
     if abar.is_empty() {
         return;
     }
     let nn = n * n;
     for c in 0..s {
-        let l = &y[c * nn..(c + 1) * nn];
+        let l = y.col(c);
         let mut lbar = ybar[c * nn..(c + 1) * nn].to_vec();
         for j in 0..n {
             for i in 0..j {
@@ -360,7 +386,7 @@ fn back_tri_solve<T: Scalar>(
     tape: &Tape<'_, T>,
     l: NodeId,
     b: NodeId,
-    x: &[T],
+    x: Arg<'_, T>,
     xbar: &[T],
     adj: &mut [Vec<T>],
     m: usize,
@@ -375,7 +401,7 @@ fn back_tri_solve<T: Scalar>(
             }
         }
         if !adj[l.0].is_empty() {
-            let xc = &x[c * m * n..(c + 1) * m * n];
+            let xc = x.col(c);
             for j in 0..m {
                 for i in j..m {
                     let mut v = T::zero();

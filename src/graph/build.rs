@@ -41,6 +41,7 @@ impl Graph {
                         data: v,
                         size: v.len(),
                         batched: false,
+                        constant: true,
                     },
                     _ => unreachable!("all inputs were checked to be constant"),
                 }
@@ -331,6 +332,9 @@ impl Graph {
 
     /// `sum(x)`.
     pub fn sum(&mut self, a: NodeId) -> NodeId {
+        if self.shape(a) == Shape::Scalar {
+            return a;
+        }
         self.add(Op::Sum(a), Shape::Scalar)
     }
 
