@@ -241,3 +241,11 @@ fn hyper_gradient_per_column_matches_finite_differences() {
     let gw_all = e.grad_w.expect("asked for ∇_w");
     assert!((gw_only - gw_all).amax() <= 1e-12);
 }
+
+#[test]
+fn category_above_the_number_of_logits_is_a_diagnostic() {
+    let src = "data { y: ints[2] }\nparam { b: vector[3] }\nmodel { y ~ categorical_logit(b) }\n";
+    let d = lower_model(&check(src, r#"{"y": [1, 4]}"#)).expect_err("category 4 of 3");
+    assert_eq!(d.code, "mvi::lower::outcome_out_of_support");
+    assert!(d.message.contains("1, 2, ..., 3"), "{}", d.message);
+}

@@ -120,6 +120,16 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
         Op::Unary(f, a) => {
             let x = tape.arg(*a);
             let xbar = &mut adj[a.0];
+            if !x.batched {
+                // The same value in every column: the derivative once, then scaled per column.
+                let d: Vec<T> = (0..n).map(|i| d_unary(*f, x.at(i, 0), y.at(i, 0))).collect();
+                for c in 0..s {
+                    for i in 0..n {
+                        xbar[i + c * n] += ybar[i + c * n] * d[i];
+                    }
+                }
+                return;
+            }
             for c in 0..s {
                 for i in 0..n {
                     xbar[i + c * n] += ybar[i + c * n] * d_unary(*f, x.at(i, c), y.at(i, c));
@@ -288,11 +298,23 @@ fn back_binary<T: Scalar>(
 ) {
     let (aa, bb) = (tape.arg(a), tape.arg(b));
     let n = y.size;
+    // Neither operand depends on w: the partials are the same in every column.
+    let fixed: Option<Vec<(T, T)>> = (!aa.batched && !bb.batched).then(|| {
+        (0..n)
+            .map(|i| {
+                let (ia, ib) = (if aa.size == 1 { 0 } else { i }, if bb.size == 1 { 0 } else { i });
+                d_binary(f, aa.at(ia, 0), bb.at(ib, 0), y.at(i, 0), bb.constant)
+            })
+            .collect()
+    });
     for c in 0..tape.s {
         for i in 0..n {
             let ia = if aa.size == 1 { 0 } else { i };
             let ib = if bb.size == 1 { 0 } else { i };
-            let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y.at(i, c), bb.constant);
+            let (da, db) = match &fixed {
+                Some(p) => p[i],
+                None => d_binary(f, aa.at(ia, c), bb.at(ib, c), y.at(i, c), bb.constant),
+            };
             let yb = ybar[i + c * n];
             if !adj[a.0].is_empty() {
                 adj[a.0][ia + c * aa.size] += yb * da;
@@ -421,6 +443,38 @@ mod tests {
     use crate::graph::eval::lift_consts;
     use crate::graph::{Constraint, Shape};
     use approx::assert_relative_eq;
+
+    #[test]
+    fn theta_only_nodes_are_evaluated_once_and_keep_per_column_theta_gradients() {
+        // f(w, θ) = Σ (exp(θ) ⊙ v)ᵀ w with v = [1, 2]: the left factor depends on θ only.
+        let mut g = Graph::new(2, 1);
+        let w = g.param_slice(0, Shape::Vector(2), &Constraint::NONE).unwrap();
+        let t = g.hyper_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+        let e = g.unary(Fun1::Exp, t);
+        let v = g.constant(Shape::Vector(2), vec![1.0, 2.0]);
+        let ev = g.mul(e, v).unwrap();
+        let sq = g.unary(Fun1::Square, ev);
+        let p = g.mul(sq, w).unwrap();
+        let s = g.sum(p);
+        g.add_target(s).unwrap();
+        let consts = lift_consts::<f64>(&g);
+        let theta = [0.3];
+        let ws = [1.0, -1.0, 0.5, 2.0, -0.2, 0.0];
+        let tape = forward(&g, &consts, &theta, &ws, 3);
+        assert!(!tape.is_batched(sq) && tape.is_batched(p));
+        assert_eq!(tape.vals[sq.0].len(), 2, "a θ-only node is stored once");
+        let r = value_grad(&g, &consts, &theta, &ws, 3);
+        let k = (2.0 * theta[0]).exp();
+        for c in 0..3 {
+            let (w1, w2) = (ws[2 * c], ws[2 * c + 1]);
+            assert_relative_eq!(r.values[c], k * (w1 + 4.0 * w2), epsilon = 1e-12);
+            assert_relative_eq!(r.grad_theta[c], 2.0 * k * (w1 + 4.0 * w2), epsilon = 1e-12);
+            assert_relative_eq!(r.grad_w[2 * c + 1], 4.0 * k, epsilon = 1e-12);
+        }
+        let no_theta = value_grad_with(&g, &consts, &theta, &ws, 3, false);
+        assert_eq!(no_theta.grad_w, r.grad_w);
+        assert!(no_theta.grad_theta.iter().all(|x| x.abs() < f64::MIN_POSITIVE));
+    }
 
     #[test]
     fn gradient_of_quadratic_is_linear() {

@@ -50,8 +50,8 @@ impl Lowerer<'_> {
 
     fn tilde(&mut self, lhs: &TExpr, name: &str, args: &[TExpr]) -> Result<(), Diagnostic> {
         let x = self.expr(lhs)?;
-        self.check_outcome(name, lhs, x)?;
         let ps = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+        self.check_outcome(name, lhs, x, &ps)?;
         if self.predict {
             let label = self.model.source.inner().get(lhs.span.start as usize..lhs.span.end as usize).unwrap_or(name).to_string();
             let ll = self.wrap(lhs, |g| dist::pointwise(g, name, x, &ps))?;
