@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use crate::graph::eval::{argext, forward, int_exponent, inv_logit, tri_solve_t, Arg, Tape};
+use crate::graph::eval::{argext, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape};
 use crate::graph::{Fun1, Fun2, Graph, NodeId, Op, GATHER_ZERO};
 
 use super::Scalar;
@@ -67,6 +67,10 @@ pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
 pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>, Vec<T>) {
     let g = tape.graph;
     let s = tape.s;
+    // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
+    // part (see `autodiff::theta`).
+    let by_tangents = want_theta && g.theta_dim > 0 && super::theta::supported(tape);
+    let frontier = if by_tangents { theta_frontier(g, &tape.batched) } else { Vec::new() };
     let mut adj: Vec<Vec<T>> = g
         .nodes
         .iter()
@@ -74,6 +78,7 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
         .map(|(k, n)| match n.op {
             Op::Const(_) => Vec::new(),
             _ if !want_theta && !tape.is_batched(NodeId(k)) => Vec::new(),
+            _ if by_tangents && !tape.is_batched(NodeId(k)) && !frontier[k] => Vec::new(),
             _ => vec![T::zero(); n.shape.size() * s],
         })
         .collect();
@@ -87,7 +92,7 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
     for k in (0..g.nodes.len()).rev() {
         let (lower, upper) = adj.split_at_mut(k);
         let ybar = &upper[0];
-        if ybar.is_empty() {
+        if ybar.is_empty() || (by_tangents && !tape.is_batched(NodeId(k))) {
             continue;
         }
         let size = g.nodes[k].shape.size();
@@ -96,6 +101,16 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
             Op::Param { offset } => scatter_input(ybar, &mut gw, g.dim, *offset, size, s),
             Op::Hyper { offset } => scatter_input(ybar, &mut gt, g.theta_dim, *offset, size, s),
             op => backprop(tape, k, op, ybar, lower),
+        }
+    }
+    if by_tangents {
+        let tangents = super::theta::tangents(tape);
+        let p = g.theta_dim;
+        for (k, vbar) in adj.iter().enumerate() {
+            if frontier[k] && !tangents[k].is_empty() {
+                // ∇_θ (P×S) += J_kᵀ V̄_k with J_k (size × P), V̄_k (size × S).
+                T::gemm(true, false, p, s, g.nodes[k].shape.size(), &tangents[k], vbar, &mut gt);
+            }
         }
     }
     (gw, gt)
@@ -227,7 +242,7 @@ fn back_reduce<T: Scalar>(
 }
 
 /// ∂f/∂x in terms of x and y = f(x).
-fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
+pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
     let one = T::one();
     match f {
         Fun1::Neg => -one,
@@ -258,7 +273,7 @@ fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
 }
 
 /// (∂f/∂a, ∂f/∂b) in terms of a, b and y = f(a, b).
-fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (T, T) {
+pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (T, T) {
     let (one, zero) = (T::one(), T::zero());
     match f {
         Fun2::Add => (one, one),

@@ -130,6 +130,23 @@ pub fn batched_mask(graph: &Graph) -> Vec<bool> {
     out
 }
 
+/// Per node: whether it does not depend on w but is read by a node that does, or is a target
+/// term (where ∇_θ leaves the part of the graph that is the same for every column).
+pub fn theta_frontier(graph: &Graph, batched: &[bool]) -> Vec<bool> {
+    let mut out = vec![false; graph.nodes.len()];
+    for (k, node) in graph.nodes.iter().enumerate() {
+        if batched[k] {
+            for i in super::build::inputs(&node.op) {
+                out[i.0] |= !batched[i.0] && !matches!(graph.nodes[i.0].op, Op::Const(_));
+            }
+        }
+    }
+    for t in &graph.targets {
+        out[t.0] |= !batched[t.0] && !matches!(graph.nodes[t.0].op, Op::Const(_));
+    }
+    out
+}
+
 /// Evaluate every node at the S columns of `w` (D×S column-major) and θ; nodes that do not
 /// depend on w are evaluated once.
 pub fn forward<'a, T: Scalar>(
