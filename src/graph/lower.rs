@@ -53,7 +53,9 @@ pub fn lower_model(model: &TypedModel) -> Result<LogJoint, Diagnostic> {
     } else {
         None
     };
-    let mut lj = LogJoint::new(main.g, params, hypers);
+    let (graph, params, hypers, reported) = prune(main.g, params, hypers, reported);
+    let predict = predict.map(|g| prune(g, Vec::new(), Vec::new(), Vec::new()).0);
+    let mut lj = LogJoint::new(graph, params, hypers);
     lj.reported = reported;
     lj.theta0 = theta0;
     lj.predict = predict;
@@ -233,6 +235,61 @@ impl<'m> Lowerer<'m> {
             }
             None => self.bind_local(name, node),
         }
+    }
+}
+
+/// Drop the nodes nothing needs (constants left over from folding, unused lets): a node is
+/// kept when it is a target term, a pointwise output, a declared value, or an input of a kept
+/// node. Node ids are renumbered in order, so the graph stays topologically sorted.
+fn prune(g: Graph, params: Vec<ParamInfo>, hypers: Vec<ParamInfo>, reported: Vec<ParamInfo>) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
+    let mut live = vec![false; g.nodes.len()];
+    let roots = g.targets.iter().chain(g.pointwise.iter().flat_map(|p| std::iter::once(&p.loglik).chain(p.quantity.as_ref())));
+    for id in roots.chain(params.iter().chain(&hypers).chain(&reported).map(|p| &p.value)) {
+        live[id.0] = true;
+    }
+    for k in (0..g.nodes.len()).rev() {
+        if live[k] {
+            for i in super::build::inputs(&g.nodes[k].op) {
+                live[i.0] = true;
+            }
+        }
+    }
+    let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
+    let mut out = Graph::new(g.dim, g.theta_dim);
+    for (k, node) in g.nodes.into_iter().enumerate() {
+        if live[k] {
+            map[k] = NodeId(out.nodes.len());
+            out.nodes.push(super::Node { op: remap(node.op, &map), shape: node.shape });
+        }
+    }
+    let m = |id: NodeId| map[id.0];
+    out.targets = g.targets.iter().map(|&t| m(t)).collect();
+    out.pointwise = g.pointwise.into_iter().map(|p| super::PointwiseOutput { loglik: m(p.loglik), quantity: p.quantity.map(m), ..p }).collect();
+    out.labels = g.labels.into_iter().filter(|(id, _)| live[id.0]).map(|(id, l)| (m(id), l)).collect();
+    let fix = |v: Vec<ParamInfo>| v.into_iter().map(|p| ParamInfo { value: m(p.value), ..p }).collect::<Vec<_>>();
+    (out, fix(params), fix(hypers), fix(reported))
+}
+
+/// An operation with its inputs renumbered.
+fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
+    use super::Op;
+    let m = |id: NodeId| map[id.0];
+    match op {
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => op,
+        Op::Unary(f, a) => Op::Unary(f, m(a)),
+        Op::Binary(f, a, b) => Op::Binary(f, m(a), m(b)),
+        Op::MatMul(a, b) => Op::MatMul(m(a), m(b)),
+        Op::Transpose(a) => Op::Transpose(m(a)),
+        Op::Gather(a, idx) => Op::Gather(m(a), idx),
+        Op::Pack(ids) => Op::Pack(ids.into_iter().map(m).collect()),
+        Op::Sum(a) => Op::Sum(m(a)),
+        Op::LogSumExp(a) => Op::LogSumExp(m(a)),
+        Op::LogSumExpRows(a) => Op::LogSumExpRows(m(a)),
+        Op::Max(a) => Op::Max(m(a)),
+        Op::Min(a) => Op::Min(m(a)),
+        Op::Cholesky(a) => Op::Cholesky(m(a)),
+        Op::TriSolve(a, b) => Op::TriSolve(m(a), m(b)),
+        Op::Support { x, lower, upper, strict } => Op::Support { x: m(x), lower, upper, strict },
     }
 }
 
