@@ -15,11 +15,11 @@ pub mod logjoint;
 pub mod lower;
 pub mod transform;
 
+pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
 pub use dump::dump_graph;
 pub use logjoint::{LogJoint, ParamInfo, Prediction};
 pub use lower::lower_model;
-pub use build::fun1_by_name;
 pub use transform::Constraint;
 
 /// Index of a node in its graph.
