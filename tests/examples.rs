@@ -16,7 +16,10 @@ fn root() -> &'static Path {
 }
 
 fn data_args(path: &Path) -> Vec<String> {
-    let stem = path.file_stem().and_then(|s| s.to_str()).expect("example files have a name");
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("example files have a name");
     let data = root().join("examples/data").join(format!("{stem}.json"));
     if data.is_file() {
         vec![data.display().to_string()]
@@ -28,7 +31,11 @@ fn data_args(path: &Path) -> Vec<String> {
 fn lower_example(path: &Path) -> LogJoint {
     let model = match mvi::check::load_model(path, &data_args(path)) {
         Ok(m) => m,
-        Err(ds) => panic!("{} does not check:\n{}", path.display(), ds.iter().map(|d| d.render_plain(100)).collect::<String>()),
+        Err(ds) => panic!(
+            "{} does not check:\n{}",
+            path.display(),
+            ds.iter().map(|d| d.render_plain(100)).collect::<String>()
+        ),
     };
     match lower_model(&model) {
         Ok(lj) => lj,
@@ -54,7 +61,10 @@ fn random_points(d: usize, s: usize, seed: u64) -> DMatrix<f64> {
 
 #[test]
 fn there_are_examples_to_check() {
-    assert!(examples().len() >= 8, "expected the eight examples of examples/README.md");
+    assert!(
+        examples().len() >= 8,
+        "expected the eight examples of examples/README.md"
+    );
 }
 
 #[test]
@@ -70,8 +80,17 @@ fn every_example_evaluates_to_a_finite_log_density() {
             assert!(v.is_finite(), "{}: log p̃ at column {c} is {v}", path.display());
         }
         let gw = e.grad_w.expect("asked for ∇_w");
-        assert!(gw.iter().all(|x| x.is_finite()), "{}: non-finite gradient", path.display());
-        assert_eq!(lj.coordinate_names().len(), d, "{}: one name per coordinate", path.display());
+        assert!(
+            gw.iter().all(|x| x.is_finite()),
+            "{}: non-finite gradient",
+            path.display()
+        );
+        assert_eq!(
+            lj.coordinate_names().len(),
+            d,
+            "{}: one name per coordinate",
+            path.display()
+        );
         let blocks: usize = lj.param_blocks().iter().map(|b| b.2).sum();
         assert_eq!(blocks, d, "{}: the param blocks tile w", path.display());
     }
@@ -93,11 +112,21 @@ fn every_example_with_predict_gives_pointwise_log_likelihoods() {
     for path in examples() {
         let lj = lower_example(&path);
         let Some(g) = &lj.predict else { continue };
-        assert!(!g.pointwise.is_empty(), "{}: predict without outputs", path.display());
+        assert!(
+            !g.pointwise.is_empty(),
+            "{}: predict without outputs",
+            path.display()
+        );
         let w = random_points(lj.dim(), 3, 5);
-        let p = lj.predict(&lj.theta_init(), &w).expect("the model has a predict block");
+        let p = lj
+            .predict(&lj.theta_init(), &w)
+            .expect("the model has a predict block");
         assert_eq!(p.loglik.ncols(), 3);
-        assert!(p.loglik.iter().all(|x| x.is_finite()), "{}: non-finite test log-likelihood", path.display());
+        assert!(
+            p.loglik.iter().all(|x| x.is_finite()),
+            "{}: non-finite test log-likelihood",
+            path.display()
+        );
         assert!(!p.quantities.is_empty());
     }
 }

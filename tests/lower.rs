@@ -18,7 +18,11 @@ fn root() -> &'static Path {
 fn load_example(stem: &str) -> TypedModel {
     let model = root().join(format!("examples/{stem}.mvi"));
     let data = root().join(format!("examples/data/{stem}.json"));
-    let args = if data.is_file() { vec![data.display().to_string()] } else { vec![] };
+    let args = if data.is_file() {
+        vec![data.display().to_string()]
+    } else {
+        vec![]
+    };
     mvi::check::load_model(&model, &args).unwrap_or_else(|ds| panic!("{}", ds[0].render_plain(100)))
 }
 
@@ -30,14 +34,21 @@ fn banana_batch_timing() {
     let lj = lower_model(&load_example("logistic_rbf_banana")).unwrap();
     let theta = lj.theta_init();
     let w = DMatrix::from_fn(lj.dim(), 1000, |i, j| ((i * 7 + j * 13) % 17) as f64 / 17.0 - 0.5);
-    for (label, want) in [("value", Want::VALUE), ("value + grad_w", Want::GRAD_W), ("value + grad_w + grad_theta", Want::ALL)] {
+    for (label, want) in [
+        ("value", Want::VALUE),
+        ("value + grad_w", Want::GRAD_W),
+        ("value + grad_w + grad_theta", Want::ALL),
+    ] {
         let _ = lj.eval(&theta, &w, want);
         let reps = 10;
         let t0 = std::time::Instant::now();
         for _ in 0..reps {
             std::hint::black_box(lj.eval(&theta, &w, want));
         }
-        println!("banana S=1000 {label}: {:.2} ms per call", t0.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        println!(
+            "banana S=1000 {label}: {:.2} ms per call",
+            t0.elapsed().as_secs_f64() * 1e3 / reps as f64
+        );
     }
 }
 
@@ -71,8 +82,12 @@ const TOL: f64 = 1e-12;
 fn linear_regression_log_joint_equals_its_closed_form() {
     let model = load_example("linear_regression");
     let lj = lower_model(&model).unwrap();
-    let Some(Value::Matrix(x)) = model.data.get("X") else { panic!("X is a matrix") };
-    let Some(Value::Vector(y)) = model.data.get("y") else { panic!("y is a vector") };
+    let Some(Value::Matrix(x)) = model.data.get("X") else {
+        panic!("X is a matrix")
+    };
+    let Some(Value::Vector(y)) = model.data.get("y") else {
+        panic!("y is a vector")
+    };
     let sigma = model.data.get("sigma").and_then(Value::as_scalar).unwrap();
     let tau = model.data.get("tau").and_then(Value::as_scalar).unwrap();
     for w in [[0.3, -0.2, 0.5], [0.0, 0.0, 0.0], [-1.0, 2.0, 0.25]] {
@@ -91,7 +106,10 @@ fn linear_regression_log_joint_equals_its_closed_form() {
 
 #[test]
 fn lower_bounded_parameter_adds_its_log_jacobian() {
-    let lj = lower("param { sigma: real<lower=0> }\nmodel { sigma ~ exponential(1) }\n", "{}");
+    let lj = lower(
+        "param { sigma: real<lower=0> }\nmodel { sigma ~ exponential(1) }\n",
+        "{}",
+    );
     for u in [-1.3, 0.0, 0.7] {
         assert_close(value_at(&lj, &[u]), -u.exp() + u, TOL);
     }
@@ -99,7 +117,10 @@ fn lower_bounded_parameter_adds_its_log_jacobian() {
 
 #[test]
 fn interval_parameter_adds_its_log_jacobian() {
-    let lj = lower("param { p: real<lower=-1, upper=3> }\nmodel { p ~ uniform(-1, 3) }\n", "{}");
+    let lj = lower(
+        "param { p: real<lower=-1, upper=3> }\nmodel { p ~ uniform(-1, 3) }\n",
+        "{}",
+    );
     for u in [-0.4_f64, 1.1] {
         let s = 1.0 / (1.0 + (-u).exp());
         let jac = (4.0 * s * (1.0 - s)).ln();
@@ -109,7 +130,8 @@ fn interval_parameter_adds_its_log_jacobian() {
 
 const GROUPS_DATA: &str = r#"{"N": 5, "J": 3, "y": [0.5, -1.0, 2.0, 0.1, 1.5], "g": [1, 3, 2, 3, 1]}"#;
 
-const GROUPS_HEAD: &str = "data { N: int\n J: int\n y: vector[N]\n g: ints[N] }\nparam { theta: vector[J]\n mu: real }\n";
+const GROUPS_HEAD: &str =
+    "data { N: int\n J: int\n y: vector[N]\n g: ints[N] }\nparam { theta: vector[J]\n mu: real }\n";
 
 #[test]
 fn loops_locals_and_the_vectorised_form_agree() {
@@ -118,7 +140,10 @@ fn loops_locals_and_the_vectorised_form_agree() {
         "model { for n in 1:N { y[n] ~ normal(theta[g[n]], 1) }\n for n in 2:N { target += normal_lpdf(y[n] | mu, 2) } }",
         "model { let m = rep_vector(0.0, N)\n for n in 1:N { m[n] = theta[g[n]] }\n y ~ normal(m, 1)\n let acc = 0.0\n for n in 2:N { acc = acc + normal_lpdf(y[n] | mu, 2) }\n target += acc }",
     ];
-    let lowered: Vec<LogJoint> = forms.iter().map(|m| lower(&format!("{GROUPS_HEAD}{m}\n"), GROUPS_DATA)).collect();
+    let lowered: Vec<LogJoint> = forms
+        .iter()
+        .map(|m| lower(&format!("{GROUPS_HEAD}{m}\n"), GROUPS_DATA))
+        .collect();
     let y = [0.5, -1.0, 2.0, 0.1, 1.5];
     let g = [1, 3, 2, 3, 1];
     for w in [[0.1, -0.3, 0.8, 0.4], [1.0, 0.0, -2.0, -0.5]] {
@@ -134,11 +159,22 @@ fn loops_locals_and_the_vectorised_form_agree() {
 fn sliced_update_of_a_local_matches_the_direct_form() {
     let data = r#"{"N": 4, "y": [0.3, -0.2, 1.1, 0.7]}"#;
     let head = "data { N: int\n y: vector[N] }\nparam { mu: real\n beta: real }\n";
-    let updated = lower(&format!("{head}model {{ let m = rep_vector(mu, N)\n m[2:N] += beta * y[1:N-1]\n y ~ normal(m, 1) }}\n"), data);
-    let direct = lower(&format!("{head}model {{ y[1] ~ normal(mu, 1)\n y[2:N] ~ normal(mu + beta * y[1:N-1], 1) }}\n"), data);
+    let updated = lower(
+        &format!(
+            "{head}model {{ let m = rep_vector(mu, N)\n m[2:N] += beta * y[1:N-1]\n y ~ normal(m, 1) }}\n"
+        ),
+        data,
+    );
+    let direct = lower(
+        &format!("{head}model {{ y[1] ~ normal(mu, 1)\n y[2:N] ~ normal(mu + beta * y[1:N-1], 1) }}\n"),
+        data,
+    );
     for w in [[0.2, 0.5], [-1.0, 0.9]] {
         let y = [0.3, -0.2, 1.1, 0.7];
-        let by_hand = log_normal(y[0], w[0], 1.0) + (1..4).map(|n| log_normal(y[n], w[0] + w[1] * y[n - 1], 1.0)).sum::<f64>();
+        let by_hand = log_normal(y[0], w[0], 1.0)
+            + (1..4)
+                .map(|n| log_normal(y[n], w[0] + w[1] * y[n - 1], 1.0))
+                .sum::<f64>();
         assert_close(value_at(&updated, &w), by_hand, TOL);
         assert_close(value_at(&direct, &w), by_hand, TOL);
     }
@@ -156,13 +192,21 @@ fn matrix_column_block_assignment_keeps_the_other_columns() {
 
 #[test]
 fn categorical_logit_with_a_matrix_of_logits_matches_softmax_by_hand() {
-    let lj = lower("data { y: ints[3] }\nparam { B: matrix[3, 2] }\nmodel { y ~ categorical_logit(B) }\n", r#"{"y": [2, 1, 2]}"#);
+    let lj = lower(
+        "data { y: ints[3] }\nparam { B: matrix[3, 2] }\nmodel { y ~ categorical_logit(B) }\n",
+        r#"{"y": [2, 1, 2]}"#,
+    );
     let w: [f64; 6] = [0.3, -0.1, 1.2, -0.7, 0.4, 2.0]; // column-major B
     let b = |n: usize, k: usize| w[n + 3 * k];
     let y = [2, 1, 2];
-    let by_hand: f64 = (0..3).map(|n| b(n, y[n] - 1) - (b(n, 0).exp() + b(n, 1).exp()).ln()).sum();
+    let by_hand: f64 = (0..3)
+        .map(|n| b(n, y[n] - 1) - (b(n, 0).exp() + b(n, 1).exp()).ln())
+        .sum();
     assert_close(value_at(&lj, &w), by_hand, TOL);
-    assert_eq!(lj.coordinate_names(), vec!["B.1.1", "B.2.1", "B.3.1", "B.1.2", "B.2.2", "B.3.2"]);
+    assert_eq!(
+        lj.coordinate_names(),
+        vec!["B.1.1", "B.2.1", "B.3.1", "B.1.2", "B.2.2", "B.3.2"]
+    );
 }
 
 #[test]
@@ -231,10 +275,17 @@ fn hyper_gradient_per_column_matches_finite_differences() {
         tp[p] += h;
         let mut tm = theta.clone();
         tm[p] -= h;
-        let (vp, vm) = (lj.eval(&tp, &w, Want::VALUE).values, lj.eval(&tm, &w, Want::VALUE).values);
+        let (vp, vm) = (
+            lj.eval(&tp, &w, Want::VALUE).values,
+            lj.eval(&tm, &w, Want::VALUE).values,
+        );
         for s in 0..3 {
             let fd = (vp[s] - vm[s]) / (2.0 * h);
-            assert!((gt[(p, s)] - fd).abs() <= 1e-5 * fd.abs().max(1.0), "θ{p} column {s}: {} vs {fd}", gt[(p, s)]);
+            assert!(
+                (gt[(p, s)] - fd).abs() <= 1e-5 * fd.abs().max(1.0),
+                "θ{p} column {s}: {} vs {fd}",
+                gt[(p, s)]
+            );
         }
     }
     let gw_only = lj.eval(&theta, &w, Want::GRAD_W).grad_w.expect("asked for ∇_w");

@@ -70,7 +70,11 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
     // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
     // part (see `autodiff::theta`).
     let by_tangents = want_theta && g.theta_dim > 0 && super::theta::supported(tape);
-    let frontier = if by_tangents { theta_frontier(g, &tape.batched) } else { Vec::new() };
+    let frontier = if by_tangents {
+        theta_frontier(g, &tape.batched)
+    } else {
+        Vec::new()
+    };
     let mut adj: Vec<Vec<T>> = g
         .nodes
         .iter()
@@ -109,7 +113,16 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
         for (k, vbar) in adj.iter().enumerate() {
             if frontier[k] && !tangents[k].is_empty() {
                 // ∇_θ (P×S) += J_kᵀ V̄_k with J_k (size × P), V̄_k (size × S).
-                T::gemm(true, false, p, s, g.nodes[k].shape.size(), &tangents[k], vbar, &mut gt);
+                T::gemm(
+                    true,
+                    false,
+                    p,
+                    s,
+                    g.nodes[k].shape.size(),
+                    &tangents[k],
+                    vbar,
+                    &mut gt,
+                );
             }
         }
     }

@@ -94,10 +94,28 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
             for q in 0..p {
                 let block = &mut out[q * n..(q + 1) * n];
                 if !t[a.0].is_empty() {
-                    T::gemm(false, false, m, nc, kk, &t[a.0][q * aa.size..(q + 1) * aa.size], bb.data, block);
+                    T::gemm(
+                        false,
+                        false,
+                        m,
+                        nc,
+                        kk,
+                        &t[a.0][q * aa.size..(q + 1) * aa.size],
+                        bb.data,
+                        block,
+                    );
                 }
                 if !t[b.0].is_empty() {
-                    T::gemm(false, false, m, nc, kk, aa.data, &t[b.0][q * bb.size..(q + 1) * bb.size], block);
+                    T::gemm(
+                        false,
+                        false,
+                        m,
+                        nc,
+                        kk,
+                        aa.data,
+                        &t[b.0][q * bb.size..(q + 1) * bb.size],
+                        block,
+                    );
                 }
             }
         }
@@ -131,8 +149,20 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
         }
         Op::Sum(a) => reduce_tangent(tape, t, *a, p, &mut out, |_, _| T::one()),
         Op::LogSumExp(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| (x[i] - y.at(0, 0)).exp()),
-        Op::Max(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| if argext(x, true) == i { T::one() } else { T::zero() }),
-        Op::Min(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| if argext(x, false) == i { T::one() } else { T::zero() }),
+        Op::Max(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| {
+            if argext(x, true) == i {
+                T::one()
+            } else {
+                T::zero()
+            }
+        }),
+        Op::Min(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| {
+            if argext(x, false) == i {
+                T::one()
+            } else {
+                T::zero()
+            }
+        }),
         Op::LogSumExpRows(a) => {
             let x = tape.arg(*a);
             let cols = x.size / n.max(1);
@@ -154,7 +184,14 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
 }
 
 /// ẏ = Σᵢ ∂y/∂xᵢ ẋᵢ for a reduction to one scalar.
-fn reduce_tangent<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], a: NodeId, p: usize, out: &mut [T], partial: impl Fn(&[T], usize) -> T) {
+fn reduce_tangent<T: Scalar>(
+    tape: &Tape<'_, T>,
+    t: &[Vec<T>],
+    a: NodeId,
+    p: usize,
+    out: &mut [T],
+    partial: impl Fn(&[T], usize) -> T,
+) {
     let x = tape.arg(a);
     let xc = x.col(0);
     for i in 0..x.size {

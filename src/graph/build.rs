@@ -118,7 +118,9 @@ impl Graph {
     /// (`x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `x / 1`), so no node is added.
     #[allow(clippy::float_cmp)] // exact identities only: any other constant keeps its node
     fn identity_operand(&self, f: Fun2, a: NodeId, b: NodeId) -> Option<NodeId> {
-        let is = |id: NodeId, v: f64| self.shape(id) == Shape::Scalar && self.const_value(id).is_some_and(|c| c[0] == v);
+        let is = |id: NodeId, v: f64| {
+            self.shape(id) == Shape::Scalar && self.const_value(id).is_some_and(|c| c[0] == v)
+        };
         match f {
             Fun2::Add if is(a, 0.0) => Some(b),
             Fun2::Add | Fun2::Sub if is(b, 0.0) => Some(a),

@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use nalgebra::DVector;
 
 use super::{Constraint, Graph, LogJoint, NodeId, ParamInfo, Shape};
-use crate::check::{Slot, Stage, TExpr, Transform, TypedModel};
 use crate::check::Shape as TShape;
+use crate::check::{Slot, Stage, TExpr, Transform, TypedModel};
 use crate::data::Value;
 use crate::diagnostic::Diagnostic;
 use crate::syntax::span::Span;
@@ -76,7 +76,10 @@ pub fn constraint_of(t: Transform) -> Constraint {
     match t {
         Transform::Identity => Constraint::NONE,
         Transform::Lower(a) => Constraint::lower(a),
-        Transform::Upper(b) => Constraint { lower: None, upper: Some(b) },
+        Transform::Upper(b) => Constraint {
+            lower: None,
+            upper: Some(b),
+        },
         Transform::LowerUpper(a, b) => Constraint::interval(a, b),
     }
 }
@@ -115,16 +118,23 @@ impl<'m> Lowerer<'m> {
 
     /// An internal problem (a shape the checker should have rejected) at `span`.
     pub(crate) fn internal(&self, span: Span, err: impl std::fmt::Display) -> Diagnostic {
-        Diagnostic::error("mvi::lower::internal", format!("cannot build the log-joint graph: {err}"), self.model.source.clone())
-            .with_label(span, "while lowering this")
-            .with_help("this is a bug in mvi's checker or lowering; please report it with the model")
+        Diagnostic::error(
+            "mvi::lower::internal",
+            format!("cannot build the log-joint graph: {err}"),
+            self.model.source.clone(),
+        )
+        .with_label(span, "while lowering this")
+        .with_help("this is a bug in mvi's checker or lowering; please report it with the model")
     }
 
     fn declare_slots(&mut self) -> Result<(Vec<ParamInfo>, Vec<ParamInfo>), Diagnostic> {
         let mut hypers = Vec::new();
         for h in &self.model.hypers {
             let c = constraint_of(h.transform);
-            let v = self.g.hyper_slice(h.offset, graph_shape(h.shape), &c).map_err(|e| self.internal(Span::default(), e))?;
+            let v = self
+                .g
+                .hyper_slice(h.offset, graph_shape(h.shape), &c)
+                .map_err(|e| self.internal(Span::default(), e))?;
             self.g.label(v, &h.name);
             self.globals.insert(h.name.clone(), v);
             hypers.push(info(h, c, v));
@@ -132,7 +142,10 @@ impl<'m> Lowerer<'m> {
         let mut params = Vec::new();
         for p in &self.model.params {
             let c = constraint_of(p.transform);
-            let v = self.g.param_slice(p.offset, graph_shape(p.shape), &c).map_err(|e| self.internal(Span::default(), e))?;
+            let v = self
+                .g
+                .param_slice(p.offset, graph_shape(p.shape), &c)
+                .map_err(|e| self.internal(Span::default(), e))?;
             self.g.label(v, &p.name);
             self.globals.insert(p.name.clone(), v);
             params.push(info(p, c, v));
@@ -191,7 +204,9 @@ impl<'m> Lowerer<'m> {
         if let Some(v) = self.globals.get(name) {
             return Ok(*v);
         }
-        let node = self.data_node(name).ok_or_else(|| self.internal(self.span(e), format!("`{name}` has no value")))?;
+        let node = self
+            .data_node(name)
+            .ok_or_else(|| self.internal(self.span(e), format!("`{name}` has no value")))?;
         self.g.label(node, name);
         self.globals.insert(name.to_string(), node);
         Ok(node)
@@ -216,15 +231,20 @@ impl<'m> Lowerer<'m> {
     /// The values of an expression that must be data-only (conditions, indices, sizes).
     pub(crate) fn const_values(&mut self, e: &TExpr) -> Result<Vec<f64>, Diagnostic> {
         let node = self.expr(e)?;
-        self.g
-            .const_value(node)
-            .map(<[f64]>::to_vec)
-            .ok_or_else(|| self.internal(self.span(e), "a value the checker marked as data depends on a parameter"))
+        self.g.const_value(node).map(<[f64]>::to_vec).ok_or_else(|| {
+            self.internal(
+                self.span(e),
+                "a value the checker marked as data depends on a parameter",
+            )
+        })
     }
 
     /// Bind a new local in the innermost scope.
     pub(crate) fn bind_local(&mut self, name: &str, node: NodeId) {
-        self.scopes.last_mut().expect("the scope stack always holds one scope").insert(name.to_string(), node);
+        self.scopes
+            .last_mut()
+            .expect("the scope stack always holds one scope")
+            .insert(name.to_string(), node);
     }
 
     /// Rebind an existing local where it was declared (after an update).
@@ -241,9 +261,18 @@ impl<'m> Lowerer<'m> {
 /// Drop the nodes nothing needs (constants left over from folding, unused lets): a node is
 /// kept when it is a target term, a pointwise output, a declared value, or an input of a kept
 /// node. Node ids are renumbered in order, so the graph stays topologically sorted.
-fn prune(g: Graph, params: Vec<ParamInfo>, hypers: Vec<ParamInfo>, reported: Vec<ParamInfo>) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
+fn prune(
+    g: Graph,
+    params: Vec<ParamInfo>,
+    hypers: Vec<ParamInfo>,
+    reported: Vec<ParamInfo>,
+) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
     let mut live = vec![false; g.nodes.len()];
-    let roots = g.targets.iter().chain(g.pointwise.iter().flat_map(|p| std::iter::once(&p.loglik).chain(p.quantity.as_ref())));
+    let roots = g.targets.iter().chain(
+        g.pointwise
+            .iter()
+            .flat_map(|p| std::iter::once(&p.loglik).chain(p.quantity.as_ref())),
+    );
     for id in roots.chain(params.iter().chain(&hypers).chain(&reported).map(|p| &p.value)) {
         live[id.0] = true;
     }
@@ -259,14 +288,37 @@ fn prune(g: Graph, params: Vec<ParamInfo>, hypers: Vec<ParamInfo>, reported: Vec
     for (k, node) in g.nodes.into_iter().enumerate() {
         if live[k] {
             map[k] = NodeId(out.nodes.len());
-            out.nodes.push(super::Node { op: remap(node.op, &map), shape: node.shape });
+            out.nodes.push(super::Node {
+                op: remap(node.op, &map),
+                shape: node.shape,
+            });
         }
     }
     let m = |id: NodeId| map[id.0];
     out.targets = g.targets.iter().map(|&t| m(t)).collect();
-    out.pointwise = g.pointwise.into_iter().map(|p| super::PointwiseOutput { loglik: m(p.loglik), quantity: p.quantity.map(m), ..p }).collect();
-    out.labels = g.labels.into_iter().filter(|(id, _)| live[id.0]).map(|(id, l)| (m(id), l)).collect();
-    let fix = |v: Vec<ParamInfo>| v.into_iter().map(|p| ParamInfo { value: m(p.value), ..p }).collect::<Vec<_>>();
+    out.pointwise = g
+        .pointwise
+        .into_iter()
+        .map(|p| super::PointwiseOutput {
+            loglik: m(p.loglik),
+            quantity: p.quantity.map(m),
+            ..p
+        })
+        .collect();
+    out.labels = g
+        .labels
+        .into_iter()
+        .filter(|(id, _)| live[id.0])
+        .map(|(id, l)| (m(id), l))
+        .collect();
+    let fix = |v: Vec<ParamInfo>| {
+        v.into_iter()
+            .map(|p| ParamInfo {
+                value: m(p.value),
+                ..p
+            })
+            .collect::<Vec<_>>()
+    };
     (out, fix(params), fix(hypers), fix(reported))
 }
 
@@ -289,7 +341,17 @@ fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
         Op::Min(a) => Op::Min(m(a)),
         Op::Cholesky(a) => Op::Cholesky(m(a)),
         Op::TriSolve(a, b) => Op::TriSolve(m(a), m(b)),
-        Op::Support { x, lower, upper, strict } => Op::Support { x: m(x), lower, upper, strict },
+        Op::Support {
+            x,
+            lower,
+            upper,
+            strict,
+        } => Op::Support {
+            x: m(x),
+            lower,
+            upper,
+            strict,
+        },
     }
 }
 

@@ -279,7 +279,10 @@ impl Graph {
 
     /// The model name of a node, if it has one.
     pub fn label_of(&self, id: NodeId) -> Option<&str> {
-        self.labels.iter().find(|(n, _)| *n == id).map(|(_, s)| s.as_str())
+        self.labels
+            .iter()
+            .find(|(n, _)| *n == id)
+            .map(|(_, s)| s.as_str())
     }
 
     pub(crate) fn push(&mut self, op: Op, shape: Shape) -> NodeId {

@@ -28,7 +28,10 @@ impl Lowerer<'_> {
     /// `dist_lpdf(x | …)`, `dist_lcdf`, `dist_lccdf`: the summed value.
     pub(crate) fn dist_expr(&mut self, e: &TExpr, name: &str, form: DistForm, args: &[TExpr]) -> R {
         let x = self.expr(&args[0])?;
-        let ps = args[1..].iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+        let ps = args[1..]
+            .iter()
+            .map(|a| self.expr(a))
+            .collect::<Result<Vec<_>, _>>()?;
         self.check_outcome(name, &args[0], x, &ps)?;
         self.wrap(e, |g| match form {
             DistForm::Lpdf => dist::lpdf(g, name, x, &ps),
@@ -39,38 +42,62 @@ impl Lowerer<'_> {
 
     /// A data outcome outside the family's support is the user's problem: a diagnostic at the
     /// outcome.
-    pub(crate) fn check_outcome(&self, name: &str, outcome: &TExpr, x: NodeId, params: &[NodeId]) -> Result<(), Diagnostic> {
-        let Some(values) = self.g.const_value(x) else { return Ok(()) };
-        let Some(entry) = dist::lookup(name) else { return Ok(()) };
+    pub(crate) fn check_outcome(
+        &self,
+        name: &str,
+        outcome: &TExpr,
+        x: NodeId,
+        params: &[NodeId],
+    ) -> Result<(), Diagnostic> {
+        let Some(values) = self.g.const_value(x) else {
+            return Ok(());
+        };
+        let Some(entry) = dist::lookup(name) else {
+            return Ok(());
+        };
         // Continuous outcomes that are constants may legitimately sit outside the support
         // (the density is then −∞); only discrete data are checked, as in Stan.
-        if !matches!(entry.outcome, Outcome::Binary | Outcome::Count | Outcome::Category) {
+        if !matches!(
+            entry.outcome,
+            Outcome::Binary | Outcome::Count | Outcome::Category
+        ) {
             return Ok(());
         }
-        let checked = dist::check_outcome(name, values).and_then(|()| self.check_categories(name, values, params));
+        let checked =
+            dist::check_outcome(name, values).and_then(|()| self.check_categories(name, values, params));
         let Err(msg) = checked else { return Ok(()) };
         let help = match entry.outcome {
             Outcome::Binary => format!("`{name}` takes labels 0 and 1; recode the data (e.g. labels 1/2 as 0/1)"),
             Outcome::Count => format!("`{name}` takes counts 0, 1, 2, …; check the data for negative or fractional values"),
             _ => format!("`{name}` takes categories 1..K as in Stan (K the number of logits); recode 0-based labels by adding 1"),
         };
-        Err(Diagnostic::error("mvi::lower::outcome_out_of_support", msg, self.model.source.clone())
-            .with_label(self.span(outcome), "these data")
-            .with_help(help))
+        Err(Diagnostic::error(
+            "mvi::lower::outcome_out_of_support",
+            msg,
+            self.model.source.clone(),
+        )
+        .with_label(self.span(outcome), "these data")
+        .with_help(help))
     }
 }
 
 impl Lowerer<'_> {
     /// Categories must also be at most K, the number of logits (columns of a matrix).
     fn check_categories(&self, name: &str, values: &[f64], params: &[NodeId]) -> Result<(), String> {
-        let Some(&beta) = params.first().filter(|_| name == "categorical_logit") else { return Ok(()) };
+        let Some(&beta) = params.first().filter(|_| name == "categorical_logit") else {
+            return Ok(());
+        };
         let k = match self.g.shape(beta) {
             Shape::Matrix(_, k) => k,
             s => s.size(),
         };
         match values.iter().position(|&v| v > k as f64) {
             None => Ok(()),
-            Some(i) => Err(format!("`{name}` outcome {} (entry {}) is outside its support: expected categories 1, 2, ..., {k}", values[i], i + 1)),
+            Some(i) => Err(format!(
+                "`{name}` outcome {} (entry {}) is outside its support: expected categories 1, 2, ..., {k}",
+                values[i],
+                i + 1
+            )),
         }
     }
 }
@@ -112,7 +139,13 @@ fn builtin(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> Result<Node
 
 /// `append_col` / `append_row`: each part gathered into the result's layout (zeros
 /// elsewhere), then added.
-fn concat(g: &mut Graph, by_col: bool, x: NodeId, y: NodeId, shape: Shape) -> Result<NodeId, crate::graph::Error> {
+fn concat(
+    g: &mut Graph,
+    by_col: bool,
+    x: NodeId,
+    y: NodeId,
+    shape: Shape,
+) -> Result<NodeId, crate::graph::Error> {
     let (rows, cols) = (shape.rows(), shape.cols());
     let (sx, sy) = (g.shape(x), g.shape(y));
     let mut ix = vec![GATHER_ZERO; rows * cols];
@@ -125,13 +158,21 @@ fn concat(g: &mut Graph, by_col: bool, x: NodeId, y: NodeId, shape: Shape) -> Re
                     ix[k] = (r + c * sx.rows()) as u32;
                 } else {
                     let cy = c - sx.cols();
-                    iy[k] = if sy == Shape::Scalar { 0 } else { (r + cy * rows) as u32 };
+                    iy[k] = if sy == Shape::Scalar {
+                        0
+                    } else {
+                        (r + cy * rows) as u32
+                    };
                 }
             } else if r < sx.rows() {
                 ix[k] = (r + c * sx.rows()) as u32;
             } else {
                 let (ry, ny) = (r - sx.rows(), sy.rows());
-                iy[k] = if sy == Shape::Scalar { 0 } else { (ry + c * ny) as u32 };
+                iy[k] = if sy == Shape::Scalar {
+                    0
+                } else {
+                    (ry + c * ny) as u32
+                };
             }
         }
     }

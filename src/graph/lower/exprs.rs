@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::{graph_shape, Lowerer};
-use crate::check::{TBinOp, TExpr, TExprKind, TIndex};
 use crate::check::Shape as TShape;
+use crate::check::{TBinOp, TExpr, TExprKind, TIndex};
 use crate::diagnostic::Diagnostic;
 use crate::graph::{Fun2, NodeId, Shape};
 use crate::syntax::ast::UnOp;
@@ -20,7 +20,10 @@ impl Lowerer<'_> {
             TExprKind::Real(x) => Ok(self.g.scalar(*x)),
             TExprKind::Name(n, _) => self.name(n, e),
             TExprKind::Vector(items) => {
-                let ids = items.iter().map(|x| self.expr(x)).collect::<Result<Vec<_>, _>>()?;
+                let ids = items
+                    .iter()
+                    .map(|x| self.expr(x))
+                    .collect::<Result<Vec<_>, _>>()?;
                 self.wrap(e, |g| g.pack(Shape::Vector(ids.len()), ids.clone()))
             }
             TExprKind::Matrix(rows) => self.matrix_literal(e, rows),
@@ -44,13 +47,19 @@ impl Lowerer<'_> {
             }
             TExprKind::Call(name, args) => self.call(e, name, args),
             TExprKind::Dist { dist, form, args } => self.dist_expr(e, dist, *form, args),
-            TExprKind::Inline { params, body, result, .. } => self.inline(e, params, body, result),
+            TExprKind::Inline {
+                params, body, result, ..
+            } => self.inline(e, params, body, result),
             TExprKind::Index(base, idx) => self.index(e, base, idx),
         }
     }
 
     /// Run a builder call, turning a graph error into a diagnostic at `e`.
-    pub(crate) fn wrap(&mut self, e: &TExpr, f: impl FnOnce(&mut crate::graph::Graph) -> Result<NodeId, crate::graph::Error>) -> R {
+    pub(crate) fn wrap(
+        &mut self,
+        e: &TExpr,
+        f: impl FnOnce(&mut crate::graph::Graph) -> Result<NodeId, crate::graph::Error>,
+    ) -> R {
         let span = self.span(e);
         f(&mut self.g).map_err(|err| self.internal(span, err))
     }
@@ -91,7 +100,10 @@ impl Lowerer<'_> {
     /// Integer and logical operators on data: evaluated here, elementwise with broadcasting.
     fn const_binary(&mut self, e: &TExpr, op: TBinOp, x: NodeId, y: NodeId) -> R {
         let span = self.span(e);
-        let (Some(a), Some(b)) = (self.g.const_value(x).map(<[f64]>::to_vec), self.g.const_value(y).map(<[f64]>::to_vec)) else {
+        let (Some(a), Some(b)) = (
+            self.g.const_value(x).map(<[f64]>::to_vec),
+            self.g.const_value(y).map(<[f64]>::to_vec),
+        ) else {
             return Err(self.internal(span, "a comparison or integer operation on a non-data value"));
         };
         let n = a.len().max(b.len());
@@ -121,7 +133,13 @@ impl Lowerer<'_> {
         Ok(self.g.constant(shape, out))
     }
 
-    fn inline(&mut self, e: &TExpr, params: &[(String, TExpr)], body: &[crate::check::TStmt], result: &TExpr) -> R {
+    fn inline(
+        &mut self,
+        e: &TExpr,
+        params: &[(String, TExpr)],
+        body: &[crate::check::TStmt],
+        result: &TExpr,
+    ) -> R {
         let mut scope = HashMap::new();
         for (name, arg) in params {
             scope.insert(name.clone(), self.expr(arg)?);
@@ -177,7 +195,11 @@ impl Lowerer<'_> {
                 vec![(v as usize).saturating_sub(1)]
             }
             TIndex::Range { lo, hi } => (*lo..=*hi).map(|k| k - 1).collect(),
-            TIndex::Gather(e) => self.const_values(e)?.iter().map(|&v| (v as usize).saturating_sub(1)).collect(),
+            TIndex::Gather(e) => self
+                .const_values(e)?
+                .iter()
+                .map(|&v| (v as usize).saturating_sub(1))
+                .collect(),
         })
     }
 }

@@ -37,11 +37,19 @@ impl Lowerer<'_> {
             TStmt::Tilde { lhs, dist, args } => self.tilde(lhs, dist, args),
             TStmt::Target(e) => {
                 let v = self.expr(e)?;
-                let v = if self.g.shape(v) == crate::graph::Shape::Scalar { v } else { self.g.sum(v) };
+                let v = if self.g.shape(v) == crate::graph::Shape::Scalar {
+                    v
+                } else {
+                    self.g.sum(v)
+                };
                 self.wrap(e, |g| g.add_target(v).map(|()| v)).map(|_| ())
             }
             TStmt::For { iterations, .. } => iterations.iter().try_for_each(|body| self.block(body)),
-            TStmt::If { cond, then, otherwise } => {
+            TStmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let branch = if self.condition(cond)? { then } else { otherwise };
                 self.block(branch)
             }
@@ -53,13 +61,20 @@ impl Lowerer<'_> {
         let ps = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
         self.check_outcome(name, lhs, x, &ps)?;
         if self.predict {
-            let label = self.model.source.inner().get(lhs.span.start as usize..lhs.span.end as usize).unwrap_or(name).to_string();
+            let label = self
+                .model
+                .source
+                .inner()
+                .get(lhs.span.start as usize..lhs.span.end as usize)
+                .unwrap_or(name)
+                .to_string();
             let ll = self.wrap(lhs, |g| dist::pointwise(g, name, x, &ps))?;
             let q = self.wrap(lhs, |g| dist::quantity(g, name, x, &ps))?;
             self.g.add_pointwise(&label, ll, Some(q));
             return Ok(());
         }
-        self.wrap(lhs, |g| dist::tilde(g, name, x, &ps).map(|()| x)).map(|_| ())
+        self.wrap(lhs, |g| dist::tilde(g, name, x, &ps).map(|()| x))
+            .map(|_| ())
     }
 
     /// `name = v`, `name[idx] op= v`: the local gets a new node; an indexed update keeps the
@@ -70,7 +85,9 @@ impl Lowerer<'_> {
             TExprKind::Name(n, _) => (n.clone(), None, target.shape),
             TExprKind::Index(b, idx) => match &b.kind {
                 TExprKind::Name(n, _) => (n.clone(), Some(idx.clone()), b.shape),
-                _ => return Err(self.internal(self.span(target), "an update of something other than a local")),
+                _ => {
+                    return Err(self.internal(self.span(target), "an update of something other than a local"))
+                }
             },
             _ => return Err(self.internal(self.span(target), "an update of something other than a local")),
         };
@@ -92,7 +109,11 @@ impl Lowerer<'_> {
         let new_part = match f {
             None => v,
             Some(f) => {
-                let current = if idx.is_none() { old } else { self.wrap(target, |g| g.gather_flat(old, positions.clone(), tshape))? };
+                let current = if idx.is_none() {
+                    old
+                } else {
+                    self.wrap(target, |g| g.gather_flat(old, positions.clone(), tshape))?
+                };
                 self.wrap(value, |g| g.binary(f, current, v))?
             }
         };
