@@ -138,3 +138,17 @@ fn dump_of_small_examples_is_stable() {
         insta::assert_snapshot!(name, dump_graph(&lj.graph));
     }
 }
+
+#[test]
+fn banana_features_are_one_theta_only_product_with_the_weights() {
+    let lj = lower_example(&root().join("examples/logistic_rbf_banana.mvi"));
+    let text = dump_graph(&lj.graph);
+    let matmuls: Vec<&str> = text.lines().filter(|l| l.contains(" matmul ")).collect();
+    // Phi * w: one product of the (hyper-dependent) feature matrix with the batched weights.
+    assert!(matmuls.iter().any(|l| l.ends_with(": vector[400]")), "{text}");
+    let phi = text
+        .lines()
+        .find(|l| l.ends_with("// Phi"))
+        .expect("Phi is labelled");
+    assert!(phi.contains("matrix[400, 31]"), "{phi}");
+}

@@ -364,3 +364,45 @@ fn info(s: &Slot, c: Constraint, v: NodeId) -> ParamInfo {
         value: v,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Op;
+
+    #[test]
+    fn transforms_map_to_their_bounds() {
+        assert_eq!(constraint_of(Transform::Identity), Constraint::NONE);
+        assert_eq!(constraint_of(Transform::Lower(1.0)), Constraint::lower(1.0));
+        assert_eq!(constraint_of(Transform::Upper(2.0)).upper, Some(2.0));
+        assert_eq!(
+            constraint_of(Transform::LowerUpper(-1.0, 1.0)),
+            Constraint::interval(-1.0, 1.0)
+        );
+        assert_eq!(graph_shape(TShape::Ints(4)), Shape::Vector(4));
+        assert_eq!(graph_shape(TShape::Int), Shape::Scalar);
+    }
+
+    #[test]
+    fn prune_drops_unused_nodes_and_renumbers_inputs() {
+        let mut g = Graph::new(1, 0);
+        let x = g.param_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+        let _unused = g.scalar(7.0);
+        let e = g.unary(crate::graph::Fun1::Exp, x);
+        g.label(e, "e");
+        g.add_target(e).unwrap();
+        let p = ParamInfo {
+            name: "x".into(),
+            offset: 0,
+            shape: Shape::Scalar,
+            constraint: Constraint::NONE,
+            value: x,
+        };
+        let (pruned, params, _, _) = prune(g, vec![p], Vec::new(), Vec::new());
+        assert_eq!(pruned.nodes.len(), 2);
+        assert!(matches!(pruned.nodes[1].op, Op::Unary(_, NodeId(0))));
+        assert_eq!(pruned.targets, vec![NodeId(1)]);
+        assert_eq!(params[0].value, NodeId(0));
+        assert_eq!(pruned.label_of(NodeId(1)), Some("e"));
+    }
+}
