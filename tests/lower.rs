@@ -350,3 +350,12 @@ model {
         + 3e10 * (v1 + v2);
     assert_close(value_at(&lj, &[v1, v2, a]), by_hand, TOL);
 }
+
+#[test]
+fn binomial_count_above_its_trials_is_a_diagnostic() {
+    let src = "data { y: ints[2]\n n: ints[2] }\nparam { a: real }\nmodel { y ~ binomial_logit(n, a) }\n";
+    let d = lower_model(&check(src, r#"{"y": [3, 6], "n": [5, 5]}"#)).expect_err("6 successes in 5 trials");
+    assert_eq!(d.code, "mvi::lower::outcome_out_of_support");
+    assert!(d.message.contains("entry 2"), "{}", d.message);
+    lower(src, r#"{"y": [3, 5], "n": [5, 5]}"#);
+}

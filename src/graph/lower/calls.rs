@@ -68,6 +68,9 @@ impl Lowerer<'_> {
         let Err(msg) = checked else { return Ok(()) };
         let help = match entry.outcome {
             Outcome::Binary => format!("`{name}` takes labels 0 and 1; recode the data (e.g. labels 1/2 as 0/1)"),
+            Outcome::Count if name.starts_with("binomial") => {
+                format!("`{name}` takes counts 0, 1, ..., N of its N trials; check the counts and the trials")
+            }
             Outcome::Count => format!("`{name}` takes counts 0, 1, 2, …; check the data for negative or fractional values"),
             _ => format!("`{name}` takes categories 1..K as in Stan (K the number of logits); recode 0-based labels by adding 1"),
         };
@@ -82,8 +85,12 @@ impl Lowerer<'_> {
 }
 
 impl Lowerer<'_> {
-    /// Categories must also be at most K, the number of logits (columns of a matrix).
+    /// Categories must also be at most K, the number of logits (columns of a matrix), and
+    /// binomial counts at most their (data) number of trials.
     fn check_categories(&self, name: &str, values: &[f64], params: &[NodeId]) -> Result<(), String> {
+        if matches!(name, "binomial" | "binomial_logit") {
+            return self.check_trials(name, values, params);
+        }
         let Some(&beta) = params.first().filter(|_| name == "categorical_logit") else {
             return Ok(());
         };
@@ -97,6 +104,24 @@ impl Lowerer<'_> {
                 "`{name}` outcome {} (entry {}) is outside its support: expected categories 1, 2, ..., {k}",
                 values[i],
                 i + 1
+            )),
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    fn check_trials(&self, name: &str, values: &[f64], params: &[NodeId]) -> Result<(), String> {
+        let Some(trials) = params.first().and_then(|&n| self.g.const_value(n)) else {
+            return Ok(());
+        };
+        let at = |i: usize| if trials.len() == 1 { trials[0] } else { trials[i] };
+        match values.iter().enumerate().position(|(i, &y)| y > at(i)) {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "`{name}` outcome {} (entry {}) is more than its {} trials",
+                values[i],
+                i + 1,
+                at(i)
             )),
         }
     }
