@@ -19,6 +19,18 @@ fn num(x: f64) -> String {
     format!("{x:.6}")
 }
 
+/// `LogInvLogit` → `log_inv_logit`, as the function is written in models.
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in name.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(ch.to_ascii_lowercase());
+    }
+    out
+}
+
 fn op_text(op: &Op) -> String {
     let ids = |v: &[super::NodeId]| {
         v.iter()
@@ -34,8 +46,8 @@ fn op_text(op: &Op) -> String {
         }
         Op::Param { offset } => format!("param w[{offset}..]"),
         Op::Hyper { offset } => format!("hyper theta[{offset}..]"),
-        Op::Unary(f, a) => format!("{} %{}", format!("{f:?}").to_lowercase(), a.0),
-        Op::Binary(f, a, b) => format!("{} %{} %{}", format!("{f:?}").to_lowercase(), a.0, b.0),
+        Op::Unary(f, a) => format!("{} %{}", snake(&format!("{f:?}")), a.0),
+        Op::Binary(f, a, b) => format!("{} %{} %{}", snake(&format!("{f:?}")), a.0, b.0),
         Op::MatMul(a, b) => format!("matmul %{} %{}", a.0, b.0),
         Op::Transpose(a) => format!("transpose %{}", a.0),
         Op::Gather(a, idx) => {
