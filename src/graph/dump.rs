@@ -19,6 +19,18 @@ fn num(x: f64) -> String {
     format!("{x:.6}")
 }
 
+/// `LogInvLogit` → `log_inv_logit`, as the function is written in models.
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in name.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(ch.to_ascii_lowercase());
+    }
+    out
+}
+
 fn op_text(op: &Op) -> String {
     let ids = |v: &[super::NodeId]| {
         v.iter()
@@ -34,8 +46,8 @@ fn op_text(op: &Op) -> String {
         }
         Op::Param { offset } => format!("param w[{offset}..]"),
         Op::Hyper { offset } => format!("hyper theta[{offset}..]"),
-        Op::Unary(f, a) => format!("{} %{}", format!("{f:?}").to_lowercase(), a.0),
-        Op::Binary(f, a, b) => format!("{} %{} %{}", format!("{f:?}").to_lowercase(), a.0, b.0),
+        Op::Unary(f, a) => format!("{} %{}", snake(&format!("{f:?}")), a.0),
+        Op::Binary(f, a, b) => format!("{} %{} %{}", snake(&format!("{f:?}")), a.0, b.0),
         Op::MatMul(a, b) => format!("matmul %{} %{}", a.0, b.0),
         Op::Transpose(a) => format!("transpose %{}", a.0),
         Op::Gather(a, idx) => {
@@ -78,7 +90,11 @@ pub fn dump_graph(g: &Graph) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "graph D={} P={} nodes={}", g.dim, g.theta_dim, g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
-        let _ = writeln!(out, "%{i} = {} : {}", op_text(&n.op), shape_text(n.shape));
+        let name = g
+            .label_of(super::NodeId(i))
+            .map(|l| format!("  // {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "%{i} = {} : {}{name}", op_text(&n.op), shape_text(n.shape));
     }
     let t: Vec<String> = g.targets.iter().map(|i| format!("%{}", i.0)).collect();
     let _ = writeln!(out, "target = {}", t.join(" + "));
