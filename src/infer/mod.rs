@@ -6,6 +6,21 @@
 //! Gaussian algebra. Every method gets its randomness passed in and is deterministic for a
 //! given generator state.
 
+// `build` functions return `Diagnostic` by value, as the `BuildFn` contract prescribes.
+#![allow(clippy::result_large_err)]
+
+pub mod laplace;
+pub mod mvi_eig;
+pub mod mvi_lr;
+pub mod mvi_mu;
+pub mod objective;
+pub mod optim;
+pub mod registry;
+pub mod settings;
+pub mod vi;
+pub mod vi_diag;
+pub mod vi_full;
+
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::posterior::{IterRecord, Posterior};

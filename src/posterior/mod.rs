@@ -10,6 +10,8 @@ use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
+pub mod psis;
+
 /// A Gaussian N(mean, root rootᵀ); `root` is square but need not be triangular.
 #[derive(Debug, Clone)]
 pub struct Gaussian {
@@ -111,6 +113,9 @@ pub struct Posterior {
     pub converged: bool,
     /// Warnings and remarks for the report ("not converged after 1000 iterations", ...).
     pub notes: Vec<String>,
+    /// The ELBO re-estimated on fresh draws with its standard error (VI methods), beside the
+    /// optimistic value on the fixed samples in `objective`.
+    pub fresh_elbo: Option<(f64, f64)>,
 }
 
 impl Posterior {
@@ -281,6 +286,7 @@ mod tests {
             iterations: 0,
             converged: true,
             notes: vec![],
+            fresh_elbo: None,
         };
         let c = post.cov();
         assert!((c[(0, 1)] - 0.5).abs() < 0.03 && (c[(1, 1)] - 0.5).abs() < 0.03);

@@ -1,0 +1,105 @@
+//! `mvi_mu`: q(w) = N(μ, Σ_LA), the Laplace covariance kept, the mean moved.
+//!
+//! Objective: the fixed-sample ELBO (1/S) Σ_s log p̃(μ + C z_s) + const, with C the
+//! Laplace Cholesky factor (so the entropy is constant), maximised over μ (and θ). Cost: one
+//! batched gradient at S points per objective evaluation; ∂/∂μ is the mean of G's columns.
+//!
+//! # Reference
+//! Gianniotis, "Mixed Variational Inference" (2019), §III-A.
+
+use nalgebra::{DMatrix, DVector};
+use rand::RngCore;
+
+use crate::density::LogDensity;
+use crate::diagnostic::Diagnostic;
+use crate::infer::objective::{points, Family};
+use crate::infer::settings::{Reader, VI_KEYS};
+use crate::infer::vi::{self, ViSettings};
+use crate::infer::{Error, InferOptions, Method, Observer};
+use crate::posterior::{Gaussian, Posterior};
+
+/// Options of `mvi_mu`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Settings {
+    /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
+    pub vi: ViSettings,
+}
+
+/// Read `mvi_mu`'s keys.
+///
+/// # Errors
+/// A diagnostic at an unknown key or a bad value.
+pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
+    let r = Reader::new(options, "mvi_mu", VI_KEYS)?;
+    Ok(Box::new(MviMu {
+        settings: Settings {
+            vi: ViSettings::read(&r)?,
+        },
+    }))
+}
+
+/// MVI with the mean free and the Laplace covariance fixed.
+#[derive(Debug, Clone, Default)]
+pub struct MviMu {
+    /// Its options.
+    pub settings: Settings,
+}
+
+impl Method for MviMu {
+    fn name(&self) -> &'static str {
+        "mvi_mu"
+    }
+
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
+        let s = &self.settings.vi;
+        let start = vi::start(model, s, rng, obs)?;
+        let family = MeanOnly::new(start.laplace.chol.clone(), &start.z);
+        let run = vi::optimise(model, family, &start.laplace.mode.clone(), &start, s, obs);
+        Ok(vi::finish(self.name(), run, start, s, rng))
+    }
+}
+
+/// w = μ + C z with C fixed; φ = μ.
+pub struct MeanOnly {
+    c: DMatrix<f64>,
+    cz: DMatrix<f64>,
+    log_det: f64,
+}
+
+impl MeanOnly {
+    /// The family for the fixed root C and draws Z (C Z is computed once).
+    pub fn new(c: DMatrix<f64>, z: &DMatrix<f64>) -> Self {
+        let log_det = c.clone().lu().determinant().abs().ln();
+        MeanOnly {
+            cz: &c * z,
+            c,
+            log_det,
+        }
+    }
+}
+
+impl Family for MeanOnly {
+    fn n_params(&self) -> usize {
+        self.c.nrows()
+    }
+
+    fn forward(&self, phi: &DVector<f64>) -> (DMatrix<f64>, f64) {
+        (points(phi, &self.cz), self.log_det)
+    }
+
+    fn backward(&self, _phi: &DVector<f64>, g: &DMatrix<f64>) -> DVector<f64> {
+        g.column_mean()
+    }
+
+    fn gaussian(&self, phi: &DVector<f64>) -> Gaussian {
+        Gaussian {
+            mean: phi.clone(),
+            root: self.c.clone(),
+        }
+    }
+}

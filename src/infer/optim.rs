@@ -1,0 +1,683 @@
+//! Deterministic optimisers for smooth objectives: L-BFGS and scaled conjugate gradients.
+//!
+//! Input: a closure `x ↦ (f(x), ∇f(x))` over `DVector<f64>` and a start point. Output: an
+//! [`Outcome`] with the point found, its value, the gradient norm, the iteration count and
+//! whether a stopping rule was met. The objective may return −∞/+∞/NaN away from its domain:
+//! both optimisers treat such a point as "worse" and shrink the step. Every iteration is
+//! reported to an [`Observer`]; returning `false` stops the run (`converged = false`).
+//!
+//! [`maximize`] is what the inference methods call (they maximise log p̃ or an ELBO);
+//! [`minimize`] is the same machinery with the sign flipped back.
+//!
+//! # Reference
+//! Nocedal & Wright, *Numerical Optimization* (2006), Alg. 7.4 (two-loop recursion) and
+//! Alg. 3.5–3.6 (strong-Wolfe line search). Møller, "A scaled conjugate gradient algorithm
+//! for fast supervised learning", Neural Networks 6 (1993).
+
+use nalgebra::DVector;
+
+use crate::infer::Observer;
+use crate::posterior::IterRecord;
+
+/// Which optimiser to run (`infer { optimizer = … }`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Optimizer {
+    /// Limited-memory BFGS with a strong-Wolfe line search.
+    Lbfgs,
+    /// Møller's scaled conjugate gradients (the MVI paper's optimiser).
+    Scg,
+}
+
+impl Optimizer {
+    /// The names accepted by `optimizer`.
+    pub const NAMES: &'static [&'static str] = &["lbfgs", "scg"];
+
+    /// Parse `lbfgs` / `scg`.
+    pub fn from_name(name: &str) -> Option<Optimizer> {
+        match name {
+            "lbfgs" => Some(Optimizer::Lbfgs),
+            "scg" => Some(Optimizer::Scg),
+            _ => None,
+        }
+    }
+
+    /// The registry name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimizer::Lbfgs => "lbfgs",
+            Optimizer::Scg => "scg",
+        }
+    }
+}
+
+/// Stopping rules and tuning of a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The algorithm.
+    pub optimizer: Optimizer,
+    /// Stop after this many iterations (`converged = false`).
+    pub max_iters: usize,
+    /// Stop when ‖∇f‖ ≤ `grad_tol`.
+    pub grad_tol: f64,
+    /// Stop when |f_k − f_{k+1}| ≤ `rel_tol` · max(1, |f_{k+1}|) after a successful step.
+    pub rel_tol: f64,
+    /// L-BFGS memory (pairs kept).
+    pub memory: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            optimizer: Optimizer::Lbfgs,
+            max_iters: 1000,
+            grad_tol: 1e-8,
+            rel_tol: 1e-12,
+            memory: 10,
+        }
+    }
+}
+
+/// What an optimisation run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The best point found.
+    pub x: DVector<f64>,
+    /// The objective there (in the caller's sign: maximised for [`maximize`]).
+    pub value: f64,
+    /// ‖∇f‖ there.
+    pub grad_norm: f64,
+    /// Iterations taken.
+    pub iterations: usize,
+    /// Whether the gradient or relative-change rule was met.
+    pub converged: bool,
+    /// Whether the observer asked to stop.
+    pub interrupted: bool,
+}
+
+/// Maximise `f`, starting from `x0`. The observer sees the maximised value.
+pub fn maximize<F>(mut f: F, x0: DVector<f64>, opts: &Options, obs: &mut dyn Observer) -> Outcome
+where
+    F: FnMut(&DVector<f64>) -> (f64, DVector<f64>),
+{
+    let mut neg = |x: &DVector<f64>| {
+        let (v, g) = f(x);
+        (-v, -g)
+    };
+    let mut out = run(&mut neg, x0, opts, obs, -1.0);
+    out.value = -out.value;
+    out
+}
+
+/// Minimise `f`, starting from `x0`.
+pub fn minimize<F>(mut f: F, x0: DVector<f64>, opts: &Options, obs: &mut dyn Observer) -> Outcome
+where
+    F: FnMut(&DVector<f64>) -> (f64, DVector<f64>),
+{
+    run(&mut f, x0, opts, obs, 1.0)
+}
+
+type Objective<'a> = dyn FnMut(&DVector<f64>) -> (f64, DVector<f64>) + 'a;
+
+/// Minimise; `sign` turns the internal value into the one reported to the observer.
+fn run(
+    f: &mut Objective<'_>,
+    x0: DVector<f64>,
+    opts: &Options,
+    obs: &mut dyn Observer,
+    sign: f64,
+) -> Outcome {
+    let (v0, g0) = clean(f(&x0));
+    let mut state = State {
+        x: x0,
+        v: v0,
+        g: g0,
+        iterations: 0,
+        converged: false,
+        interrupted: false,
+    };
+    if !state.v.is_finite() {
+        return state.finish();
+    }
+    if state.g.norm() <= opts.grad_tol {
+        state.converged = true;
+        return state.finish();
+    }
+    let mut report = |it: usize, v: f64, gn: f64| {
+        obs.iteration(&IterRecord {
+            iter: it,
+            objective: sign * v,
+            grad_norm: gn,
+        })
+    };
+    match opts.optimizer {
+        Optimizer::Lbfgs => lbfgs(f, &mut state, opts, &mut report),
+        Optimizer::Scg => scg(f, &mut state, opts, &mut report),
+    }
+    state.finish()
+}
+
+struct State {
+    x: DVector<f64>,
+    v: f64,
+    g: DVector<f64>,
+    iterations: usize,
+    converged: bool,
+    interrupted: bool,
+}
+
+impl State {
+    fn finish(self) -> Outcome {
+        Outcome {
+            grad_norm: self.g.norm(),
+            x: self.x,
+            value: self.v,
+            iterations: self.iterations,
+            converged: self.converged,
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// Accept a new point; returns true when a stopping rule is met.
+    fn accept(&mut self, x: DVector<f64>, v: f64, g: DVector<f64>, opts: &Options) -> bool {
+        let change = (self.v - v).abs();
+        self.x = x;
+        self.g = g;
+        let old = self.v;
+        self.v = v;
+        let small_change = change <= opts.rel_tol * v.abs().max(1.0) && old.is_finite();
+        if self.g.norm() <= opts.grad_tol || small_change {
+            self.converged = true;
+        }
+        self.converged
+    }
+}
+
+/// Non-finite values become +∞ (a minimiser's "worse"); the gradient is kept as is.
+fn clean((v, g): (f64, DVector<f64>)) -> (f64, DVector<f64>) {
+    if v.is_finite() && g.iter().all(|x| x.is_finite()) {
+        (v, g)
+    } else {
+        (f64::INFINITY, g)
+    }
+}
+
+type Report<'a> = dyn FnMut(usize, f64, f64) -> bool + 'a;
+
+fn lbfgs(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Report<'_>) {
+    let mut s_hist: Vec<DVector<f64>> = Vec::new();
+    let mut y_hist: Vec<DVector<f64>> = Vec::new();
+    for it in 1..=opts.max_iters {
+        let mut p = two_loop(&st.g, &s_hist, &y_hist);
+        if p.dot(&st.g) >= 0.0 {
+            // Not a descent direction (curvature information gone bad): restart.
+            s_hist.clear();
+            y_hist.clear();
+            p = -&st.g;
+        }
+        let alpha0 = if s_hist.is_empty() {
+            (1.0 / st.g.norm()).min(1.0)
+        } else {
+            1.0
+        };
+        let Some((alpha, v, g)) = line_search(f, &st.x, st.v, &st.g, &p, alpha0) else {
+            if s_hist.is_empty() {
+                // Even steepest descent makes no progress: we are at the precision limit.
+                st.converged = st.g.norm() <= opts.grad_tol.max(1e-6 * st.v.abs().max(1.0));
+                return;
+            }
+            s_hist.clear();
+            y_hist.clear();
+            continue;
+        };
+        let x_new = &st.x + &p * alpha;
+        let s = &x_new - &st.x;
+        let y = &g - &st.g;
+        if s.dot(&y) > 1e-12 * s.norm() * y.norm() {
+            s_hist.push(s);
+            y_hist.push(y);
+            if s_hist.len() > opts.memory {
+                s_hist.remove(0);
+                y_hist.remove(0);
+            }
+        }
+        st.iterations = it;
+        let stop = st.accept(x_new, v, g, opts);
+        if !report(it, st.v, st.g.norm()) {
+            st.interrupted = true;
+            st.converged = false;
+            return;
+        }
+        if stop {
+            return;
+        }
+    }
+}
+
+/// H·g by the two-loop recursion, negated: the L-BFGS search direction.
+fn two_loop(g: &DVector<f64>, s_hist: &[DVector<f64>], y_hist: &[DVector<f64>]) -> DVector<f64> {
+    let mut q = g.clone();
+    let mut alphas = vec![0.0; s_hist.len()];
+    for i in (0..s_hist.len()).rev() {
+        let rho = 1.0 / y_hist[i].dot(&s_hist[i]);
+        alphas[i] = rho * s_hist[i].dot(&q);
+        q.axpy(-alphas[i], &y_hist[i], 1.0);
+    }
+    if let (Some(s), Some(y)) = (s_hist.last(), y_hist.last()) {
+        q *= s.dot(y) / y.dot(y);
+    }
+    for i in 0..s_hist.len() {
+        let rho = 1.0 / y_hist[i].dot(&s_hist[i]);
+        let beta = rho * y_hist[i].dot(&q);
+        q.axpy(alphas[i] - beta, &s_hist[i], 1.0);
+    }
+    -q
+}
+
+const C1: f64 = 1e-4;
+const C2: f64 = 0.9;
+const MAX_EVALS: usize = 40;
+
+/// A step length satisfying the strong Wolfe conditions, with the value and gradient there.
+/// Non-finite values count as too long a step. `None` when no acceptable step was found.
+fn line_search(
+    f: &mut Objective<'_>,
+    x: &DVector<f64>,
+    v0: f64,
+    g0: &DVector<f64>,
+    p: &DVector<f64>,
+    alpha0: f64,
+) -> Option<(f64, f64, DVector<f64>)> {
+    let d0 = g0.dot(p);
+    let mut prev = (0.0, v0, d0);
+    let mut alpha = alpha0;
+    let mut best: Option<(f64, f64, DVector<f64>)> = None;
+    for i in 0..MAX_EVALS {
+        let (v, g) = clean(f(&(x + p * alpha)));
+        if !v.is_finite() {
+            // Outside the domain: backtrack toward the last good step.
+            return zoom(f, x, v0, d0, p, prev, (alpha, v, f64::NAN), best);
+        }
+        let d = g.dot(p);
+        if v > v0 + C1 * alpha * d0 || (i > 0 && v >= prev.1) {
+            return zoom(f, x, v0, d0, p, prev, (alpha, v, d), best);
+        }
+        if d.abs() <= -C2 * d0 {
+            return Some((alpha, v, g));
+        }
+        if v < v0 {
+            best = Some((alpha, v, g.clone()));
+        }
+        if d >= 0.0 {
+            return zoom(f, x, v0, d0, p, (alpha, v, d), prev, best);
+        }
+        prev = (alpha, v, d);
+        alpha *= 2.0;
+    }
+    best
+}
+
+/// Nocedal & Wright Alg. 3.6 with bisection/cubic interpolation between `lo` and `hi`.
+#[allow(clippy::too_many_arguments)]
+fn zoom(
+    f: &mut Objective<'_>,
+    x: &DVector<f64>,
+    v0: f64,
+    d0: f64,
+    p: &DVector<f64>,
+    mut lo: (f64, f64, f64),
+    mut hi: (f64, f64, f64),
+    mut best: Option<(f64, f64, DVector<f64>)>,
+) -> Option<(f64, f64, DVector<f64>)> {
+    for _ in 0..MAX_EVALS {
+        let alpha = interpolate(lo, hi);
+        let (v, g) = clean(f(&(x + p * alpha)));
+        let d = if v.is_finite() { g.dot(p) } else { f64::NAN };
+        if !v.is_finite() || v > v0 + C1 * alpha * d0 || v >= lo.1 {
+            hi = (alpha, v, d);
+        } else {
+            if d.abs() <= -C2 * d0 {
+                return Some((alpha, v, g));
+            }
+            if best.as_ref().is_none_or(|b| v < b.1) {
+                best = Some((alpha, v, g.clone()));
+            }
+            if d * (hi.0 - lo.0) >= 0.0 {
+                hi = lo;
+            }
+            lo = (alpha, v, d);
+        }
+        if (hi.0 - lo.0).abs() <= 1e-16 * lo.0.abs().max(1e-300) {
+            break;
+        }
+    }
+    // Fall back to a step with sufficient decrease if one was seen.
+    best.filter(|b| b.1 <= v0 + C1 * b.0 * d0)
+}
+
+/// A trial step inside (lo, hi): the cubic minimiser when both ends are finite and it falls
+/// well inside, bisection otherwise.
+fn interpolate(lo: (f64, f64, f64), hi: (f64, f64, f64)) -> f64 {
+    let (a, fa, da) = lo;
+    let (b, fb, db) = hi;
+    let mid = 0.5 * (a + b);
+    if !(fb.is_finite() && db.is_finite()) {
+        return mid;
+    }
+    let d1 = da + db - 3.0 * (fa - fb) / (a - b);
+    let disc = d1 * d1 - da * db;
+    if disc < 0.0 {
+        return mid;
+    }
+    let d2 = (b - a).signum() * disc.sqrt();
+    let t = b - (b - a) * (db + d2 - d1) / (db - da + 2.0 * d2);
+    let (lo_b, hi_b) = (a.min(b), a.max(b));
+    let margin = 0.1 * (hi_b - lo_b);
+    if t.is_finite() && t > lo_b + margin && t < hi_b - margin {
+        t
+    } else {
+        mid
+    }
+}
+
+const SCG_SIGMA: f64 = 1e-4;
+const LAMBDA_MIN: f64 = 1e-15;
+const LAMBDA_MAX: f64 = 1e100;
+
+/// Møller's scaled conjugate gradients (minimisation), one iteration per trial step.
+fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Report<'_>) {
+    let n = st.x.len();
+    let mut r = -&st.g;
+    let mut p = r.clone();
+    let mut lambda = 1e-6;
+    let mut lambda_bar = 0.0;
+    let mut success = true;
+    let mut delta = 0.0;
+    let mut successes = 0usize;
+    for it in 1..=opts.max_iters {
+        let p2 = p.norm_squared();
+        if p2 == 0.0 {
+            st.converged = true;
+            return;
+        }
+        if success {
+            let sigma = SCG_SIGMA / p2.sqrt();
+            let (_, g_sig) = f(&(&st.x + &p * sigma));
+            let s = (g_sig - &st.g) / sigma;
+            delta = p.dot(&s);
+            if !delta.is_finite() {
+                delta = 0.0;
+            }
+        }
+        let mut dk = delta + (lambda - lambda_bar) * p2;
+        if dk <= 0.0 {
+            lambda_bar = 2.0 * (lambda - dk / p2);
+            dk = -dk + lambda * p2;
+            lambda = lambda_bar;
+        }
+        let mu = p.dot(&r);
+        let alpha = mu / dk;
+        let x_new = &st.x + &p * alpha;
+        let (v_new, g_new) = clean(f(&x_new));
+        let cmp = 2.0 * dk * (st.v - v_new) / (mu * mu);
+        st.iterations = it;
+        let mut stop = false;
+        if cmp.is_finite() && cmp >= 0.0 {
+            successes += 1;
+            let r_old = r.clone();
+            stop = st.accept(x_new, v_new, g_new, opts);
+            r = -&st.g;
+            lambda_bar = 0.0;
+            success = true;
+            if successes.is_multiple_of(n) {
+                p = r.clone();
+            } else {
+                let beta = (r.norm_squared() - r.dot(&r_old)) / mu;
+                p = &r + &p * beta;
+            }
+            if cmp >= 0.75 {
+                lambda = (0.25 * lambda).max(LAMBDA_MIN);
+            }
+        } else {
+            lambda_bar = lambda;
+            success = false;
+        }
+        if !(cmp.is_finite() && cmp >= 0.25) {
+            let bump = if cmp.is_finite() {
+                delta * (1.0 - cmp) / p2
+            } else {
+                0.0
+            };
+            lambda = (lambda + bump.max(0.0)).max(4.0 * lambda).min(LAMBDA_MAX);
+        }
+        if !report(it, st.v, st.g.norm()) {
+            st.interrupted = true;
+            st.converged = false;
+            return;
+        }
+        if stop {
+            return;
+        }
+        if lambda >= LAMBDA_MAX {
+            // No step length makes progress any more: the precision limit.
+            return;
+        }
+    }
+}
+
+/// Maximise a function without derivatives by Nelder–Mead, for small dimensions (θ of the
+/// Laplace evidence). Non-finite values count as −∞. Starts from a simplex with edge `step`
+/// along each axis; stops when the values on the simplex agree to `tol` or after `max_evals`
+/// evaluations. Returns the best point and its value.
+pub fn nelder_mead_max<F>(
+    mut f: F,
+    x0: DVector<f64>,
+    step: f64,
+    tol: f64,
+    max_evals: usize,
+) -> (DVector<f64>, f64)
+where
+    F: FnMut(&DVector<f64>) -> f64,
+{
+    let n = x0.len();
+    let mut eval = |x: &DVector<f64>| {
+        let v = -f(x);
+        if v.is_finite() {
+            v
+        } else {
+            f64::INFINITY
+        }
+    };
+    let mut simplex: Vec<(DVector<f64>, f64)> = Vec::with_capacity(n + 1);
+    let v0 = eval(&x0);
+    simplex.push((x0.clone(), v0));
+    for i in 0..n {
+        let mut x = x0.clone();
+        x[i] += step;
+        let v = eval(&x);
+        simplex.push((x, v));
+    }
+    let mut evals = n + 1;
+    while evals < max_evals {
+        simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let (best, worst) = (simplex[0].1, simplex[n].1);
+        if n == 0 || (worst - best).abs() <= tol * best.abs().max(1.0) {
+            break;
+        }
+        let centroid = simplex[..n].iter().fold(DVector::zeros(n), |acc, (x, _)| acc + x) / n as f64;
+        let towards = |t: f64| &centroid + (&simplex[n].0 - &centroid) * t;
+        let xr = towards(-1.0);
+        let vr = eval(&xr);
+        evals += 1;
+        if vr < simplex[0].1 {
+            let xe = towards(-2.0);
+            let ve = eval(&xe);
+            evals += 1;
+            simplex[n] = if ve < vr { (xe, ve) } else { (xr, vr) };
+        } else if vr < simplex[n - 1].1 {
+            simplex[n] = (xr, vr);
+        } else {
+            let t = if vr < simplex[n].1 { -0.5 } else { 0.5 };
+            let xc = towards(t);
+            let vc = eval(&xc);
+            evals += 1;
+            if vc < vr.min(simplex[n].1) {
+                simplex[n] = (xc, vc);
+            } else {
+                let x_best = simplex[0].0.clone();
+                for p in simplex.iter_mut().skip(1) {
+                    p.0 = &x_best + (&p.0 - &x_best) * 0.5;
+                    p.1 = eval(&p.0);
+                    evals += 1;
+                }
+            }
+        }
+    }
+    simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (x, v) = simplex.swap_remove(0);
+    (x, -v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::Silent;
+
+    fn rosenbrock(x: &DVector<f64>) -> (f64, DVector<f64>) {
+        let (a, b) = (x[0], x[1]);
+        let v = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
+        let g = DVector::from_vec(vec![
+            -2.0 * (1.0 - a) - 400.0 * a * (b - a * a),
+            200.0 * (b - a * a),
+        ]);
+        (v, g)
+    }
+
+    fn opts(o: Optimizer) -> Options {
+        Options {
+            optimizer: o,
+            max_iters: 5000,
+            grad_tol: 1e-8,
+            rel_tol: 0.0,
+            memory: 10,
+        }
+    }
+
+    #[test]
+    fn lbfgs_finds_the_rosenbrock_minimum() {
+        let out = minimize(
+            rosenbrock,
+            DVector::from_vec(vec![-1.2, 1.0]),
+            &opts(Optimizer::Lbfgs),
+            &mut Silent,
+        );
+        assert!(out.converged);
+        assert!(
+            (out.x[0] - 1.0).abs() < 1e-6 && (out.x[1] - 1.0).abs() < 1e-6,
+            "{:?}",
+            out.x
+        );
+    }
+
+    #[test]
+    fn scg_finds_the_rosenbrock_minimum() {
+        let out = minimize(
+            rosenbrock,
+            DVector::from_vec(vec![-1.2, 1.0]),
+            &opts(Optimizer::Scg),
+            &mut Silent,
+        );
+        assert!(
+            (out.x[0] - 1.0).abs() < 1e-5 && (out.x[1] - 1.0).abs() < 1e-5,
+            "{:?}",
+            out
+        );
+    }
+
+    fn quadratic(x: &DVector<f64>) -> (f64, DVector<f64>) {
+        // f = ½ xᵀ A x − bᵀ x with A = diag(1, 10, 100, 1000) + a coupling.
+        let a = nalgebra::DMatrix::from_fn(4, 4, |i, j| if i == j { 10f64.powi(i as i32) } else { 0.3 });
+        let b = DVector::from_vec(vec![1.0, -2.0, 3.0, 0.5]);
+        let ax = &a * x;
+        (0.5 * x.dot(&ax) - b.dot(x), ax - b)
+    }
+
+    #[test]
+    fn both_optimisers_solve_an_ill_conditioned_quadratic() {
+        for o in [Optimizer::Lbfgs, Optimizer::Scg] {
+            let out = minimize(quadratic, DVector::zeros(4), &opts(o), &mut Silent);
+            assert!(out.grad_norm < 1e-7, "{o:?}: {out:?}");
+        }
+    }
+
+    #[test]
+    fn maximize_backtracks_out_of_an_infinite_region() {
+        // log density of a Gamma(3, 1) in x: −∞ for x ≤ 0; maximum at x = 2.
+        let f = |x: &DVector<f64>| {
+            let t = x[0];
+            if t <= 0.0 {
+                (f64::NEG_INFINITY, DVector::from_element(1, f64::NAN))
+            } else {
+                (2.0 * t.ln() - t, DVector::from_element(1, 2.0 / t - 1.0))
+            }
+        };
+        for o in [Optimizer::Lbfgs, Optimizer::Scg] {
+            let out = maximize(f, DVector::from_element(1, 0.1), &opts(o), &mut Silent);
+            assert!((out.x[0] - 2.0).abs() < 1e-6, "{o:?}: {out:?}");
+            assert!((out.value - (2.0 * 2f64.ln() - 2.0)).abs() < 1e-10);
+        }
+    }
+
+    struct StopAfter(usize, usize);
+    impl Observer for StopAfter {
+        fn iteration(&mut self, r: &IterRecord) -> bool {
+            self.1 = r.iter;
+            r.iter < self.0
+        }
+    }
+
+    #[test]
+    fn observer_can_stop_the_run() {
+        let mut obs = StopAfter(3, 0);
+        let out = minimize(
+            rosenbrock,
+            DVector::from_vec(vec![-1.2, 1.0]),
+            &opts(Optimizer::Lbfgs),
+            &mut obs,
+        );
+        assert_eq!(out.iterations, 3);
+        assert!(out.interrupted && !out.converged);
+    }
+
+    #[test]
+    fn max_iters_stops_without_convergence() {
+        let mut o = opts(Optimizer::Scg);
+        o.max_iters = 5;
+        let out = minimize(rosenbrock, DVector::from_vec(vec![-1.2, 1.0]), &o, &mut Silent);
+        assert_eq!(out.iterations, 5);
+        assert!(!out.converged);
+    }
+
+    #[test]
+    fn nelder_mead_finds_the_maximum_of_a_concave_function() {
+        let f = |x: &DVector<f64>| -(x[0] - 1.0).powi(2) - 3.0 * (x[1] + 0.5).powi(2) - 0.5 * x[0] * x[1];
+        let (x, v) = nelder_mead_max(f, DVector::zeros(2), 0.5, 1e-14, 2000);
+        // Stationary point of the quadratic: solve the 2×2 system by hand.
+        let (a, b) = (2.0, 6.0);
+        let det = a * b - 0.25;
+        let x0 = (b * 2.0 - 0.5 * -3.0) / det;
+        let x1 = (a * -3.0 - 0.5 * 2.0) / det;
+        assert!(
+            (x[0] - x0).abs() < 1e-5 && (x[1] - x1).abs() < 1e-5,
+            "{x:?} vs {x0}, {x1}"
+        );
+        assert!(v.is_finite());
+    }
+
+    #[test]
+    fn optimizer_names_round_trip() {
+        for n in Optimizer::NAMES {
+            assert_eq!(Optimizer::from_name(n).map(|o| o.name()), Some(*n));
+        }
+        assert_eq!(Optimizer::from_name("adam"), None);
+    }
+}

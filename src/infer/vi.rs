@@ -1,0 +1,149 @@
+//! What the Gaussian VI methods (`mvi_mu`, `mvi_eig`, `mvi_lr`, `vi_diag`, `vi_full`) share:
+//! their settings, the Laplace start, the fixed draws Z, the optimisation of the
+//! fixed-sample ELBO and the finishing touches (fresh-draw ELBO, over-fitting and
+//! convergence notes).
+//!
+//! Input: a [`LogDensity`] and a method's [`Family`]. Output: a [`Posterior`] whose
+//! `objective` is the ELBO on the fixed samples and whose `fresh_elbo` is the re-estimate
+//! on as many fresh draws, with its standard error.
+
+use nalgebra::{DMatrix, DVector};
+use rand::RngCore;
+
+use crate::density::LogDensity;
+use crate::diagnostic::Diagnostic;
+use crate::infer::laplace::{fit_laplace, not_converged, LaplaceFit, Recorder};
+use crate::infer::objective::{fresh_elbo, Elbo, Family};
+use crate::infer::optim::{self, Outcome};
+use crate::infer::settings::{Common, Reader};
+use crate::infer::{Error, Observer};
+use crate::posterior::{standard_normal, Approximation, IterRecord, Posterior};
+
+/// Options shared by the Gaussian VI methods.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViSettings {
+    /// `max_iters`, `tol`, `optimizer`, `learn_hyper`.
+    pub common: Common,
+    /// `samples`: S, the number of fixed standard-normal draws [1000].
+    pub samples: usize,
+}
+
+impl Default for ViSettings {
+    fn default() -> Self {
+        ViSettings {
+            common: Common::default(),
+            samples: 1000,
+        }
+    }
+}
+
+impl ViSettings {
+    /// Read the VI keys (`samples` and the common ones).
+    ///
+    /// # Errors
+    /// A diagnostic at a bad value.
+    pub fn read(r: &Reader<'_>) -> Result<ViSettings, Diagnostic> {
+        Ok(ViSettings {
+            common: Common::read(r)?,
+            samples: r.int("samples", 1, 1000)?,
+        })
+    }
+}
+
+/// The Laplace fit and the fixed draws every VI method starts from.
+pub struct Start {
+    /// The Laplace approximation (mean, θ, C).
+    pub laplace: LaplaceFit,
+    /// Z, D×S standard-normal draws, fixed for the whole optimisation.
+    pub z: DMatrix<f64>,
+}
+
+/// Fit Laplace (θ on the evidence when learned), then draw Z from `rng`.
+///
+/// # Errors
+/// As [`fit_laplace`].
+pub fn start(
+    model: &dyn LogDensity,
+    settings: &ViSettings,
+    rng: &mut dyn RngCore,
+    obs: &mut dyn Observer,
+) -> Result<Start, Error> {
+    let laplace = fit_laplace(model, &settings.common, obs)?;
+    let z = standard_normal(model.dim(), settings.samples, rng);
+    Ok(Start { laplace, z })
+}
+
+/// One optimised ELBO: the objective, the optimiser's outcome and the trace.
+pub struct Run<'a, F: Family> {
+    /// The objective (family and model).
+    pub elbo: Elbo<'a, F>,
+    /// What the optimiser found.
+    pub outcome: Outcome,
+    /// The iterations seen.
+    pub trace: Vec<IterRecord>,
+}
+
+/// Maximise the fixed-sample ELBO of `family` from φ₀ and the Laplace θ.
+pub fn optimise<'a, F: Family>(
+    model: &'a dyn LogDensity,
+    family: F,
+    phi0: &DVector<f64>,
+    start: &Start,
+    settings: &ViSettings,
+    obs: &mut dyn Observer,
+) -> Run<'a, F> {
+    let theta = &start.laplace.theta;
+    let learn = settings.common.learn_hyper && model.theta_dim() > 0;
+    let elbo = Elbo {
+        model,
+        family,
+        fixed_theta: if learn { None } else { Some(theta.clone()) },
+    };
+    let x0 = elbo.pack(phi0, theta);
+    let mut trace = Vec::new();
+    let outcome = {
+        let mut rec = Recorder {
+            inner: obs,
+            trace: &mut trace,
+        };
+        optim::maximize(|x| elbo.value_grad(x), x0, &settings.common.optim(), &mut rec)
+    };
+    Run { elbo, outcome, trace }
+}
+
+/// Turn a run into the method's posterior: fresh-draw ELBO from `rng` (S draws), notes.
+pub fn finish<F: Family>(
+    name: &str,
+    run: Run<'_, F>,
+    start: Start,
+    settings: &ViSettings,
+    rng: &mut dyn RngCore,
+) -> Posterior {
+    let (phi, theta) = run.elbo.unpack(&run.outcome.x);
+    let q = run.elbo.family.gaussian(&phi);
+    let fresh = fresh_elbo(run.elbo.model, &theta, &q, settings.samples, rng);
+    let mut notes = start.laplace.notes;
+    if !run.outcome.converged {
+        notes.push(not_converged(&format!("{name} ELBO optimisation"), &run.outcome));
+    }
+    let train = run.outcome.value;
+    if train > fresh.0 + 3.0 * fresh.1 {
+        notes.push(format!(
+            "the ELBO on the fixed samples ({train:.3}) exceeds its fresh-draw estimate ({:.3} ± {:.3}) by more \
+             than 3 standard errors: the fit is tuned to the fixed samples; try a larger `samples`",
+            fresh.0, fresh.1
+        ));
+    }
+    Posterior {
+        method: name.to_string(),
+        approx: Approximation::Gaussian(q),
+        theta,
+        objective: Some(train),
+        log_evidence: Some(start.laplace.log_evidence),
+        trace: run.trace,
+        iterations: run.outcome.iterations,
+        converged: run.outcome.converged,
+        notes,
+        fresh_elbo: Some(fresh),
+    }
+}
