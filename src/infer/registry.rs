@@ -5,7 +5,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::infer::settings::{COMMON_KEYS, VI_KEYS};
-use crate::infer::{laplace, mvi_eig, mvi_lr, mvi_mu, vi_diag, vi_full};
+use crate::infer::{laplace, mvi_eig, mvi_lr, mvi_mu, pmfvb, split_mf, vi_diag, vi_full};
 use crate::infer::{BuildFn, InferOptions, Method, OptionValue};
 
 /// One registered method.
@@ -60,7 +60,18 @@ pub const METHODS: &[Entry] = &[
         keys: VI_KEYS,
         description: "full-covariance Gaussian VI (free Cholesky factor)",
     },
-    // split_mf and pmfvb (branch `split`) add their entries here.
+    Entry {
+        name: "split_mf",
+        build: split_mf::build,
+        keys: &["bins", "samples", "optimizer"],
+        description: "split mean-field: a mixture of mean-field Gaussians on soft bins, grown by splitting",
+    },
+    Entry {
+        name: "pmfvb",
+        build: pmfvb::build,
+        keys: &["blocks", "particles", "subset", "step", "window", "algorithm"],
+        description: "particle mean-field VB: Langevin-moved particle sets per block",
+    },
 ];
 
 /// The method named by `method` (default `laplace`), built from the options.
