@@ -8,11 +8,16 @@ use std::path::{Path, PathBuf};
 
 fn relative(path: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    path.strip_prefix(root).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    path.strip_prefix(root)
+        .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
 }
 
 fn data_args(model: &Path) -> Vec<String> {
-    let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+    let stem = model
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_string();
     let dir = model.parent().unwrap();
     let mut args = Vec::new();
     let json = dir.join(format!("{stem}.json"));
@@ -23,12 +28,20 @@ fn data_args(model: &Path) -> Vec<String> {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(&format!("{stem}.")))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(&format!("{stem}."))
+        })
         .collect();
     csvs.sort();
     for csv in csvs {
         let name = csv.file_name().unwrap().to_str().unwrap();
-        let var = name.trim_start_matches(&format!("{stem}.")).trim_end_matches(".csv");
+        let var = name
+            .trim_start_matches(&format!("{stem}."))
+            .trim_end_matches(".csv");
         args.push(format!("{var}={}", relative(&csv).display()));
     }
     args
@@ -43,9 +56,18 @@ fn render(path: &Path) -> String {
         Err(diags) => {
             assert!(!diags.is_empty());
             for d in &diags {
-                assert!(!d.labels.is_empty() || d.code.contains("unreadable"), "{} gives a diagnostic without a span: {}", model.display(), d.message);
+                assert!(
+                    !d.labels.is_empty() || d.code.contains("unreadable"),
+                    "{} gives a diagnostic without a span: {}",
+                    model.display(),
+                    d.message
+                );
             }
-            diags.iter().map(|d| d.render_plain(100)).collect::<Vec<_>>().join("\n")
+            diags
+                .iter()
+                .map(|d| d.render_plain(100))
+                .collect::<Vec<_>>()
+                .join("\n")
         }
     }
 }

@@ -14,7 +14,41 @@ const SOURCES: &[&str] = &[
 
 const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3}"#;
 
-const TOKENS: &[&str] = &["[", "]", "(", ")", "{", "}", "~", "*", "'", ".*", "1", "0", "-1", "N", "w", "y", ":", ",", "+", "normal", "x", "[1:2]", "[0]", "?", "if", "for", "let", "\n", "<lower=0>", "matrix[2, 2]", "ints[3]", "sum(", "rows(X)"];
+const TOKENS: &[&str] = &[
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    "~",
+    "*",
+    "'",
+    ".*",
+    "1",
+    "0",
+    "-1",
+    "N",
+    "w",
+    "y",
+    ":",
+    ",",
+    "+",
+    "normal",
+    "x",
+    "[1:2]",
+    "[0]",
+    "?",
+    "if",
+    "for",
+    "let",
+    "\n",
+    "<lower=0>",
+    "matrix[2, 2]",
+    "ints[3]",
+    "sum(",
+    "rows(X)",
+];
 
 fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
     let mut s: Vec<char> = src.chars().collect();
@@ -42,8 +76,50 @@ fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
     s.into_iter().collect()
 }
 
+const WORDS: &[&str] = &[
+    "1", "0", "-1", "2.5", "3", "N", "J", "T", "K", "w", "y", "mu", "sigma", "tau", "h", "X", "W", "b",
+    "theta", "alpha", "normal", "poisson", "cauchy", "vector", "matrix", "real", "int", "ints", "sum",
+    "rows", "exp", "param", "data", "hyper", "model", "predict",
+];
+
+/// Replace whole words (identifiers, numbers) by other words: the result usually still
+/// parses, so it exercises the checker rather than the parser.
+fn swap_words(src: &str, swaps: &[(usize, usize)]) -> String {
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' {
+            let start = i;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+            {
+                i += 1;
+            }
+            words.push((start, i));
+        } else {
+            i += 1;
+        }
+    }
+    let mut chosen: Vec<(usize, usize, &str)> = swaps
+        .iter()
+        .filter(|_| !words.is_empty())
+        .map(|&(w, r)| {
+            let (a, b) = words[w % words.len()];
+            (a, b, WORDS[r % WORDS.len()])
+        })
+        .collect();
+    chosen.sort_by_key(|x| std::cmp::Reverse(x.0));
+    chosen.dedup_by(|x, y| x.0 == y.0);
+    let mut out = src.to_string();
+    for (a, b, w) in chosen {
+        out.replace_range(a..b, w);
+    }
+    out
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_models_never_panic(which in 0usize..4, edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
@@ -51,6 +127,20 @@ proptest! {
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
         let _ = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+    }
+
+    #[test]
+    fn models_with_swapped_words_never_panic(which in 0usize..4, swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
+        let src = swap_words(SOURCES[which], &swaps);
+        let mut set = DataSet::default();
+        add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
+        let _ = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+    }
+
+    #[test]
+    fn random_csv_never_panics(text in "[0-9.,\n a-z-]{0,60}") {
+        let mut set = DataSet::default();
+        let _ = mvi::data::add_csv_text(&mut set, "X", "X.csv", text);
     }
 
     #[test]

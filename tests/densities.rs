@@ -41,7 +41,13 @@ const TABLE: &[Row] = &[
     // scipy.stats.t.logpdf
     ("student_t", "lpdf", &[0.8, 1.0, 2.5], -4.0, -3.7199689994140406),
     // scipy.stats.t.logpdf
-    ("student_t", "lpdf", &[30.0, -1.0, 0.5], -1.2, -0.31657014772170167),
+    (
+        "student_t",
+        "lpdf",
+        &[30.0, -1.0, 0.5],
+        -1.2,
+        -0.31657014772170167,
+    ),
     // scipy.stats.cauchy.logpdf
     ("cauchy", "lpdf", &[0.0, 1.0], 0.7, -1.5435060058067678),
     // scipy.stats.cauchy.logcdf
@@ -163,7 +169,13 @@ const TABLE: &[Row] = &[
     // scipy.stats.poisson.logpmf
     ("poisson", "lpdf", &[3.5], 2.0, -1.6876212435692093),
     // scipy.stats.poisson.logpmf(mu=exp(alpha))
-    ("poisson_log", "lpdf", &[1.252762968495368], 2.0, -1.6876212435692093),
+    (
+        "poisson_log",
+        "lpdf",
+        &[1.252762968495368],
+        2.0,
+        -1.6876212435692093,
+    ),
     // scipy.stats.poisson.logpmf
     ("poisson", "lpdf", &[0.2], 0.0, -0.2),
     // scipy.stats.poisson.logpmf(mu=exp(alpha))
@@ -195,7 +207,9 @@ fn scalar_densities_match_scipy() {
     for &(name, kind, args, x, want) in TABLE {
         let got = eval_const(name, kind, args, x);
         if !close(got, want) {
-            bad.push(format!("{name}_{kind}({x} | {args:?}) = {got}, scipy says {want}"));
+            bad.push(format!(
+                "{name}_{kind}({x} | {args:?}) = {got}, scipy says {want}"
+            ));
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
@@ -244,7 +258,13 @@ fn multi_normal_matches_scipy_on_a_vector_and_on_rows() {
 
 #[test]
 fn outside_the_support_is_minus_infinity() {
-    for (name, args, x) in [("exponential", vec![1.0], -0.5), ("beta", vec![2.0, 2.0], 1.5), ("normal", vec![0.0, -1.0], 0.0), ("uniform", vec![0.0, 1.0], 2.0), ("binomial", vec![3.0, 0.5], 4.0)] {
+    for (name, args, x) in [
+        ("exponential", vec![1.0], -0.5),
+        ("beta", vec![2.0, 2.0], 1.5),
+        ("normal", vec![0.0, -1.0], 0.0),
+        ("uniform", vec![0.0, 1.0], 2.0),
+        ("binomial", vec![3.0, 0.5], 4.0),
+    ] {
         let v = mvi::graph::eval::clean(eval_const(name, "lpdf", &args, x));
         assert_eq!(v, f64::NEG_INFINITY, "{name}");
     }

@@ -30,7 +30,11 @@ fn rel(a: f64, b: f64) -> f64 {
 fn assert_close(what: &str, a: &[f64], b: &[f64], tol: f64) {
     assert_eq!(a.len(), b.len(), "{what}: lengths differ");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(rel(*x, *y) <= tol, "{what}[{i}]: {x} vs {y} (rel {:.2e} > {tol:.0e})", rel(*x, *y));
+        assert!(
+            rel(*x, *y) <= tol,
+            "{what}[{i}]: {x} vs {y} (rel {:.2e} > {tol:.0e})",
+            rel(*x, *y)
+        );
     }
 }
 
@@ -53,11 +57,26 @@ fn check_all(g: &Graph, theta: &[f64], w: &[f64]) {
     let fwd = dual::forward_grad(g, theta, w);
     assert_close("reverse vs forward gradient", &gw, fwd.as_slice(), EXACT_TOL);
     let fd = finite_diff::gradient(&|x| value(g, theta, x), w, 1e-5);
-    assert_close("reverse vs finite-difference gradient", &gw, fd.as_slice(), FD_TOL);
+    assert_close(
+        "reverse vs finite-difference gradient",
+        &gw,
+        fd.as_slice(),
+        FD_TOL,
+    );
     let fwd_t = dual::forward_grad_theta(g, theta, w);
-    assert_close("reverse vs forward theta gradient", &gt, fwd_t.as_slice(), EXACT_TOL);
+    assert_close(
+        "reverse vs forward theta gradient",
+        &gt,
+        fwd_t.as_slice(),
+        EXACT_TOL,
+    );
     let fd_t = finite_diff::gradient(&|t| value(g, t, w), theta, 1e-5);
-    assert_close("reverse vs finite-difference theta gradient", &gt, fd_t.as_slice(), FD_TOL);
+    assert_close(
+        "reverse vs finite-difference theta gradient",
+        &gt,
+        fd_t.as_slice(),
+        FD_TOL,
+    );
     check_second_order(g, theta, w);
     check_batched(g, theta, w);
 }
@@ -68,13 +87,33 @@ fn check_second_order(g: &Graph, theta: &[f64], w: &[f64]) {
     let hv = dual::hvp(g, theta, w, &v);
     let h_fwd = dual::hessian_forward(g, theta, w);
     let vv = DVector::from_vec(v.clone());
-    assert_close("H·v vs all-forward H v", hv.as_slice(), (&h_fwd * &vv).as_slice(), EXACT_TOL);
+    assert_close(
+        "H·v vs all-forward H v",
+        hv.as_slice(),
+        (&h_fwd * &vv).as_slice(),
+        EXACT_TOL,
+    );
     let gradf = |x: &[f64]| DVector::from_vec(grad(g, theta, x).0);
     let h_fd = finite_diff::hessian(&gradf, w, 1e-5);
-    assert_close("H·v vs finite-difference H v", hv.as_slice(), (&h_fd * &vv).as_slice(), FD_HESS_TOL);
+    assert_close(
+        "H·v vs finite-difference H v",
+        hv.as_slice(),
+        (&h_fd * &vv).as_slice(),
+        FD_HESS_TOL,
+    );
     let h_raw = dual::hessian_raw(g, theta, w);
-    assert_close("Hessian symmetry", h_raw.as_slice(), h_raw.transpose().as_slice(), EXACT_TOL);
-    assert_close("forward-over-reverse vs all-forward Hessian", h_raw.as_slice(), h_fwd.as_slice(), EXACT_TOL);
+    assert_close(
+        "Hessian symmetry",
+        h_raw.as_slice(),
+        h_raw.transpose().as_slice(),
+        EXACT_TOL,
+    );
+    assert_close(
+        "forward-over-reverse vs all-forward Hessian",
+        h_raw.as_slice(),
+        h_fwd.as_slice(),
+        EXACT_TOL,
+    );
 }
 
 fn check_batched(g: &Graph, theta: &[f64], w: &[f64]) {
@@ -90,7 +129,12 @@ fn check_batched(g: &Graph, theta: &[f64], w: &[f64]) {
         let col = &big[c * d..(c + 1) * d];
         let one = reverse::value_grad(g, &consts, theta, col, 1);
         assert_close("batched value", &r.values[c..c + 1], &one.values, BATCH_TOL);
-        assert_close("batched gradient", &r.grad_w[c * d..(c + 1) * d], &one.grad_w, BATCH_TOL);
+        assert_close(
+            "batched gradient",
+            &r.grad_w[c * d..(c + 1) * d],
+            &one.grad_w,
+            BATCH_TOL,
+        );
     }
 }
 
@@ -100,7 +144,11 @@ fn graph_with(d: usize, f: impl Fn(&mut Graph, NodeId, NodeId) -> NodeId) -> Gra
     let x = g.param_slice(0, Shape::Vector(d), &Constraint::NONE).unwrap();
     let t = g.hyper_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
     let out = f(&mut g, x, t);
-    let out = if g.shape(out) == Shape::Scalar { out } else { g.sum(out) };
+    let out = if g.shape(out) == Shape::Scalar {
+        out
+    } else {
+        g.sum(out)
+    };
     g.add_target(out).unwrap();
     g
 }
@@ -118,31 +166,82 @@ fn unit(g: &mut Graph, x: NodeId) -> NodeId {
 /// One case per op of the builder (d = 4 unless said otherwise).
 fn op_cases() -> Vec<(&'static str, Build)> {
     vec![
-        ("neg", |g, x, t| { let n = g.neg(x); g.mul(n, t).unwrap() }),
+        ("neg", |g, x, t| {
+            let n = g.neg(x);
+            g.mul(n, t).unwrap()
+        }),
         ("exp", |g, x, _| g.unary(Fun1::Exp, x)),
-        ("log", |g, x, _| { let p = pos(g, x); let q = g.unary(Fun1::Square, p); g.unary(Fun1::Log, q) }),
-        ("log1p", |g, x, _| { let p = pos(g, x); g.unary(Fun1::Log1p, p) }),
+        ("log", |g, x, _| {
+            let p = pos(g, x);
+            let q = g.unary(Fun1::Square, p);
+            g.unary(Fun1::Log, q)
+        }),
+        ("log1p", |g, x, _| {
+            let p = pos(g, x);
+            g.unary(Fun1::Log1p, p)
+        }),
         ("expm1", |g, x, _| g.unary(Fun1::Expm1, x)),
-        ("sqrt", |g, x, _| { let p = pos(g, x); g.unary(Fun1::Sqrt, p) }),
-        ("square", |g, x, t| { let a = g.mul(x, t).unwrap(); g.unary(Fun1::Square, a) }),
-        ("abs", |g, x, _| { let c = g.scalar(3.0); let a = g.add_nodes(x, c).unwrap(); g.unary(Fun1::Abs, a) }),
+        ("sqrt", |g, x, _| {
+            let p = pos(g, x);
+            g.unary(Fun1::Sqrt, p)
+        }),
+        ("square", |g, x, t| {
+            let a = g.mul(x, t).unwrap();
+            g.unary(Fun1::Square, a)
+        }),
+        ("abs", |g, x, _| {
+            let c = g.scalar(3.0);
+            let a = g.add_nodes(x, c).unwrap();
+            g.unary(Fun1::Abs, a)
+        }),
         ("sin", |g, x, _| g.unary(Fun1::Sin, x)),
         ("cos", |g, x, _| g.unary(Fun1::Cos, x)),
         ("tanh", |g, x, _| g.unary(Fun1::Tanh, x)),
         ("atan", |g, x, _| g.unary(Fun1::Atan, x)),
         ("inv_logit", |g, x, _| g.unary(Fun1::InvLogit, x)),
-        ("logit", |g, x, _| { let u = unit(g, x); let l = g.unary(Fun1::Logit, u); g.unary(Fun1::Square, l) }),
+        ("logit", |g, x, _| {
+            let u = unit(g, x);
+            let l = g.unary(Fun1::Logit, u);
+            g.unary(Fun1::Square, l)
+        }),
         ("log_inv_logit", |g, x, _| g.unary(Fun1::LogInvLogit, x)),
         ("log1m_inv_logit", |g, x, _| g.unary(Fun1::Log1mInvLogit, x)),
-        ("lgamma", |g, x, _| { let p = pos(g, x); g.unary(Fun1::Lgamma, p) }),
+        ("lgamma", |g, x, _| {
+            let p = pos(g, x);
+            g.unary(Fun1::Lgamma, p)
+        }),
         ("log_phi", |g, x, _| g.unary(Fun1::LogPhi, x)),
-        ("add_sub_broadcast", |g, x, t| { let a = g.add_nodes(x, t).unwrap(); let b = g.sub(t, a).unwrap(); g.mul(a, b).unwrap() }),
-        ("div", |g, x, t| { let p = pos(g, x); let q = g.div(t, p).unwrap(); g.div(q, p).unwrap() }),
-        ("pow_real", |g, x, t| { let p = pos(g, x); let e = g.unary(Fun1::InvLogit, t); g.pow(p, e).unwrap() }),
-        ("pow_int", |g, x, _| { let c = g.scalar(3.0); g.pow(x, c).unwrap() }),
-        ("min_max", |g, x, t| { let a = g.binary(Fun2::Max, x, t).unwrap(); let m = g.min(x); let mx = g.max(a); let mm = g.binary(Fun2::Min, m, mx).unwrap(); g.mul(mm, t).unwrap() }),
+        ("add_sub_broadcast", |g, x, t| {
+            let a = g.add_nodes(x, t).unwrap();
+            let b = g.sub(t, a).unwrap();
+            g.mul(a, b).unwrap()
+        }),
+        ("div", |g, x, t| {
+            let p = pos(g, x);
+            let q = g.div(t, p).unwrap();
+            g.div(q, p).unwrap()
+        }),
+        ("pow_real", |g, x, t| {
+            let p = pos(g, x);
+            let e = g.unary(Fun1::InvLogit, t);
+            g.pow(p, e).unwrap()
+        }),
+        ("pow_int", |g, x, _| {
+            let c = g.scalar(3.0);
+            g.pow(x, c).unwrap()
+        }),
+        ("min_max", |g, x, t| {
+            let a = g.binary(Fun2::Max, x, t).unwrap();
+            let m = g.min(x);
+            let mx = g.max(a);
+            let mm = g.binary(Fun2::Min, m, mx).unwrap();
+            g.mul(mm, t).unwrap()
+        }),
         ("matvec_const", |g, x, _| {
-            let a = g.constant(Shape::Matrix(3, 4), (0..12).map(|i| (i as f64 * 0.7).sin()).collect());
+            let a = g.constant(
+                Shape::Matrix(3, 4),
+                (0..12).map(|i| (i as f64 * 0.7).sin()).collect(),
+            );
             let y = g.matmul(a, x).unwrap();
             g.unary(Fun1::Square, y)
         }),
@@ -167,7 +266,11 @@ fn op_cases() -> Vec<(&'static str, Build)> {
             let (u, v) = (g.sum(s1), g.sum(s2));
             g.add_nodes(u, v).unwrap()
         }),
-        ("dot_transpose", |g, x, _| { let tx = g.transpose(x); let e = g.unary(Fun1::Sin, x); g.times(tx, e).unwrap() }),
+        ("dot_transpose", |g, x, _| {
+            let tx = g.transpose(x);
+            let e = g.unary(Fun1::Sin, x);
+            g.times(tx, e).unwrap()
+        }),
         ("indexing", |g, x, _| {
             let a = g.index(x, 2).unwrap();
             let s = g.slice(x, 2, 4).unwrap();
@@ -192,7 +295,12 @@ fn op_cases() -> Vec<(&'static str, Build)> {
             g.add_nodes(a1, parts[2]).unwrap()
         }),
         ("reductions", |g, x, _| {
-            let parts = [g.mean(x).unwrap(), g.log_sum_exp(x), g.sd(x).unwrap(), g.variance(x).unwrap()];
+            let parts = [
+                g.mean(x).unwrap(),
+                g.log_sum_exp(x),
+                g.sd(x).unwrap(),
+                g.variance(x).unwrap(),
+            ];
             let sm = g.softmax(x).unwrap();
             let ls = g.log_softmax(x).unwrap();
             let e = g.index(sm, 2).unwrap();
@@ -212,7 +320,14 @@ fn op_cases() -> Vec<(&'static str, Build)> {
             g.sum(s)
         }),
         ("lse_rows", |g, x, t| {
-            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 3), g_idx(g, x, 4), t];
+            let items = vec![
+                g_idx(g, x, 1),
+                g_idx(g, x, 2),
+                t,
+                g_idx(g, x, 3),
+                g_idx(g, x, 4),
+                t,
+            ];
             let m = g.pack(Shape::Matrix(2, 3), items).unwrap();
             let l = g.log_sum_exp_rows(m);
             let s = g.unary(Fun1::Square, l);
@@ -237,9 +352,22 @@ fn op_cases() -> Vec<(&'static str, Build)> {
         ("constraints", |g, x, _| {
             // the transforms' log-Jacobians are in the target too
             let _ = x;
-            let a = g.param_slice(0, Shape::Vector(2), &Constraint::lower(1.0)).unwrap();
-            let b = g.param_slice(2, Shape::Scalar, &Constraint { lower: None, upper: Some(2.0) }).unwrap();
-            let c = g.param_slice(3, Shape::Scalar, &Constraint::interval(-1.0, 3.0)).unwrap();
+            let a = g
+                .param_slice(0, Shape::Vector(2), &Constraint::lower(1.0))
+                .unwrap();
+            let b = g
+                .param_slice(
+                    2,
+                    Shape::Scalar,
+                    &Constraint {
+                        lower: None,
+                        upper: Some(2.0),
+                    },
+                )
+                .unwrap();
+            let c = g
+                .param_slice(3, Shape::Scalar, &Constraint::interval(-1.0, 3.0))
+                .unwrap();
             let s = g.sum(a);
             let p = g.mul(b, c).unwrap();
             g.add_nodes(s, p).unwrap()
@@ -323,7 +451,10 @@ fn random_graph(ops: &[(usize, usize, usize)]) -> Graph {
             4 => g.sum(a),
             5 => g.log_sum_exp(a),
             6 if sa == Shape::Vector(4) => {
-                let c = g.constant(Shape::Matrix(4, 4), (0..16).map(|k| ((k * 7 % 5) as f64 - 2.0) * 0.3).collect());
+                let c = g.constant(
+                    Shape::Matrix(4, 4),
+                    (0..16).map(|k| ((k * 7 % 5) as f64 - 2.0) * 0.3).collect(),
+                );
                 g.matmul(c, a).unwrap()
             }
             _ => g.unary(Fun1::InvLogit, a),
@@ -341,54 +472,171 @@ fn random_graph(ops: &[(usize, usize, usize)]) -> Graph {
 
 /// (name, argument builders from (w, θ), outcome): outcome `None` means the first parameter
 /// vector itself (continuous families), `Some(data)` a data outcome.
-type DistCase = (&'static str, fn(&mut Graph, NodeId, NodeId) -> Vec<NodeId>, Option<Vec<f64>>, Constraint);
+type DistCase = (
+    &'static str,
+    fn(&mut Graph, NodeId, NodeId) -> Vec<NodeId>,
+    Option<Vec<f64>>,
+    Constraint,
+);
 
 fn dist_cases() -> Vec<DistCase> {
     vec![
-        ("normal", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
-        ("student_t", |g, x, t| vec![pos_idx(g, x, 2), t, pos_idx(g, x, 1)], None, Constraint::NONE),
-        ("cauchy", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
-        ("laplace", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
-        ("logistic", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::NONE),
-        ("lognormal", |g, x, t| vec![t, pos_idx(g, x, 1)], None, Constraint::lower(0.0)),
+        (
+            "normal",
+            |g, x, t| vec![t, pos_idx(g, x, 1)],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "student_t",
+            |g, x, t| vec![pos_idx(g, x, 2), t, pos_idx(g, x, 1)],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "cauchy",
+            |g, x, t| vec![t, pos_idx(g, x, 1)],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "laplace",
+            |g, x, t| vec![t, pos_idx(g, x, 1)],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "logistic",
+            |g, x, t| vec![t, pos_idx(g, x, 1)],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "lognormal",
+            |g, x, t| vec![t, pos_idx(g, x, 1)],
+            None,
+            Constraint::lower(0.0),
+        ),
         ("exponential", |_, _, t| vec![t], None, Constraint::lower(0.0)),
-        ("gamma", |g, x, t| vec![pos_idx(g, x, 1), t], None, Constraint::lower(0.0)),
-        ("inv_gamma", |g, x, t| vec![pos_idx(g, x, 1), t], None, Constraint::lower(0.0)),
-        ("beta", |g, x, t| vec![pos_idx(g, x, 1), t], None, Constraint::interval(0.0, 1.0)),
+        (
+            "gamma",
+            |g, x, t| vec![pos_idx(g, x, 1), t],
+            None,
+            Constraint::lower(0.0),
+        ),
+        (
+            "inv_gamma",
+            |g, x, t| vec![pos_idx(g, x, 1), t],
+            None,
+            Constraint::lower(0.0),
+        ),
+        (
+            "beta",
+            |g, x, t| vec![pos_idx(g, x, 1), t],
+            None,
+            Constraint::interval(0.0, 1.0),
+        ),
         ("half_normal", |_, _, t| vec![t], None, Constraint::lower(0.0)),
         ("half_cauchy", |_, _, t| vec![t], None, Constraint::lower(0.0)),
-        ("uniform", |g, _, _| vec![g.scalar(-3.0), g.scalar(5.0)], None, Constraint::interval(-2.0, 4.0)),
-        ("multi_normal", |g, x, t| {
-            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 4)];
-            let b = g.pack(Shape::Matrix(2, 2), items).unwrap();
-            let bt = g.transpose(b);
-            let bb = g.matmul(b, bt).unwrap();
-            let i = g.constant(Shape::Matrix(2, 2), vec![1.0, 0.0, 0.0, 1.0]);
-            let sig = g.add_nodes(bb, i).unwrap();
-            let items = vec![t, g_idx(g, x, 3)];
-            let mu = g.pack(Shape::Vector(2), items).unwrap();
-            vec![mu, sig]
-        }, Some(vec![0.5, -1.0, 1.5, 0.2, 0.0, 2.0]), Constraint::NONE),
-        ("multi_normal_cholesky", |g, x, t| {
-            let e = g.unary(Fun1::Exp, x);
-            let items = vec![g_idx(g, e, 1), g_idx(g, x, 2), g.scalar(0.0), g_idx(g, e, 4)];
-            let l = g.pack(Shape::Matrix(2, 2), items).unwrap();
-            let items = vec![t, g_idx(g, x, 3)];
-            let mu = g.pack(Shape::Vector(2), items).unwrap();
-            vec![mu, l]
-        }, Some(vec![0.5, -1.0]), Constraint::NONE),
-        ("bernoulli", |g, x, _| vec![g.unary(Fun1::InvLogit, x)], Some(vec![1.0, 0.0, 0.0, 1.0]), Constraint::NONE),
-        ("bernoulli_logit", |g, x, t| vec![g.mul(x, t).unwrap()], Some(vec![1.0, 0.0, 0.0, 1.0]), Constraint::NONE),
-        ("binomial", |g, x, _| vec![g.constant(Shape::Vector(4), vec![5.0, 3.0, 7.0, 2.0]), g.unary(Fun1::InvLogit, x)], Some(vec![2.0, 0.0, 7.0, 1.0]), Constraint::NONE),
-        ("binomial_logit", |g, x, _| vec![g.constant(Shape::Vector(4), vec![5.0, 3.0, 7.0, 2.0]), x], Some(vec![2.0, 0.0, 7.0, 1.0]), Constraint::NONE),
-        ("poisson", |g, x, _| vec![g.unary(Fun1::Exp, x)], Some(vec![0.0, 3.0, 1.0, 6.0]), Constraint::NONE),
-        ("poisson_log", |_, x, _| vec![x], Some(vec![0.0, 3.0, 1.0, 6.0]), Constraint::NONE),
-        ("categorical_logit", |_, x, _| vec![x], Some(vec![2.0, 4.0, 1.0]), Constraint::NONE),
-        ("categorical_logit_rows", |g, x, t| {
-            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 3), g_idx(g, x, 4), t];
-            let m = g.pack(Shape::Matrix(2, 3), items).unwrap();
-            vec![m]
-        }, Some(vec![3.0, 1.0]), Constraint::NONE),
+        (
+            "uniform",
+            |g, _, _| vec![g.scalar(-3.0), g.scalar(5.0)],
+            None,
+            Constraint::interval(-2.0, 4.0),
+        ),
+        (
+            "multi_normal",
+            |g, x, t| {
+                let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 4)];
+                let b = g.pack(Shape::Matrix(2, 2), items).unwrap();
+                let bt = g.transpose(b);
+                let bb = g.matmul(b, bt).unwrap();
+                let i = g.constant(Shape::Matrix(2, 2), vec![1.0, 0.0, 0.0, 1.0]);
+                let sig = g.add_nodes(bb, i).unwrap();
+                let items = vec![t, g_idx(g, x, 3)];
+                let mu = g.pack(Shape::Vector(2), items).unwrap();
+                vec![mu, sig]
+            },
+            Some(vec![0.5, -1.0, 1.5, 0.2, 0.0, 2.0]),
+            Constraint::NONE,
+        ),
+        (
+            "multi_normal_cholesky",
+            |g, x, t| {
+                let e = g.unary(Fun1::Exp, x);
+                let items = vec![g_idx(g, e, 1), g_idx(g, x, 2), g.scalar(0.0), g_idx(g, e, 4)];
+                let l = g.pack(Shape::Matrix(2, 2), items).unwrap();
+                let items = vec![t, g_idx(g, x, 3)];
+                let mu = g.pack(Shape::Vector(2), items).unwrap();
+                vec![mu, l]
+            },
+            Some(vec![0.5, -1.0]),
+            Constraint::NONE,
+        ),
+        (
+            "bernoulli",
+            |g, x, _| vec![g.unary(Fun1::InvLogit, x)],
+            Some(vec![1.0, 0.0, 0.0, 1.0]),
+            Constraint::NONE,
+        ),
+        (
+            "bernoulli_logit",
+            |g, x, t| vec![g.mul(x, t).unwrap()],
+            Some(vec![1.0, 0.0, 0.0, 1.0]),
+            Constraint::NONE,
+        ),
+        (
+            "binomial",
+            |g, x, _| {
+                vec![
+                    g.constant(Shape::Vector(4), vec![5.0, 3.0, 7.0, 2.0]),
+                    g.unary(Fun1::InvLogit, x),
+                ]
+            },
+            Some(vec![2.0, 0.0, 7.0, 1.0]),
+            Constraint::NONE,
+        ),
+        (
+            "binomial_logit",
+            |g, x, _| vec![g.constant(Shape::Vector(4), vec![5.0, 3.0, 7.0, 2.0]), x],
+            Some(vec![2.0, 0.0, 7.0, 1.0]),
+            Constraint::NONE,
+        ),
+        (
+            "poisson",
+            |g, x, _| vec![g.unary(Fun1::Exp, x)],
+            Some(vec![0.0, 3.0, 1.0, 6.0]),
+            Constraint::NONE,
+        ),
+        (
+            "poisson_log",
+            |_, x, _| vec![x],
+            Some(vec![0.0, 3.0, 1.0, 6.0]),
+            Constraint::NONE,
+        ),
+        (
+            "categorical_logit",
+            |_, x, _| vec![x],
+            Some(vec![2.0, 4.0, 1.0]),
+            Constraint::NONE,
+        ),
+        (
+            "categorical_logit_rows",
+            |g, x, t| {
+                let items = vec![
+                    g_idx(g, x, 1),
+                    g_idx(g, x, 2),
+                    t,
+                    g_idx(g, x, 3),
+                    g_idx(g, x, 4),
+                    t,
+                ];
+                let m = g.pack(Shape::Matrix(2, 3), items).unwrap();
+                vec![m]
+            },
+            Some(vec![3.0, 1.0]),
+            Constraint::NONE,
+        ),
     ]
 }
 
@@ -406,7 +654,9 @@ fn dist_graph(case: DistCase) -> Graph {
     let t = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
     let a = args(&mut g, x, t);
     let y = match data {
-        Some(v) if dist_name.starts_with("multi_normal") && v.len() == 6 => g.constant(Shape::Matrix(3, 2), v),
+        Some(v) if dist_name.starts_with("multi_normal") && v.len() == 6 => {
+            g.constant(Shape::Matrix(3, 2), v)
+        }
         Some(v) => g.constant(Shape::Vector(v.len()), v),
         None => {
             // a second view of w through the family's support transform
@@ -445,7 +695,17 @@ fn constrain_node(g: &mut Graph, raw: NodeId, c: &Constraint) -> NodeId {
 
 #[test]
 fn lcdf_and_lccdf_agree_three_ways() {
-    for name in ["normal", "cauchy", "laplace", "logistic", "lognormal", "exponential", "half_normal", "half_cauchy", "uniform"] {
+    for name in [
+        "normal",
+        "cauchy",
+        "laplace",
+        "logistic",
+        "lognormal",
+        "exponential",
+        "half_normal",
+        "half_cauchy",
+        "uniform",
+    ] {
         for upper in [false, true] {
             let mut g = Graph::new(2, 0);
             let x = g.param_slice(0, Shape::Vector(2), &Constraint::NONE).unwrap();

@@ -265,7 +265,16 @@ fn ten_thousand_open_parens_give_a_diagnostic_not_a_crash() {
 }
 
 #[test]
-fn nesting_just_under_the_limit_still_parses() {
-    let src = format!("let x = {}1{}\n", "(".repeat(90), ")".repeat(90));
-    assert!(parse_program(&src, "ok.mvi").is_ok());
+fn nesting_just_under_the_limit_still_parses_and_dumps() {
+    let calls = format!("let x = {}1{}\n", "f(".repeat(99), ")".repeat(99));
+    let loops = format!(
+        "model {{\n{}x ~ normal(0, 1)\n{}}}\n",
+        "for i in 1:N {\n".repeat(98),
+        "}\n".repeat(98)
+    );
+    let mixed = format!("let x = {}1{}\n", "[-(".repeat(49), ")]".repeat(49));
+    for src in [calls, loops, mixed] {
+        let p = parse_program(&src, "ok.mvi").unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+        assert!(dump_ast(&p).lines().count() > 49);
+    }
 }

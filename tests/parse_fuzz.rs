@@ -77,6 +77,67 @@ fn apply(src: &str, edits: &[Edit]) -> String {
     chars.into_iter().collect()
 }
 
+/// Split into tokens: runs of name characters, runs of spaces, or single other characters.
+fn tokens(src: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let class = |c: char| {
+        if c.is_alphanumeric() || c == '_' || c == '.' {
+            0
+        } else if c == ' ' {
+            1
+        } else {
+            2
+        }
+    };
+    for c in src.chars() {
+        match out.last_mut() {
+            Some(last) if class(c) != 2 && last.chars().last().map(class) == Some(class(c)) => last.push(c),
+            _ => out.push(c.to_string()),
+        }
+    }
+    out
+}
+
+/// Delete, duplicate or swap whole tokens.
+fn mangle_tokens(src: &str, ops: &[(u8, usize, usize)]) -> String {
+    let mut toks = tokens(src);
+    for &(kind, i, j) in ops {
+        if toks.is_empty() {
+            break;
+        }
+        let (i, j) = (i % toks.len(), j % toks.len());
+        match kind % 3 {
+            0 => {
+                toks.remove(i);
+            }
+            1 => {
+                let t = toks[i].clone();
+                toks.insert(j, t);
+            }
+            _ => toks.swap(i, j),
+        }
+    }
+    toks.concat()
+}
+
+/// The shipped examples, read at test time (empty if the directory is missing).
+fn example_sources() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "mvi"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -99,6 +160,30 @@ proptest! {
             let _ = d.render_plain(100);
         }
     }
+
+    #[test]
+    fn token_shuffled_models_never_panic(
+        seed in 0..SEEDS.len() + 16,
+        ops in prop::collection::vec((any::<u8>(), any::<usize>(), any::<usize>()), 1..6),
+    ) {
+        let examples = example_sources();
+        let src = match seed.checked_sub(SEEDS.len()) {
+            Some(k) if !examples.is_empty() => examples[k % examples.len()].clone(),
+            _ => SEEDS[seed % SEEDS.len()].to_string(),
+        };
+        let mangled = mangle_tokens(&src, &ops);
+        if let Err(d) = parse_program(&mangled, "shuffled.mvi") {
+            prop_assert!(!d.labels.is_empty());
+            let _ = d.render_plain(100);
+        }
+    }
+}
+
+#[test]
+fn tokens_rejoin_to_the_original_text() {
+    let src = "y ~ normal(mu, 1.5)  // c\n";
+    assert_eq!(tokens(src).concat(), src);
+    assert!(tokens(src).contains(&"normal".to_string()));
 }
 
 #[test]

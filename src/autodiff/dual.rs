@@ -51,7 +51,11 @@ pub fn hessian_raw(graph: &Graph, theta: &[f64], w: &[f64]) -> DMatrix<f64> {
             let j1 = (j0 + chunk).min(d);
             let mut wd = Vec::with_capacity(d * (j1 - j0));
             for j in j0..j1 {
-                wd.extend(w.iter().enumerate().map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })));
+                wd.extend(
+                    w.iter()
+                        .enumerate()
+                        .map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })),
+                );
             }
             let g = value_grad(graph, &consts, &th, &wd, j1 - j0);
             (j0, j1, g.grad_w.iter().map(|x| x.eps).collect())
@@ -73,7 +77,11 @@ pub fn forward_grad(graph: &Graph, theta: &[f64], w: &[f64]) -> DVector<f64> {
     let consts = lift_consts::<Dual64>(graph);
     let mut wd = Vec::with_capacity(d * d);
     for j in 0..d {
-        wd.extend(w.iter().enumerate().map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })));
+        wd.extend(
+            w.iter()
+                .enumerate()
+                .map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })),
+        );
     }
     let tape = forward(graph, &consts, &lift_point(theta), &wd, d);
     DVector::from_iterator(d, tape.target_values().iter().map(|x| x.eps))
@@ -86,7 +94,11 @@ pub fn forward_grad_theta(graph: &Graph, theta: &[f64], w: &[f64]) -> DVector<f6
     let wd = lift_point::<Dual64>(w);
     (0..p)
         .map(|j| {
-            let th: Vec<Dual64> = theta.iter().enumerate().map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })).collect();
+            let th: Vec<Dual64> = theta
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 }))
+                .collect();
             forward(graph, &consts, &th, &wd, 1).target_values()[0].eps
         })
         .collect::<Vec<_>>()
@@ -102,7 +114,12 @@ pub fn hessian_forward(graph: &Graph, theta: &[f64], w: &[f64]) -> DMatrix<f64> 
     let mut wd = Vec::with_capacity(d * pairs.len());
     for &(i, j) in &pairs {
         wd.extend(w.iter().enumerate().map(|(k, &x)| {
-            HyperDual64::new(x, if k == i { 1.0 } else { 0.0 }, if k == j { 1.0 } else { 0.0 }, 0.0)
+            HyperDual64::new(
+                x,
+                if k == i { 1.0 } else { 0.0 },
+                if k == j { 1.0 } else { 0.0 },
+                0.0,
+            )
         }));
     }
     let tape = forward(graph, &consts, &lift_point(theta), &wd, pairs.len());

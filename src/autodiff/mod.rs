@@ -89,21 +89,39 @@ impl Scalar for f64 {
         Cow::Borrowed(c)
     }
 
+    /// One call of matrixmultiply's dgemm: the transposes are passed as strides, so
+    /// neither operand is copied.
     fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
-        use nalgebra::{DMatrixView, DMatrixViewMut};
         if m == 0 || n == 0 || k == 0 {
             return;
         }
-        let mut cv = DMatrixViewMut::from_slice(c, m, n);
-        let (ar, ac) = if ta { (k, m) } else { (m, k) };
-        let av = DMatrixView::from_slice(a, ar, ac);
-        let (br, bc) = if tb { (n, k) } else { (k, n) };
-        let bv = DMatrixView::from_slice(b, br, bc);
-        match (ta, tb) {
-            (false, false) => cv.gemm(1.0, &av, &bv, 1.0),
-            (true, false) => cv.gemm_tr(1.0, &av, &bv, 1.0),
-            (false, true) => cv.gemm(1.0, &av, &bv.transpose(), 1.0),
-            (true, true) => cv.gemm(1.0, &av.transpose(), &bv.transpose(), 1.0),
+        assert!(
+            a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+            "gemm operand sizes"
+        );
+        // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb], C[i, j] = c[i + j·m]
+        let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
+        let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
+        // SAFETY: the slices hold at least m·k, k·n and m·n entries (asserted above) and the
+        // strides address exactly those column-major (or transposed) layouts; `c` is
+        // exclusively borrowed.
+        unsafe {
+            matrixmultiply::dgemm(
+                m,
+                k,
+                n,
+                1.0,
+                a.as_ptr(),
+                rsa as isize,
+                csa as isize,
+                b.as_ptr(),
+                rsb as isize,
+                csb as isize,
+                1.0,
+                c.as_mut_ptr(),
+                1,
+                m as isize,
+            );
         }
     }
 }
@@ -111,6 +129,31 @@ impl Scalar for f64 {
 impl Scalar for Dual64 {
     fn apply(self, f0: f64, f1: f64, _f2: f64) -> Self {
         Dual64::new(f0, self.eps * f1)
+    }
+
+    /// (A + εA′)(B + εB′) = AB + ε(AB′ + A′B): up to three f64 products by nalgebra's gemm
+    /// (the Hessian's forward-over-reverse pass runs its data products this way).
+    fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[Self], b: &[Self], c: &mut [Self]) {
+        let split = |x: &[Dual64]| -> (Vec<f64>, Option<Vec<f64>>) {
+            let re = x.iter().map(|v| v.re).collect();
+            let has_eps = x.iter().any(|v| v.eps != 0.0);
+            (re, has_eps.then(|| x.iter().map(|v| v.eps).collect()))
+        };
+        let (are, aeps) = split(a);
+        let (bre, beps) = split(b);
+        let mut cre = vec![0.0; m * n];
+        let mut ceps = vec![0.0; m * n];
+        f64::gemm(ta, tb, m, n, k, &are, &bre, &mut cre);
+        if let Some(be) = &beps {
+            f64::gemm(ta, tb, m, n, k, &are, be, &mut ceps);
+        }
+        if let Some(ae) = &aeps {
+            f64::gemm(ta, tb, m, n, k, ae, &bre, &mut ceps);
+        }
+        for ((cv, r), e) in c.iter_mut().zip(&cre).zip(&ceps) {
+            cv.re += r;
+            cv.eps += e;
+        }
     }
 }
 

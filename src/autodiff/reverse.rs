@@ -214,7 +214,8 @@ fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
         Fun1::Atan => (one + x * x).recip(),
         Fun1::InvLogit => y * (one - y),
         Fun1::Logit => (x * (one - x)).recip(),
-        Fun1::LogInvLogit => inv_logit(-x),
+        // 1 − σ(x) = −expm1(log σ(x)): one expm1 of the stored value, no division
+        Fun1::LogInvLogit => -y.exp_m1(),
         Fun1::Log1mInvLogit => -inv_logit(x),
         Fun1::Lgamma => x.digamma(),
         Fun1::LogPhi => x.dlog_phi(),
@@ -262,17 +263,21 @@ fn back_binary<T: Scalar>(
 ) {
     let (aa, bb) = (tape.arg(a), tape.arg(b));
     let n = y.len() / tape.s;
-    for c in 0..tape.s {
-        for i in 0..n {
-            let ia = if aa.size == 1 { 0 } else { i };
-            let ib = if bb.size == 1 { 0 } else { i };
-            let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y[i + c * n], !bb.batched);
-            let yb = ybar[i + c * n];
-            if !adj[a.0].is_empty() {
-                adj[a.0][ia + c * aa.size] += yb * da;
-            }
-            if !adj[b.0].is_empty() {
-                adj[b.0][ib + c * bb.size] += yb * db;
+    // one pass per operand that needs an adjoint (constants need none), so the common
+    // constant-times-batched case computes each partial once
+    for (target, first) in [(a, true), (b, false)] {
+        if adj[target.0].is_empty() {
+            continue;
+        }
+        let size = if first { aa.size } else { bb.size };
+        let out = &mut adj[target.0];
+        for c in 0..tape.s {
+            for i in 0..n {
+                let ia = if aa.size == 1 { 0 } else { i };
+                let ib = if bb.size == 1 { 0 } else { i };
+                let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y[i + c * n], !bb.batched);
+                let (k, d) = if first { (ia, da) } else { (ib, db) };
+                out[k + c * size] += ybar[i + c * n] * d;
             }
         }
     }
@@ -296,7 +301,16 @@ fn back_matmul<T: Scalar>(
         if aa.batched {
             for c in 0..s {
                 let out = &mut adj[b.0][c * k * n..(c + 1) * k * n];
-                T::gemm(true, false, k, n, m, aa.col(c), &ybar[c * m * n..(c + 1) * m * n], out);
+                T::gemm(
+                    true,
+                    false,
+                    k,
+                    n,
+                    m,
+                    aa.col(c),
+                    &ybar[c * m * n..(c + 1) * m * n],
+                    out,
+                );
             }
         } else {
             T::gemm(true, false, k, n * s, m, aa.data, ybar, &mut adj[b.0]);
@@ -305,7 +319,16 @@ fn back_matmul<T: Scalar>(
     if !adj[a.0].is_empty() {
         for c in 0..s {
             let out = &mut adj[a.0][c * m * k..(c + 1) * m * k];
-            T::gemm(false, true, m, k, n, &ybar[c * m * n..(c + 1) * m * n], bb.col(c), out);
+            T::gemm(
+                false,
+                true,
+                m,
+                k,
+                n,
+                &ybar[c * m * n..(c + 1) * m * n],
+                bb.col(c),
+                out,
+            );
         }
     }
 }

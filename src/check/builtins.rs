@@ -7,7 +7,25 @@ use super::types::Shape;
 
 /// Elementwise functions: real → real, vector → vector, matrix → matrix.
 pub const ELEMENTWISE: &[&str] = &[
-    "exp", "log", "log1p", "expm1", "sqrt", "square", "abs", "sin", "cos", "tanh", "inv_logit", "logit", "log_inv_logit", "log1m_inv_logit", "lgamma", "log1m", "inv", "tan", "atan",
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "square",
+    "abs",
+    "sin",
+    "cos",
+    "tanh",
+    "inv_logit",
+    "logit",
+    "log_inv_logit",
+    "log1m_inv_logit",
+    "lgamma",
+    "log1m",
+    "inv",
+    "tan",
+    "atan",
 ];
 
 /// Reductions: vector, matrix or ints → real (`sum` of ints is an int).
@@ -42,7 +60,11 @@ pub fn is_builtin(name: &str) -> bool {
 
 /// All built-in names (for suggestions).
 pub fn all_names() -> impl Iterator<Item = &'static str> {
-    ELEMENTWISE.iter().chain(REDUCTIONS).copied().chain(SIGNATURES.iter().map(|(n, _)| *n))
+    ELEMENTWISE
+        .iter()
+        .chain(REDUCTIONS)
+        .copied()
+        .chain(SIGNATURES.iter().map(|(n, _)| *n))
 }
 
 /// The signature line for `name`.
@@ -53,7 +75,10 @@ pub fn signature(name: &str) -> String {
     if REDUCTIONS.contains(&name) {
         return format!("{name}(x: vector | matrix | ints) -> real");
     }
-    SIGNATURES.iter().find(|(n, _)| *n == name).map_or_else(String::new, |(_, s)| (*s).to_string())
+    SIGNATURES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or_else(String::new, |(_, s)| (*s).to_string())
 }
 
 /// An argument as the shape rules see it: its shape and its value when known.
@@ -89,7 +114,9 @@ pub fn result_shape(name: &str, args: &[Arg]) -> Result<Shape, String> {
         ("size", [Shape::Vector(_) | Shape::Ints(_)]) | ("cols", [Shape::Matrix(..)]) => Ok(Shape::Int),
         ("softmax" | "log_softmax", [Shape::Vector(n)]) => Ok(Shape::Vector(*n)),
         ("rep_vector", [s, _]) if s.is_scalar() => Ok(Shape::Vector(size_arg(&args[1])?)),
-        ("rep_matrix", [s, _, _]) if s.is_scalar() => Ok(Shape::Matrix(size_arg(&args[1])?, size_arg(&args[2])?)),
+        ("rep_matrix", [s, _, _]) if s.is_scalar() => {
+            Ok(Shape::Matrix(size_arg(&args[1])?, size_arg(&args[2])?))
+        }
         ("rep_matrix", [Shape::Vector(m), _]) => Ok(Shape::Matrix(*m, size_arg(&args[1])?)),
         ("col", [Shape::Matrix(r, _), Shape::Int]) => Ok(Shape::Vector(*r)),
         ("row", [Shape::Matrix(_, c), Shape::Int]) => Ok(Shape::Vector(*c)),
@@ -98,9 +125,18 @@ pub fn result_shape(name: &str, args: &[Arg]) -> Result<Shape, String> {
         ("to_vector", [s]) if !s.is_scalar() => Ok(Shape::Vector(s.len())),
         ("append_col", [a, b]) => append_col(*a, *b),
         ("append_row", [a, b]) => append_row(*a, *b),
-        ("pow", [a, b]) => super::shapes::broadcast(*a, *b).map(Shape::to_real).ok_or_else(|| format!("`pow` needs equal shapes or a scalar, found {a} and {b}")),
+        ("pow", [a, b]) => super::shapes::broadcast(*a, *b)
+            .map(Shape::to_real)
+            .ok_or_else(|| format!("`pow` needs equal shapes or a scalar, found {a} and {b}")),
         ("fmin" | "fmax", [a, b]) if a.is_scalar() && b.is_scalar() => Ok(Shape::Real),
-        _ => Err(format!("`{name}` cannot take ({})", shapes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))),
+        _ => Err(format!(
+            "`{name}` cannot take ({})",
+            shapes
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
 }
 
@@ -109,7 +145,11 @@ fn reduction(name: &str, shapes: &[Shape]) -> Result<Shape, String> {
         [Shape::Ints(_)] if matches!(name, "sum" | "min" | "max") => Ok(Shape::Int),
         [s] if !s.is_scalar() => Ok(Shape::Real),
         [a, b] if matches!(name, "min" | "max" | "log_sum_exp") && a.is_scalar() && b.is_scalar() => {
-            Ok(if *a == Shape::Int && *b == Shape::Int && name != "log_sum_exp" { Shape::Int } else { Shape::Real })
+            Ok(if *a == Shape::Int && *b == Shape::Int && name != "log_sum_exp" {
+                Shape::Int
+            } else {
+                Shape::Real
+            })
         }
         _ => Err(format!("`{name}` takes a vector, matrix or ints")),
     }
@@ -124,6 +164,7 @@ fn vec_len(s: Shape) -> Option<usize> {
 
 fn size_arg(a: &Arg) -> Result<usize, String> {
     match (a.shape, a.value) {
+        (Shape::Int, Some(v)) if v > 1e7 => Err(format!("a size of {v} is too large (at most 10000000)")),
         (Shape::Int, Some(v)) if v >= 0.0 => Ok(v as usize),
         (Shape::Int, Some(v)) => Err(format!("a size must not be negative, found {v}")),
         (Shape::Int, None) => Err("a size must be known from the data".into()),
@@ -138,8 +179,12 @@ fn append_col(a: Shape, b: Shape) -> Result<Shape, String> {
         Shape::Real | Shape::Int => Some((None, 1)),
     };
     match (cols(a), cols(b)) {
-        (Some((Some(r1), c1)), Some((r2, c2))) if r2.is_none_or(|r2| r2 == r1) => Ok(Shape::Matrix(r1, c1 + c2)),
-        _ => Err(format!("`append_col` needs the same number of rows, found {a} and {b}")),
+        (Some((Some(r1), c1)), Some((r2, c2))) if r2.is_none_or(|r2| r2 == r1) => {
+            Ok(Shape::Matrix(r1, c1 + c2))
+        }
+        _ => Err(format!(
+            "`append_col` needs the same number of rows, found {a} and {b}"
+        )),
     }
 }
 
@@ -148,7 +193,9 @@ fn append_row(a: Shape, b: Shape) -> Result<Shape, String> {
         (Shape::Vector(m) | Shape::Ints(m), Shape::Vector(k) | Shape::Ints(k)) => Ok(Shape::Vector(m + k)),
         (Shape::Vector(m), s) | (s, Shape::Vector(m)) if s.is_scalar() => Ok(Shape::Vector(m + 1)),
         (Shape::Matrix(m, n), Shape::Matrix(k, n2)) if n == n2 => Ok(Shape::Matrix(m + k, n)),
-        _ => Err(format!("`append_row` needs the same number of columns, found {a} and {b}")),
+        _ => Err(format!(
+            "`append_row` needs the same number of columns, found {a} and {b}"
+        )),
     }
 }
 
@@ -162,22 +209,37 @@ mod tests {
 
     #[test]
     fn rep_vector_takes_its_size_from_a_known_int() {
-        let n = Arg { shape: Shape::Int, value: Some(4.0) };
-        assert_eq!(result_shape("rep_vector", &[a(Shape::Real), n]), Ok(Shape::Vector(4)));
+        let n = Arg {
+            shape: Shape::Int,
+            value: Some(4.0),
+        };
+        assert_eq!(
+            result_shape("rep_vector", &[a(Shape::Real), n]),
+            Ok(Shape::Vector(4))
+        );
         assert!(result_shape("rep_vector", &[a(Shape::Real), a(Shape::Int)]).is_err());
     }
 
     #[test]
     fn append_col_adds_a_bias_column() {
-        assert_eq!(result_shape("append_col", &[a(Shape::Matrix(5, 3)), a(Shape::Real)]), Ok(Shape::Matrix(5, 4)));
+        assert_eq!(
+            result_shape("append_col", &[a(Shape::Matrix(5, 3)), a(Shape::Real)]),
+            Ok(Shape::Matrix(5, 4))
+        );
         assert!(result_shape("append_col", &[a(Shape::Matrix(5, 3)), a(Shape::Vector(4))]).is_err());
     }
 
     #[test]
     fn elementwise_keeps_shape_and_reductions_give_scalars() {
-        assert_eq!(result_shape("exp", &[a(Shape::Matrix(2, 3))]), Ok(Shape::Matrix(2, 3)));
+        assert_eq!(
+            result_shape("exp", &[a(Shape::Matrix(2, 3))]),
+            Ok(Shape::Matrix(2, 3))
+        );
         assert_eq!(result_shape("sum", &[a(Shape::Ints(3))]), Ok(Shape::Int));
-        assert_eq!(result_shape("log_sum_exp", &[a(Shape::Real), a(Shape::Real)]), Ok(Shape::Real));
+        assert_eq!(
+            result_shape("log_sum_exp", &[a(Shape::Real), a(Shape::Real)]),
+            Ok(Shape::Real)
+        );
         assert!(result_shape("dot", &[a(Shape::Vector(2)), a(Shape::Vector(3))]).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The checker's state and its top-level pass over declarations, lets and blocks.
 
 use super::types::{NameKind, Shape, Stage, TExpr, TExprKind};
-use super::{DataDecl, SourceFn, Slot, Transform, TypedModel};
+use super::{DataDecl, Slot, SourceFn, Transform, TypedModel};
 use crate::data::{BoundData, DataSet, Value};
 use crate::diagnostic::Diagnostic;
 use crate::syntax::ast::{BaseType, Decl, Item, Program, TypeExpr};
@@ -59,11 +59,32 @@ pub(super) struct Checker {
     pub call_stack: Vec<String>,
     /// Names whose declaration failed: using them reports nothing more.
     pub poisoned: std::collections::HashSet<String>,
+    /// Loop iterations unrolled so far.
+    pub unrolled: i64,
+    /// Functions called at least once (checked at their call sites).
+    pub called: std::collections::HashSet<String>,
 }
 
 impl Checker {
-    pub(super) fn run(program: &Program, source: NamedSource<String>, imported: Vec<SourceFn>, model_dir: &Path, dataset: &DataSet) -> Result<TypedModel, Vec<Diagnostic>> {
-        let data_decls: Vec<Decl> = program.items.iter().filter_map(|i| if let Item::Data(b) = i { Some(b.decls.clone()) } else { None }).flatten().collect();
+    pub(super) fn run(
+        program: &Program,
+        source: NamedSource<String>,
+        imported: Vec<SourceFn>,
+        model_dir: &Path,
+        dataset: &DataSet,
+    ) -> Result<TypedModel, Vec<Diagnostic>> {
+        let data_decls: Vec<Decl> = program
+            .items
+            .iter()
+            .filter_map(|i| {
+                if let Item::Data(b) = i {
+                    Some(b.decls.clone())
+                } else {
+                    None
+                }
+            })
+            .flatten()
+            .collect();
         let mut c = Checker {
             src: source.clone(),
             model_src: source.clone(),
@@ -76,6 +97,8 @@ impl Checker {
             errors: Vec::new(),
             call_stack: Vec::new(),
             poisoned: std::collections::HashSet::new(),
+            unrolled: 0,
+            called: std::collections::HashSet::new(),
         };
         c.collect_fns(program, imported);
         c.check_duplicate_decls(program);
@@ -92,12 +115,29 @@ impl Checker {
         let lets = c.top_lets(program);
         let model = c.stmt_block(program, Ctx::Model);
         let predict = c.stmt_block(program, Ctx::Predict);
+        let uncalled: Vec<SourceFn> = c
+            .fns
+            .iter()
+            .filter(|f| !c.called.contains(&f.def.name.name) && f.source.name() == c.model_src.name())
+            .cloned()
+            .collect();
+        for f in &uncalled {
+            c.check_uncalled_fn(f);
+        }
         let has_predict = program.items.iter().any(|i| matches!(i, Item::Predict(_)));
         let param_names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
         let (infer, infer_errors) = super::infer::check_infer_block(program, &source, &param_names);
         c.errors.extend(infer_errors);
         if !program.items.iter().any(|i| matches!(i, Item::Model(_))) && c.errors.is_empty() {
-            c.errors.push(Diagnostic::error("mvi::check::no_model", "the program has no `model` block", source.clone()).with_label(program.span, "in this file").with_help("add `model { … }` with at least one `~` statement"));
+            c.errors.push(
+                Diagnostic::error(
+                    "mvi::check::no_model",
+                    "the program has no `model` block",
+                    source.clone(),
+                )
+                .with_label(program.span, "in this file")
+                .with_help("add `model { … }` with at least one `~` statement"),
+            );
         }
         if !c.errors.is_empty() {
             return Err(dedupe(c.errors));
@@ -105,7 +145,21 @@ impl Checker {
         let dim = params.iter().map(|p| p.len).sum();
         let hyper_dim = hypers.iter().map(|p| p.len).sum();
         let functions = c.fns.iter().map(|f| f.def.name.name.clone()).collect();
-        Ok(TypedModel { source, data: c.data, data_decls: data_out, hypers, hyper_dim, params, dim, lets, model, predict, has_predict, infer, functions })
+        Ok(TypedModel {
+            source,
+            data: c.data,
+            data_decls: data_out,
+            hypers,
+            hyper_dim,
+            params,
+            dim,
+            lets,
+            model,
+            predict,
+            has_predict,
+            infer,
+            functions,
+        })
     }
 
     pub(super) fn diag(&self, code: &'static str, msg: impl Into<String>) -> Diagnostic {
@@ -117,24 +171,50 @@ impl Checker {
         Reported
     }
 
-    pub(super) fn fail<T>(&mut self, code: &'static str, msg: impl Into<String>, span: Span, label: impl Into<String>) -> R<T> {
+    pub(super) fn fail<T>(
+        &mut self,
+        code: &'static str,
+        msg: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> R<T> {
         let d = self.diag(code, msg).with_label(span, label);
         Err(self.report(d))
     }
 
     fn collect_fns(&mut self, program: &Program, imported: Vec<SourceFn>) {
-        let own = program.items.iter().filter_map(|i| if let Item::Fn(f) = i { Some(SourceFn { def: f.clone(), source: self.model_src.clone() }) } else { None });
+        let own = program.items.iter().filter_map(|i| {
+            if let Item::Fn(f) = i {
+                Some(SourceFn {
+                    def: f.clone(),
+                    source: self.model_src.clone(),
+                })
+            } else {
+                None
+            }
+        });
         for f in imported.into_iter().chain(own) {
             let name = f.def.name.name.clone();
             let clash = if super::builtins::is_builtin(&name) {
                 Some("a built-in function".to_string())
-            } else if super::dists::lookup(&name).is_some() || super::dists::split_form(&name).is_some_and(|(b, _, _)| super::dists::lookup(b).is_some()) {
+            } else if super::dists::lookup(&name).is_some()
+                || super::dists::split_form(&name).is_some_and(|(b, _, _)| super::dists::lookup(b).is_some())
+            {
                 Some("a distribution".to_string())
             } else {
-                self.fns.iter().find(|g| g.def.name.name == name).map(|g| format!("a function defined in `{}`", g.source.name()))
+                self.fns
+                    .iter()
+                    .find(|g| g.def.name.name == name)
+                    .map(|g| format!("a function defined in `{}`", g.source.name()))
             };
             if let Some(what) = clash {
-                let d = Diagnostic::error("mvi::check::redeclared", format!("`{name}` is already {what}"), f.source.clone()).with_label(f.def.name.span, "redeclared here").with_help("rename the function");
+                let d = Diagnostic::error(
+                    "mvi::check::redeclared",
+                    format!("`{name}` is already {what}"),
+                    f.source.clone(),
+                )
+                .with_label(f.def.name.span, "redeclared here")
+                .with_help("rename the function");
                 self.errors.push(d);
                 continue;
             }
@@ -147,16 +227,29 @@ impl Checker {
         let mut seen: HashMap<String, Span> = HashMap::new();
         for item in &program.items {
             let names: Vec<(String, Span)> = match item {
-                Item::Data(b) | Item::Hyper(b) | Item::Param(b) => b.decls.iter().map(|d| (d.name.name.clone(), d.name.span)).collect(),
+                Item::Data(b) | Item::Hyper(b) | Item::Param(b) => b
+                    .decls
+                    .iter()
+                    .map(|d| (d.name.name.clone(), d.name.span))
+                    .collect(),
                 Item::Let(l) => vec![(l.name.name.clone(), l.name.span)],
                 _ => vec![],
             };
             for (n, span) in names {
                 if let Some(first) = seen.get(&n) {
-                    let d = self.diag("mvi::check::redeclared", format!("`{n}` is declared twice")).with_label(span, "declared again here").with_label(*first, "first declared here").with_help("every name is declared once; rename one of them");
+                    let d = self
+                        .diag("mvi::check::redeclared", format!("`{n}` is declared twice"))
+                        .with_label(span, "declared again here")
+                        .with_label(*first, "first declared here")
+                        .with_help("every name is declared once; rename one of them");
                     self.errors.push(d);
                 } else if self.fns.iter().any(|f| f.def.name.name == n) {
-                    let d = self.diag("mvi::check::redeclared", format!("`{n}` is already the name of a function")).with_label(span, "declared here");
+                    let d = self
+                        .diag(
+                            "mvi::check::redeclared",
+                            format!("`{n}` is already the name of a function"),
+                        )
+                        .with_label(span, "declared here");
                     self.errors.push(d);
                 } else {
                     seen.insert(n, span);
@@ -167,22 +260,76 @@ impl Checker {
 
     fn declare_data(&mut self, decls: &[Decl]) -> Vec<DataDecl> {
         for (n, v) in self.data.sizes.clone() {
-            let span = decls.iter().flat_map(|d| &d.ty.sizes).find(|s| matches!(&s.kind, crate::syntax::ast::ExprKind::Name(x) if *x == n)).map_or(Span::default(), |s| s.span);
-            self.globals.insert(n, Sym { kind: NameKind::Size, shape: Shape::Int, stage: Stage::Const, value: Some(v as f64), span, mutable: false, loop_index: None });
+            let span = decls
+                .iter()
+                .flat_map(|d| &d.ty.sizes)
+                .find(|s| matches!(&s.kind, crate::syntax::ast::ExprKind::Name(x) if *x == n))
+                .map_or(Span::default(), |s| s.span);
+            self.globals.insert(
+                n,
+                Sym {
+                    kind: NameKind::Size,
+                    shape: Shape::Int,
+                    stage: Stage::Const,
+                    value: Some(v as f64),
+                    span,
+                    mutable: false,
+                    loop_index: None,
+                },
+            );
         }
         let mut out = Vec::new();
         for d in decls {
-            let Some(v) = self.data.get(&d.name.name) else { continue };
+            let Some(v) = self.data.get(&d.name.name) else {
+                continue;
+            };
             let shape = value_shape(v);
             let value = v.as_scalar();
-            self.globals.insert(d.name.name.clone(), Sym { kind: NameKind::Data, shape, stage: Stage::Const, value, span: d.name.span, mutable: false, loop_index: None });
-            out.push(DataDecl { name: d.name.name.clone(), shape, declared: self.snippet(d.ty.span) });
+            self.globals.insert(
+                d.name.name.clone(),
+                Sym {
+                    kind: NameKind::Data,
+                    shape,
+                    stage: Stage::Const,
+                    value,
+                    span: d.name.span,
+                    mutable: false,
+                    loop_index: None,
+                },
+            );
+            out.push(DataDecl {
+                name: d.name.name.clone(),
+                shape,
+                declared: self.snippet(d.ty.span),
+            });
         }
         out
     }
 
+    /// A declaration that reuses the name of a size variable bound from the data.
+    fn size_clash(&mut self, name: &str, span: Span) {
+        let Some(sym) = self.globals.get(name).filter(|s| s.kind == NameKind::Size) else {
+            return;
+        };
+        let first = sym.span;
+        let d = self
+            .diag(
+                "mvi::check::redeclared",
+                format!("`{name}` is already a size variable bound from the data"),
+            )
+            .with_label(span, "declared again here")
+            .with_label(first, "size variable here")
+            .with_help("rename the size or the declaration");
+        self.errors.push(d);
+        self.poisoned.insert(name.to_string());
+    }
+
     pub(super) fn snippet(&self, span: Span) -> String {
-        self.src.inner().get(span.start as usize..span.end as usize).unwrap_or("").to_string()
+        self.src
+            .inner()
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("")
+            .to_string()
     }
 
     fn declare_slots(&mut self, program: &Program, hyper: bool) -> Vec<Slot> {
@@ -200,7 +347,8 @@ impl Checker {
         let mut offset = 0;
         for d in &decls {
             if self.globals.contains_key(&d.name.name) {
-                continue; // reported by check_duplicate_decls
+                self.size_clash(&d.name.name, d.name.span);
+                continue; // other clashes are reported by check_duplicate_decls
             }
             let Ok(slot) = self.slot(d, hyper, offset) else {
                 self.poisoned.insert(d.name.name.clone());
@@ -209,7 +357,18 @@ impl Checker {
             offset += slot.len;
             let kind = if hyper { NameKind::Hyper } else { NameKind::Param };
             let stage = if hyper { Stage::Hyper } else { Stage::Param };
-            self.globals.insert(d.name.name.clone(), Sym { kind, shape: slot.shape, stage, value: None, span: d.name.span, mutable: false, loop_index: None });
+            self.globals.insert(
+                d.name.name.clone(),
+                Sym {
+                    kind,
+                    shape: slot.shape,
+                    stage,
+                    value: None,
+                    span: d.name.span,
+                    mutable: false,
+                    loop_index: None,
+                },
+            );
             slots.push(slot);
         }
         slots
@@ -226,35 +385,107 @@ impl Checker {
             (Some(a), None) => Transform::Lower(a),
             (None, Some(b)) => Transform::Upper(b),
             (Some(a), Some(b)) if a < b => Transform::LowerUpper(a, b),
-            (Some(a), Some(b)) => return self.fail("mvi::check::empty_interval", format!("the bounds of `{}` leave no room: lower {a} ≥ upper {b}", d.name.name), d.ty.span, "these bounds"),
+            (Some(a), Some(b)) => {
+                return self.fail(
+                    "mvi::check::empty_interval",
+                    format!(
+                        "the bounds of `{}` leave no room: lower {a} ≥ upper {b}",
+                        d.name.name
+                    ),
+                    d.ty.span,
+                    "these bounds",
+                )
+            }
         };
-        let (init, init_expr) = if hyper { self.hyper_init(d, shape, transform)? } else { self.no_init(d)? };
-        Ok(Slot { name: d.name.name.clone(), shape, declared: self.snippet(d.ty.span), transform, offset, len: shape.len(), init, init_expr })
+        let (init, init_expr) = if hyper {
+            self.hyper_init(d, shape, transform)?
+        } else {
+            self.no_init(d)?
+        };
+        Ok(Slot {
+            name: d.name.name.clone(),
+            shape,
+            declared: self.snippet(d.ty.span),
+            transform,
+            offset,
+            len: shape.len(),
+            init,
+            init_expr,
+        })
     }
 
     fn no_init(&mut self, d: &Decl) -> R<(Option<Vec<f64>>, Option<TExpr>)> {
         match &d.init {
-            Some(e) => self.fail("mvi::check::param_with_value", format!("param `{}` cannot have a value", d.name.name), e.span, "remove this")
-                ,
+            Some(e) => self.fail(
+                "mvi::check::param_with_value",
+                format!("param `{}` cannot have a value", d.name.name),
+                e.span,
+                "remove this",
+            ),
             None => Ok((None, None)),
         }
     }
 
-    fn hyper_init(&mut self, d: &Decl, shape: Shape, transform: Transform) -> R<(Option<Vec<f64>>, Option<TExpr>)> {
+    fn hyper_init(
+        &mut self,
+        d: &Decl,
+        shape: Shape,
+        transform: Transform,
+    ) -> R<(Option<Vec<f64>>, Option<TExpr>)> {
         let Some(init) = &d.init else {
-            return self.fail("mvi::check::hyper_without_init", format!("hyper `{}` needs an initial value", d.name.name), d.span, "no `= value`");
+            return self.fail(
+                "mvi::check::hyper_without_init",
+                format!("hyper `{}` needs an initial value", d.name.name),
+                d.span,
+                "no `= value`",
+            );
         };
         let e = self.expr(init)?;
+        if shape.len() > MAX_SIZE {
+            return self.fail(
+                "mvi::check::size_too_large",
+                format!(
+                    "`{}` would hold {} values (at most {MAX_SIZE})",
+                    d.name.name,
+                    shape.len()
+                ),
+                d.ty.span,
+                "too large",
+            );
+        }
         if e.stage != Stage::Const {
-            return self.fail("mvi::check::init_not_data", "an initial value may only use data", e.span, "this depends on a hyper or param");
+            return self.fail(
+                "mvi::check::init_not_data",
+                "an initial value may only use data",
+                e.span,
+                "this depends on a hyper or param",
+            );
         }
         if e.shape.to_real() != shape && !e.shape.is_scalar() {
-            return self.fail("mvi::check::shape_mismatch", format!("the initial value of `{}` is {}, but it is declared {shape}", d.name.name, e.shape), e.span, format!("this is {}", e.shape));
+            return self.fail(
+                "mvi::check::shape_mismatch",
+                format!(
+                    "the initial value of `{}` is {}, but it is declared {shape}",
+                    d.name.name, e.shape
+                ),
+                e.span,
+                format!("this is {}", e.shape),
+            );
         }
-        let values = self.const_values(&e).map(|v| if v.len() == 1 { vec![v[0]; shape.len()] } else { v });
+        let values = self
+            .const_values(&e)
+            .map(|v| if v.len() == 1 { vec![v[0]; shape.len()] } else { v });
         if let Some(vs) = &values {
             if let Some(bad) = vs.iter().find(|x| !transform_contains(transform, **x)) {
-                return self.fail("mvi::check::init_violates_constraint", format!("the initial value {bad} of `{}` is outside its constraint", d.name.name), e.span, "this value");
+                return self.fail(
+                    "mvi::check::init_violates_constraint",
+                    format!(
+                        "the initial value {bad} of `{}` is outside its constraint",
+                        d.name.name
+                    ),
+                    e.span,
+                    "this value",
+                );
             }
         }
         Ok((values, Some(e)))
@@ -269,7 +500,13 @@ impl Checker {
             TExprKind::Vector(xs) => xs.iter().map(|x| x.value).collect(),
             TExprKind::Matrix(rows) => {
                 let ncols = rows.first().map_or(0, Vec::len);
-                (0..ncols).flat_map(|j| rows.iter().map(move |r| r.get(j).and_then(|x| x.value))).collect()
+                (0..ncols)
+                    .flat_map(|j| rows.iter().map(move |r| r.get(j).and_then(|x| x.value)))
+                    .collect()
+            }
+            TExprKind::Call(f, args) if f == "rep_vector" || f == "rep_matrix" => {
+                let x = args.first()?.value?;
+                Some(vec![x; e.shape.len()])
             }
             TExprKind::Name(n, NameKind::Data) => {
                 let v = self.data.get(n)?;
@@ -282,13 +519,28 @@ impl Checker {
     /// The concrete shape of a declared type; sizes must be known ints.
     pub(super) fn decl_shape(&mut self, ty: &TypeExpr, block: &str) -> R<Shape> {
         let want = match ty.base {
-            BaseType::Int | BaseType::Ints if block != "fn" => return self.fail("mvi::check::integer_param", format!("a {block} must be real, vector or matrix"), ty.span, "integer type here"),
+            BaseType::Int | BaseType::Ints if block != "fn" => {
+                return self.fail(
+                    "mvi::check::integer_param",
+                    format!("a {block} must be real, vector or matrix"),
+                    ty.span,
+                    "integer type here",
+                )
+            }
             BaseType::Int | BaseType::Real => 0,
             BaseType::Vector | BaseType::Ints => 1,
             BaseType::Matrix => 2,
         };
         if ty.sizes.len() != want {
-            let msg = if ty.sizes.is_empty() { format!("a {block} needs its sizes written out") } else { format!("this type takes {want} size{}, found {}", if want == 1 { "" } else { "s" }, ty.sizes.len()) };
+            let msg = if ty.sizes.is_empty() {
+                format!("a {block} needs its sizes written out")
+            } else {
+                format!(
+                    "this type takes {want} size{}, found {}",
+                    if want == 1 { "" } else { "s" },
+                    ty.sizes.len()
+                )
+            };
             return self.fail("mvi::check::missing_size", msg, ty.span, "here");
         }
         let mut sizes = Vec::new();
@@ -307,10 +559,31 @@ impl Checker {
     pub(super) fn size_value(&mut self, s: &crate::syntax::ast::Expr) -> R<usize> {
         let e = self.expr(s)?;
         match (e.shape, e.value) {
+            (Shape::Int, Some(v)) if v > MAX_SIZE as f64 => self.fail(
+                "mvi::check::size_too_large",
+                format!("a size of {v} is too large (at most {MAX_SIZE})"),
+                s.span,
+                "too large",
+            ),
             (Shape::Int, Some(v)) if v >= 0.0 => Ok(v as usize),
-            (Shape::Int, Some(v)) => self.fail("mvi::check::negative_size", format!("a size must not be negative, this is {v}"), s.span, "negative"),
-            (Shape::Int, None) => self.fail("mvi::check::unknown_size", "a size must be known from the data", s.span, "not known before inference"),
-            (sh, _) => self.fail("mvi::check::size_not_int", format!("a size must be an int, found {sh}"), s.span, "not an int"),
+            (Shape::Int, Some(v)) => self.fail(
+                "mvi::check::negative_size",
+                format!("a size must not be negative, this is {v}"),
+                s.span,
+                "negative",
+            ),
+            (Shape::Int, None) => self.fail(
+                "mvi::check::unknown_size",
+                "a size must be known from the data",
+                s.span,
+                "not known before inference",
+            ),
+            (sh, _) => self.fail(
+                "mvi::check::size_not_int",
+                format!("a size must be an int, found {sh}"),
+                s.span,
+                "not an int",
+            ),
         }
     }
 
@@ -319,7 +592,12 @@ impl Checker {
         let e = self.expr(b)?;
         match (e.shape.is_scalar(), e.value) {
             (true, Some(v)) => Ok(Some(v)),
-            _ => self.fail("mvi::check::unknown_bound", "a bound must be a scalar known from the data", b.span, format!("this is {}", e.shape)),
+            _ => self.fail(
+                "mvi::check::unknown_bound",
+                "a bound must be a scalar known from the data",
+                b.span,
+                format!("this is {}", e.shape),
+            ),
         }
     }
 
@@ -333,9 +611,21 @@ impl Checker {
                 continue;
             };
             if self.globals.contains_key(&l.name.name) {
+                self.size_clash(&l.name.name, l.name.span);
                 continue;
             }
-            self.globals.insert(l.name.name.clone(), Sym { kind: NameKind::Global, shape: e.shape, stage: e.stage, value: e.value, span: l.name.span, mutable: false, loop_index: None });
+            self.globals.insert(
+                l.name.name.clone(),
+                Sym {
+                    kind: NameKind::Global,
+                    shape: e.shape,
+                    stage: e.stage,
+                    value: e.value,
+                    span: l.name.span,
+                    mutable: false,
+                    loop_index: None,
+                },
+            );
             out.push((l.name.name.clone(), e));
         }
         out
@@ -357,6 +647,9 @@ impl Checker {
         out
     }
 }
+
+/// The largest size a declared type may have.
+pub(super) const MAX_SIZE: usize = 10_000_000;
 
 pub(super) fn transform_contains(t: Transform, x: f64) -> bool {
     match t {
@@ -381,7 +674,12 @@ pub(super) fn value_shape(v: &Value) -> Shape {
 fn dedupe(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for e in errors {
-        let same = out.iter().any(|o| o.code == e.code && o.message == e.message && o.labels == e.labels && o.source_code.name() == e.source_code.name());
+        let same = out.iter().any(|o| {
+            o.code == e.code
+                && o.message == e.message
+                && o.labels == e.labels
+                && o.source_code.name() == e.source_code.name()
+        });
         if !same {
             out.push(e);
         }

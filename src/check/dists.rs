@@ -23,7 +23,7 @@ pub enum Family {
     /// `multi_normal(mu, Sigma)` / `multi_normal_cholesky(mu, L)`: vector outcome, or a
     /// matrix with one outcome per row.
     MultiNormal,
-    /// `categorical_logit(beta)`: int with vector logits, or ints[N] with a matrix[N, K] (or one vector).
+    /// `categorical_logit(beta)`: int with vector logits, or `ints[N]` with a `matrix[N, K]` (or one vector).
     Categorical,
 }
 
@@ -43,13 +43,22 @@ pub struct DistSpec {
 use Support::{Int, Positive, Real, Unit};
 
 const fn uni(name: &'static str, params: &'static [(&'static str, Support)], discrete: bool) -> DistSpec {
-    DistSpec { name, params, discrete, family: Family::Univariate }
+    DistSpec {
+        name,
+        params,
+        discrete,
+        family: Family::Univariate,
+    }
 }
 
 /// Every distribution.
 pub const DISTS: &[DistSpec] = &[
     uni("normal", &[("mu", Real), ("sigma", Positive)], false),
-    uni("student_t", &[("nu", Positive), ("mu", Real), ("sigma", Positive)], false),
+    uni(
+        "student_t",
+        &[("nu", Positive), ("mu", Real), ("sigma", Positive)],
+        false,
+    ),
     uni("cauchy", &[("mu", Real), ("sigma", Positive)], false),
     uni("laplace", &[("mu", Real), ("b", Positive)], false),
     uni("logistic", &[("mu", Real), ("s", Positive)], false),
@@ -61,15 +70,30 @@ pub const DISTS: &[DistSpec] = &[
     uni("half_normal", &[("sigma", Positive)], false),
     uni("half_cauchy", &[("sigma", Positive)], false),
     uni("uniform", &[("lower", Real), ("upper", Real)], false),
-    DistSpec { name: "multi_normal", params: &[("mu", Real), ("Sigma", Real)], discrete: false, family: Family::MultiNormal },
-    DistSpec { name: "multi_normal_cholesky", params: &[("mu", Real), ("L", Real)], discrete: false, family: Family::MultiNormal },
+    DistSpec {
+        name: "multi_normal",
+        params: &[("mu", Real), ("Sigma", Real)],
+        discrete: false,
+        family: Family::MultiNormal,
+    },
+    DistSpec {
+        name: "multi_normal_cholesky",
+        params: &[("mu", Real), ("L", Real)],
+        discrete: false,
+        family: Family::MultiNormal,
+    },
     uni("bernoulli", &[("theta", Unit)], true),
     uni("bernoulli_logit", &[("alpha", Real)], true),
     uni("binomial", &[("N", Int), ("theta", Unit)], true),
     uni("binomial_logit", &[("N", Int), ("alpha", Real)], true),
     uni("poisson", &[("lambda", Positive)], true),
     uni("poisson_log", &[("alpha", Real)], true),
-    DistSpec { name: "categorical_logit", params: &[("beta", Real)], discrete: true, family: Family::Categorical },
+    DistSpec {
+        name: "categorical_logit",
+        params: &[("beta", Real)],
+        discrete: true,
+        family: Family::Categorical,
+    },
 ];
 
 /// The distribution called `name`.
@@ -79,7 +103,12 @@ pub fn lookup(name: &str) -> Option<&'static DistSpec> {
 
 /// Split `normal_lpdf` into (`normal`, `Lpdf`, the suffix as written).
 pub fn split_form(func: &str) -> Option<(&str, DistForm, &'static str)> {
-    for (suffix, form) in [("_lpdf", DistForm::Lpdf), ("_lpmf", DistForm::Lpdf), ("_lcdf", DistForm::Lcdf), ("_lccdf", DistForm::Lccdf)] {
+    for (suffix, form) in [
+        ("_lpdf", DistForm::Lpdf),
+        ("_lpmf", DistForm::Lpdf),
+        ("_lcdf", DistForm::Lcdf),
+        ("_lccdf", DistForm::Lccdf),
+    ] {
         if let Some(base) = func.strip_suffix(suffix) {
             let s: &'static str = suffix;
             return Some((base, form, s));
@@ -117,7 +146,11 @@ impl DistSpec {
             Family::Categorical => " (beta: vector[K] or matrix[N, K])",
             Family::Univariate => "; arguments are scalars or match the outcome's shape",
         };
-        format!("{}({}) for an outcome of {outcome}{extra}", self.name, ps.join(", "))
+        format!(
+            "{}({}) for an outcome of {outcome}{extra}",
+            self.name,
+            ps.join(", ")
+        )
     }
 
     /// The valid function suffixes.
@@ -136,14 +169,32 @@ impl DistSpec {
     /// Wrong argument count, an int-only argument that is real, or shapes that disagree.
     pub fn check_shapes(&self, outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
         if args.len() != self.params.len() {
-            return Err((usize::MAX, format!("`{}` takes {} argument{}, found {}", self.name, self.params.len(), if self.params.len() == 1 { "" } else { "s" }, args.len())));
+            return Err((
+                usize::MAX,
+                format!(
+                    "`{}` takes {} argument{}, found {}",
+                    self.name,
+                    self.params.len(),
+                    if self.params.len() == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            ));
         }
         if self.discrete && !outcome.is_integer() {
-            return Err((0, format!("`{}` is a distribution over integers, but the outcome is {outcome}", self.name)));
+            return Err((
+                0,
+                format!(
+                    "`{}` is a distribution over integers, but the outcome is {outcome}",
+                    self.name
+                ),
+            ));
         }
         for (i, ((pname, support), s)) in self.params.iter().zip(args).enumerate() {
             if *support == Int && !s.is_integer() {
-                return Err((i + 1, format!("`{pname}` of `{}` must be an int or ints, found {s}", self.name)));
+                return Err((
+                    i + 1,
+                    format!("`{pname}` of `{}` must be an int or ints, found {s}", self.name),
+                ));
             }
         }
         match self.family {
@@ -169,7 +220,11 @@ fn univariate(outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
         match first {
             None => first = Some((i + 1, c)),
             Some((j, f)) if f != c => {
-                let what = if j == 0 { "the outcome".to_string() } else { format!("argument {j}") };
+                let what = if j == 0 {
+                    "the outcome".to_string()
+                } else {
+                    format!("argument {j}")
+                };
                 return Err((i + 1, format!("argument {} is {s}, but {what} is {f}", i + 1)));
             }
             _ => {}
@@ -181,13 +236,30 @@ fn univariate(outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
 fn multi_normal(outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
     let n = match outcome {
         Shape::Vector(n) | Shape::Matrix(_, n) => n,
-        s => return Err((0, format!("the outcome must be a vector or a matrix of row vectors, found {s}"))),
+        s => {
+            return Err((
+                0,
+                format!("the outcome must be a vector or a matrix of row vectors, found {s}"),
+            ))
+        }
     };
     if args[0].to_real() != Shape::Vector(n) && !args[0].is_scalar() {
-        return Err((1, format!("the mean must be vector[{n}] to match the outcome, found {}", args[0])));
+        return Err((
+            1,
+            format!(
+                "the mean must be vector[{n}] to match the outcome, found {}",
+                args[0]
+            ),
+        ));
     }
     if args[1] != Shape::Matrix(n, n) {
-        return Err((2, format!("the matrix must be matrix[{n}, {n}] to match the outcome, found {}", args[1])));
+        return Err((
+            2,
+            format!(
+                "the matrix must be matrix[{n}, {n}] to match the outcome, found {}",
+                args[1]
+            ),
+        ));
     }
     Ok(())
 }
@@ -196,8 +268,14 @@ fn categorical(outcome: Shape, beta: Shape) -> Result<(), (usize, String)> {
     match (outcome, beta) {
         (Shape::Int, Shape::Vector(_)) | (Shape::Ints(_), Shape::Vector(_)) => Ok(()),
         (Shape::Ints(n), Shape::Matrix(r, _)) if n == r => Ok(()),
-        (Shape::Ints(n), Shape::Matrix(r, _)) => Err((1, format!("the logits need one row per outcome: {n} outcomes but {r} rows"))),
-        (o, b) => Err((1, format!("`categorical_logit` cannot take logits of {b} for an outcome of {o}"))),
+        (Shape::Ints(n), Shape::Matrix(r, _)) => Err((
+            1,
+            format!("the logits need one row per outcome: {n} outcomes but {r} rows"),
+        )),
+        (o, b) => Err((
+            1,
+            format!("`categorical_logit` cannot take logits of {b} for an outcome of {o}"),
+        )),
     }
 }
 
@@ -208,27 +286,46 @@ mod tests {
     #[test]
     fn normal_vectorises_over_matching_vectors_and_scalars() {
         let n = lookup("normal").unwrap();
-        assert!(n.check_shapes(Shape::Vector(3), &[Shape::Real, Shape::Vector(3)]).is_ok());
-        assert_eq!(n.check_shapes(Shape::Vector(3), &[Shape::Vector(2), Shape::Real]).unwrap_err().0, 1);
+        assert!(n
+            .check_shapes(Shape::Vector(3), &[Shape::Real, Shape::Vector(3)])
+            .is_ok());
+        assert_eq!(
+            n.check_shapes(Shape::Vector(3), &[Shape::Vector(2), Shape::Real])
+                .unwrap_err()
+                .0,
+            1
+        );
     }
 
     #[test]
     fn discrete_distributions_need_int_outcomes() {
         let b = lookup("bernoulli_logit").unwrap();
         assert!(b.check_shapes(Shape::Ints(4), &[Shape::Vector(4)]).is_ok());
-        assert_eq!(b.check_shapes(Shape::Vector(4), &[Shape::Vector(4)]).unwrap_err().0, 0);
+        assert_eq!(
+            b.check_shapes(Shape::Vector(4), &[Shape::Vector(4)])
+                .unwrap_err()
+                .0,
+            0
+        );
     }
 
     #[test]
     fn multi_normal_needs_a_square_matching_matrix() {
         let m = lookup("multi_normal").unwrap();
-        assert!(m.check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(2, 2)]).is_ok());
-        assert!(m.check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(3, 3)]).is_err());
+        assert!(m
+            .check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(2, 2)])
+            .is_ok());
+        assert!(m
+            .check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(3, 3)])
+            .is_err());
     }
 
     #[test]
     fn suffixes_split_into_forms() {
-        assert_eq!(split_form("normal_lcdf").map(|(b, f, _)| (b, f)), Some(("normal", DistForm::Lcdf)));
+        assert_eq!(
+            split_form("normal_lcdf").map(|(b, f, _)| (b, f)),
+            Some(("normal", DistForm::Lcdf))
+        );
         assert!(split_form("normal").is_none());
     }
 }

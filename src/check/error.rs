@@ -22,7 +22,13 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     candidates
         .into_iter()
         .filter(|c| *c != name)
-        .map(|c| (edit_distance(name, c), edit_distance(&name.to_lowercase(), &c.to_lowercase()), c))
+        .map(|c| {
+            (
+                edit_distance(name, c),
+                edit_distance(&name.to_lowercase(), &c.to_lowercase()),
+                c,
+            )
+        })
         .filter(|(d, _, _)| *d <= limit)
         .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2)))
         .map(|(_, _, c)| c)

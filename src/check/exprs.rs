@@ -11,30 +11,60 @@ use crate::syntax::ast::{BinOp, Expr, ExprKind, Ident, Index, UnOp};
 use crate::syntax::span::Span;
 
 fn texpr(kind: TExprKind, shape: Shape, stage: Stage, value: Option<f64>, span: Span) -> TExpr {
-    TExpr { kind, shape, stage, value, span }
+    TExpr {
+        kind,
+        shape,
+        stage,
+        value,
+        span,
+    }
 }
 
 impl Checker {
     /// Check one expression.
     pub(super) fn expr(&mut self, e: &Expr) -> R<TExpr> {
         match &e.kind {
-            ExprKind::Int(i) => Ok(texpr(TExprKind::Int(*i), Shape::Int, Stage::Const, Some(*i as f64), e.span)),
-            ExprKind::Real(x) => Ok(texpr(TExprKind::Real(*x), Shape::Real, Stage::Const, Some(*x), e.span)),
-            ExprKind::Str(_) => self.fail("mvi::check::unexpected_string", "a string is only allowed in `import` and `csv(\"…\")`", e.span, "string here"),
+            ExprKind::Int(i) => Ok(texpr(
+                TExprKind::Int(*i),
+                Shape::Int,
+                Stage::Const,
+                Some(*i as f64),
+                e.span,
+            )),
+            ExprKind::Real(x) => Ok(texpr(
+                TExprKind::Real(*x),
+                Shape::Real,
+                Stage::Const,
+                Some(*x),
+                e.span,
+            )),
+            ExprKind::Str(_) => self.fail(
+                "mvi::check::unexpected_string",
+                "a string is only allowed in `import` and `csv(\"…\")`",
+                e.span,
+                "string here",
+            ),
             ExprKind::Name(n) => self.name(n, e.span),
             ExprKind::Array(items) => self.array(items, e.span),
             ExprKind::Unary(op, x) => self.unary(*op, x, e.span),
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
             ExprKind::Transpose(x) => self.transpose(x, e.span),
             ExprKind::Ternary(c, a, b) => self.ternary(c, a, b, e.span),
-            ExprKind::Call { func, args, conditional } => self.call(func, args, *conditional, e.span),
+            ExprKind::Call {
+                func,
+                args,
+                conditional,
+            } => self.call(func, args, *conditional, e.span),
             ExprKind::Index(base, idx) => self.index(base, idx, e.span),
         }
     }
 
     /// Look a name up where the current context can see it.
     pub(super) fn lookup(&self, n: &str) -> Option<&Sym> {
-        let local = self.scopes[self.fn_base.min(self.scopes.len())..].iter().rev().find_map(|s| s.get(n));
+        let local = self.scopes[self.fn_base.min(self.scopes.len())..]
+            .iter()
+            .rev()
+            .find_map(|s| s.get(n));
         if self.ctx == Ctx::Func {
             return local;
         }
@@ -43,7 +73,10 @@ impl Checker {
 
     /// Every name the current context can see (for suggestions).
     pub(super) fn visible_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.scopes[self.fn_base.min(self.scopes.len())..].iter().flat_map(|s| s.keys().cloned()).collect();
+        let mut names: Vec<String> = self.scopes[self.fn_base.min(self.scopes.len())..]
+            .iter()
+            .flat_map(|s| s.keys().cloned())
+            .collect();
         if self.ctx != Ctx::Func {
             names.extend(self.globals.keys().cloned());
         }
@@ -56,12 +89,29 @@ impl Checker {
             return Err(self.unknown_name(n, span));
         };
         if self.ctx == Ctx::Decl && !matches!(sym.kind, NameKind::Data | NameKind::Size) {
-            return self.fail("mvi::check::not_data", format!("`{n}` is not data: sizes, bounds and initial values may only use data"), span, format!("a {}", kind_word(sym.kind)));
+            return self.fail(
+                "mvi::check::not_data",
+                format!("`{n}` is not data: sizes, bounds and initial values may only use data"),
+                span,
+                format!("a {}", kind_word(sym.kind)),
+            );
         }
         if let Some(k) = sym.loop_index {
-            return Ok(texpr(TExprKind::Int(k), Shape::Int, Stage::Const, Some(k as f64), span));
+            return Ok(texpr(
+                TExprKind::Int(k),
+                Shape::Int,
+                Stage::Const,
+                Some(k as f64),
+                span,
+            ));
         }
-        Ok(texpr(TExprKind::Name(n.to_string(), sym.kind), sym.shape, sym.stage, sym.value, span))
+        Ok(texpr(
+            TExprKind::Name(n.to_string(), sym.kind),
+            sym.shape,
+            sym.stage,
+            sym.value,
+            span,
+        ))
     }
 
     pub(super) fn unknown_name(&mut self, n: &str, span: Span) -> super::checker::Reported {
@@ -70,11 +120,19 @@ impl Checker {
         }
         if self.ctx == Ctx::Func && self.globals.contains_key(n) {
             let f = self.call_stack.last().cloned().unwrap_or_default();
-            let d = self.diag("mvi::check::impure_function", format!("function `{f}` reads `{n}`, which is not one of its arguments")).with_label(span, "outside the function").with_help(format!("functions are pure: pass `{n}` as an argument"));
+            let d = self
+                .diag(
+                    "mvi::check::impure_function",
+                    format!("function `{f}` reads `{n}`, which is not one of its arguments"),
+                )
+                .with_label(span, "outside the function")
+                .with_help(format!("functions are pure: pass `{n}` as an argument"));
             return self.report(d);
         }
         let names = self.visible_names();
-        let mut d = self.diag("mvi::check::unknown_name", format!("unknown name `{n}`")).with_label(span, "not declared");
+        let mut d = self
+            .diag("mvi::check::unknown_name", format!("unknown name `{n}`"))
+            .with_label(span, "not declared");
         if let Some(h) = did_you_mean(n, names.iter().map(String::as_str)) {
             d = d.with_help(h);
         } else {
@@ -94,7 +152,12 @@ impl Checker {
             match self.expr(it) {
                 Ok(t) if t.shape.is_scalar() => elems.push(t),
                 Ok(t) => {
-                    let d = self.diag("mvi::check::literal_element", format!("a vector literal holds scalars, this is {}", t.shape)).with_label(t.span, "not a scalar");
+                    let d = self
+                        .diag(
+                            "mvi::check::literal_element",
+                            format!("a vector literal holds scalars, this is {}", t.shape),
+                        )
+                        .with_label(t.span, "not a scalar");
                     self.report(d);
                     bad = true;
                 }
@@ -105,7 +168,13 @@ impl Checker {
             return Err(super::checker::Reported);
         }
         let stage = elems.iter().map(|e| e.stage).max().unwrap_or(Stage::Const);
-        Ok(texpr(TExprKind::Vector(elems.clone()), Shape::Vector(elems.len()), stage, None, span))
+        Ok(texpr(
+            TExprKind::Vector(elems.clone()),
+            Shape::Vector(elems.len()),
+            stage,
+            None,
+            span,
+        ))
     }
 
     fn matrix_literal(&mut self, rows: &[Expr], span: Span) -> R<TExpr> {
@@ -113,14 +182,41 @@ impl Checker {
         let mut ncols = None;
         for r in rows {
             let t = self.expr(r)?;
-            let TExprKind::Vector(elems) = t.kind else { return self.fail("mvi::check::literal_element", "rows of a matrix literal must be lists of scalars", r.span, "this row") };
+            let TExprKind::Vector(elems) = t.kind else {
+                return self.fail(
+                    "mvi::check::literal_element",
+                    "rows of a matrix literal must be lists of scalars",
+                    r.span,
+                    "this row",
+                );
+            };
             if *ncols.get_or_insert(elems.len()) != elems.len() {
-                return self.fail("mvi::check::ragged_matrix", format!("this row has {} entries, the first row has {}", elems.len(), ncols.unwrap_or(0)), r.span, "row of a different length");
+                return self.fail(
+                    "mvi::check::ragged_matrix",
+                    format!(
+                        "this row has {} entries, the first row has {}",
+                        elems.len(),
+                        ncols.unwrap_or(0)
+                    ),
+                    r.span,
+                    "row of a different length",
+                );
             }
             out.push(elems);
         }
-        let stage = out.iter().flatten().map(|e| e.stage).max().unwrap_or(Stage::Const);
-        Ok(texpr(TExprKind::Matrix(out), Shape::Matrix(rows.len(), ncols.unwrap_or(0)), stage, None, span))
+        let stage = out
+            .iter()
+            .flatten()
+            .map(|e| e.stage)
+            .max()
+            .unwrap_or(Stage::Const);
+        Ok(texpr(
+            TExprKind::Matrix(out),
+            Shape::Matrix(rows.len(), ncols.unwrap_or(0)),
+            stage,
+            None,
+            span,
+        ))
     }
 
     fn unary(&mut self, op: UnOp, x: &Expr, span: Span) -> R<TExpr> {
@@ -128,13 +224,25 @@ impl Checker {
         match op {
             UnOp::Neg => {
                 let (shape, stage, value) = (t.shape, t.stage, t.value.map(|v| -v));
-                Ok(texpr(TExprKind::Unary(op, Box::new(t)), shape, stage, value, span))
+                Ok(texpr(
+                    TExprKind::Unary(op, Box::new(t)),
+                    shape,
+                    stage,
+                    value,
+                    span,
+                ))
             }
             UnOp::Not => {
                 self.require_data(&t, "`!`")?;
                 let shape = if t.shape.is_scalar() { Shape::Int } else { t.shape };
                 let value = t.value.map(|v| if v == 0.0 { 1.0 } else { 0.0 });
-                Ok(texpr(TExprKind::Unary(op, Box::new(t)), shape, Stage::Const, value, span))
+                Ok(texpr(
+                    TExprKind::Unary(op, Box::new(t)),
+                    shape,
+                    Stage::Const,
+                    value,
+                    span,
+                ))
             }
         }
     }
@@ -143,8 +251,17 @@ impl Checker {
         if t.stage == Stage::Const {
             return Ok(());
         }
-        let on = if t.stage == Stage::Param { "a param" } else { "a hyper" };
-        self.fail("mvi::check::condition_not_data", format!("{what} may only be used on data"), t.span, format!("this depends on {on}"))
+        let on = if t.stage == Stage::Param {
+            "a param"
+        } else {
+            "a hyper"
+        };
+        self.fail(
+            "mvi::check::condition_not_data",
+            format!("{what} may only be used on data"),
+            t.span,
+            format!("this depends on {on}"),
+        )
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, span: Span) -> R<TExpr> {
@@ -153,23 +270,41 @@ impl Checker {
         let (ta, tb) = (ta?, tb?);
         let stage = ta.stage.max(tb.stage);
         let (top, shape) = match op {
-            BinOp::Add | BinOp::Sub | BinOp::ElemMul | BinOp::ElemDiv | BinOp::Pow => self.elementwise(op, &ta, &tb)?,
+            BinOp::Add | BinOp::Sub | BinOp::ElemMul | BinOp::ElemDiv | BinOp::Pow => {
+                self.elementwise(op, &ta, &tb)?
+            }
             BinOp::Mul => self.product(&ta, &tb)?,
             BinOp::Div => self.division(&ta, &tb)?,
             BinOp::Mod if ta.shape == Shape::Int && tb.shape == Shape::Int => (TBinOp::Mod, Shape::Int),
-            BinOp::Mod => return self.fail("mvi::check::mod_not_int", format!("`%` takes two ints, found {} and {}", ta.shape, tb.shape), span, "here"),
+            BinOp::Mod => {
+                return self.fail(
+                    "mvi::check::mod_not_int",
+                    format!("`%` takes two ints, found {} and {}", ta.shape, tb.shape),
+                    span,
+                    "here",
+                )
+            }
             _ => return self.comparison(op, ta, tb, span),
         };
         let value = match (ta.value, tb.value) {
             (Some(x), Some(y)) => fold(top, x, y),
             _ => None,
         };
-        Ok(texpr(TExprKind::Binary(top, Box::new(ta), Box::new(tb)), shape, stage, value, span))
+        Ok(texpr(
+            TExprKind::Binary(top, Box::new(ta), Box::new(tb)),
+            shape,
+            stage,
+            value,
+            span,
+        ))
     }
 
     fn mismatch(&mut self, what: &str, a: &TExpr, b: &TExpr, help: &str) -> super::checker::Reported {
         let d = self
-            .diag("mvi::check::shape_mismatch", format!("{what}: {} and {}", a.shape, b.shape))
+            .diag(
+                "mvi::check::shape_mismatch",
+                format!("{what}: {} and {}", a.shape, b.shape),
+            )
             .with_label(a.span, format!("this is {}", a.shape))
             .with_label(b.span, format!("this is {}", b.shape))
             .with_help(help.to_string());
@@ -187,13 +322,19 @@ impl Checker {
         match broadcast(a.shape, b.shape) {
             Some(s) if top == TBinOp::Pow || top == TBinOp::ElemDiv => Ok((top, s.to_real())),
             Some(s) => Ok((top, s)),
-            None => Err(self.mismatch(&format!("{word} values of different shapes"), a, b, "elementwise operations need equal shapes, or a scalar on one side")),
+            None => Err(self.mismatch(
+                &format!("{word} values of different shapes"),
+                a,
+                b,
+                "elementwise operations need equal shapes, or a scalar on one side",
+            )),
         }
     }
 
     fn product(&mut self, a: &TExpr, b: &TExpr) -> R<(TBinOp, Shape)> {
         if a.shape.is_scalar() || b.shape.is_scalar() {
-            let s = broadcast(a.shape, b.shape).expect("a scalar broadcasts over any shape (shapes::broadcast)");
+            let s =
+                broadcast(a.shape, b.shape).expect("a scalar broadcasts over any shape (shapes::broadcast)");
             return Ok((TBinOp::ScalarMul, s));
         }
         let left_t = matches!(&a.kind, TExprKind::Transpose(x) if matches!(x.shape, Shape::Vector(_) | Shape::Ints(_)));
@@ -214,10 +355,16 @@ impl Checker {
             return Ok((TBinOp::IntDiv, Shape::Int));
         }
         if b.shape.is_scalar() || a.shape.is_scalar() {
-            let s = broadcast(a.shape, b.shape).expect("a scalar broadcasts over any shape (shapes::broadcast)");
+            let s =
+                broadcast(a.shape, b.shape).expect("a scalar broadcasts over any shape (shapes::broadcast)");
             return Ok((TBinOp::ElemDiv, s.to_real()));
         }
-        Err(self.mismatch("`/` needs a scalar on one side", a, b, "use `./` for elementwise division"))
+        Err(self.mismatch(
+            "`/` needs a scalar on one side",
+            a,
+            b,
+            "use `./` for elementwise division",
+        ))
     }
 
     fn comparison(&mut self, op: BinOp, ta: TExpr, tb: TExpr, span: Span) -> R<TExpr> {
@@ -236,7 +383,12 @@ impl Checker {
             _ => TBinOp::Or,
         };
         let Some(s) = broadcast(ta.shape, tb.shape) else {
-            return Err(self.mismatch("cannot compare values of different shapes", &ta, &tb, "compare equal shapes, or against a scalar"));
+            return Err(self.mismatch(
+                "cannot compare values of different shapes",
+                &ta,
+                &tb,
+                "compare equal shapes, or against a scalar",
+            ));
         };
         let shape = match s {
             Shape::Int | Shape::Real => Shape::Int,
@@ -247,7 +399,13 @@ impl Checker {
             (Some(x), Some(y)) => fold(top, x, y),
             _ => None,
         };
-        Ok(texpr(TExprKind::Binary(top, Box::new(ta), Box::new(tb)), shape, Stage::Const, value, span))
+        Ok(texpr(
+            TExprKind::Binary(top, Box::new(ta), Box::new(tb)),
+            shape,
+            Stage::Const,
+            value,
+            span,
+        ))
     }
 
     fn transpose(&mut self, x: &Expr, span: Span) -> R<TExpr> {
@@ -255,7 +413,14 @@ impl Checker {
         let shape = match t.shape {
             Shape::Vector(n) | Shape::Ints(n) => Shape::Matrix(1, n),
             Shape::Matrix(r, c) => Shape::Matrix(c, r),
-            s => return self.fail("mvi::check::transpose_scalar", format!("cannot transpose a {s}"), span, "a scalar"),
+            s => {
+                return self.fail(
+                    "mvi::check::transpose_scalar",
+                    format!("cannot transpose a {s}"),
+                    span,
+                    "a scalar",
+                )
+            }
         };
         let stage = t.stage;
         Ok(texpr(TExprKind::Transpose(Box::new(t)), shape, stage, None, span))
@@ -265,7 +430,12 @@ impl Checker {
         let tc = self.expr(c)?;
         self.require_data(&tc, "`? :` conditions")?;
         if !tc.shape.is_scalar() {
-            return self.fail("mvi::check::condition_not_scalar", format!("a condition must be a scalar, found {}", tc.shape), tc.span, "not a scalar");
+            return self.fail(
+                "mvi::check::condition_not_scalar",
+                format!("a condition must be a scalar, found {}", tc.shape),
+                tc.span,
+                "not a scalar",
+            );
         }
         let ta = self.expr(a)?;
         let tb = self.expr(b)?;
@@ -273,7 +443,14 @@ impl Checker {
             (x, y) if x == y => x,
             (x, y) if x.is_scalar() && y.is_scalar() => Shape::Real,
             (x, y) if x.to_real() == y.to_real() => x.to_real(),
-            _ => return Err(self.mismatch("the branches of `? :` have different shapes", &ta, &tb, "both branches must have the same shape")),
+            _ => {
+                return Err(self.mismatch(
+                    "the branches of `? :` have different shapes",
+                    &ta,
+                    &tb,
+                    "both branches must have the same shape",
+                ))
+            }
         };
         let value = match tc.value {
             Some(v) if v != 0.0 => ta.value,
@@ -281,7 +458,13 @@ impl Checker {
             None => None,
         };
         let stage = ta.stage.max(tb.stage);
-        Ok(texpr(TExprKind::Ternary(Box::new(tc), Box::new(ta), Box::new(tb)), shape, stage, value, span))
+        Ok(texpr(
+            TExprKind::Ternary(Box::new(tc), Box::new(ta), Box::new(tb)),
+            shape,
+            stage,
+            value,
+            span,
+        ))
     }
 
     fn args(&mut self, args: &[Expr]) -> R<Vec<TExpr>> {
@@ -297,10 +480,20 @@ impl Checker {
             }
         }
         if conditional {
-            return self.fail("mvi::check::unknown_distribution", format!("`{name}` is not a distribution function"), func.span, "not a `dist_lpdf`");
+            return self.fail(
+                "mvi::check::unknown_distribution",
+                format!("`{name}` is not a distribution function"),
+                func.span,
+                "not a `dist_lpdf`",
+            );
         }
         if name == "csv" {
-            return self.fail("mvi::check::csv_outside_data", "`csv(\"…\")` may only give the value of a `data` declaration", span, "here");
+            return self.fail(
+                "mvi::check::csv_outside_data",
+                "`csv(\"…\")` may only give the value of a `data` declaration",
+                span,
+                "here",
+            );
         }
         if builtins::is_builtin(name) {
             let targs = self.args(args)?;
@@ -311,7 +504,13 @@ impl Checker {
             return self.inline_call(&f, targs, span);
         }
         if dists::lookup(name).is_some() {
-            let d = self.diag("mvi::check::distribution_as_function", format!("`{name}` is a distribution, not a function")).with_label(func.span, "here").with_help(format!("write `x ~ {name}(…)` or `{name}_lpdf(x | …)`"));
+            let d = self
+                .diag(
+                    "mvi::check::distribution_as_function",
+                    format!("`{name}` is a distribution, not a function"),
+                )
+                .with_label(func.span, "here")
+                .with_help(format!("write `x ~ {name}(…)` or `{name}_lpdf(x | …)`"));
             return Err(self.report(d));
         }
         let mut candidates: Vec<String> = builtins::all_names().map(String::from).collect();
@@ -321,63 +520,142 @@ impl Checker {
                 candidates.push(format!("{}{s}", d.name));
             }
         }
-        let help = did_you_mean(name, candidates.iter().map(String::as_str)).unwrap_or_else(|| "built-in functions are listed in docs/language.md; `import` a stdlib file for more".into());
-        let d = self.diag("mvi::check::unknown_function", format!("unknown function `{name}`")).with_label(func.span, "not defined").with_help(help);
+        let help = did_you_mean(name, candidates.iter().map(String::as_str)).unwrap_or_else(|| {
+            "built-in functions are listed in docs/language.md; `import` a stdlib file for more".into()
+        });
+        let d = self
+            .diag(
+                "mvi::check::unknown_function",
+                format!("unknown function `{name}`"),
+            )
+            .with_label(func.span, "not defined")
+            .with_help(help);
         Err(self.report(d))
     }
 
     fn builtin(&mut self, func: &Ident, targs: Vec<TExpr>, span: Span) -> R<TExpr> {
         let name = func.name.as_str();
-        let bargs: Vec<Arg> = targs.iter().map(|t| Arg { shape: t.shape, value: t.value }).collect();
+        let bargs: Vec<Arg> = targs
+            .iter()
+            .map(|t| Arg {
+                shape: t.shape,
+                value: t.value,
+            })
+            .collect();
         let shape = match builtins::result_shape(name, &bargs) {
             Ok(s) => s,
             Err(msg) => {
-                let d = self.diag("mvi::check::bad_arguments", msg).with_label(span, "in this call").with_help(format!("signature: {}", builtins::signature(name)));
+                let d = self
+                    .diag("mvi::check::bad_arguments", msg)
+                    .with_label(span, "in this call")
+                    .with_help(format!("signature: {}", builtins::signature(name)));
                 return Err(self.report(d));
             }
         };
         let value = fold_builtin(name, &targs);
-        let stage = if matches!(name, "rows" | "cols" | "size") { Stage::Const } else { targs.iter().map(|t| t.stage).max().unwrap_or(Stage::Const) };
+        let stage = if matches!(name, "rows" | "cols" | "size") {
+            Stage::Const
+        } else {
+            targs.iter().map(|t| t.stage).max().unwrap_or(Stage::Const)
+        };
         if matches!(name, "col" | "row") {
             self.check_col_row(name, &targs)?;
         }
-        Ok(texpr(TExprKind::Call(name.to_string(), targs), shape, stage, value, span))
+        Ok(texpr(
+            TExprKind::Call(name.to_string(), targs),
+            shape,
+            stage,
+            value,
+            span,
+        ))
     }
 
     fn check_col_row(&mut self, name: &str, targs: &[TExpr]) -> R<()> {
-        let (Shape::Matrix(r, c), Some(i)) = (targs[0].shape, targs[1].value) else { return Ok(()) };
+        let (Shape::Matrix(r, c), Some(i)) = (targs[0].shape, targs[1].value) else {
+            return Ok(());
+        };
         let n = if name == "col" { c } else { r };
         if i < 1.0 || i > n as f64 {
-            return self.fail("mvi::check::index_out_of_range", format!("`{name}` index {i} is out of range 1..{n}"), targs[1].span, "out of range");
+            return self.fail(
+                "mvi::check::index_out_of_range",
+                format!("`{name}` index {i} is out of range 1..{n}"),
+                targs[1].span,
+                "out of range",
+            );
         }
         Ok(())
     }
 
-    fn dist_call(&mut self, spec: &DistSpec, form: DistForm, suffix: &str, func: &Ident, args: &[Expr], span: Span) -> R<TExpr> {
+    fn dist_call(
+        &mut self,
+        spec: &DistSpec,
+        form: DistForm,
+        suffix: &str,
+        func: &Ident,
+        args: &[Expr],
+        span: Span,
+    ) -> R<TExpr> {
         if !spec.forms().contains(&suffix) {
-            let valid: Vec<String> = spec.forms().iter().map(|s| format!("`{}{s}`", spec.name)).collect();
-            let d = self.diag("mvi::check::wrong_dist_form", format!("`{}` does not exist", func.name)).with_label(func.span, "no such form").with_help(format!("`{}` has {}", spec.name, valid.join(", ")));
+            let valid: Vec<String> = spec
+                .forms()
+                .iter()
+                .map(|s| format!("`{}{s}`", spec.name))
+                .collect();
+            let d = self
+                .diag(
+                    "mvi::check::wrong_dist_form",
+                    format!("`{}` does not exist", func.name),
+                )
+                .with_label(func.span, "no such form")
+                .with_help(format!("`{}` has {}", spec.name, valid.join(", ")));
             return Err(self.report(d));
         }
         let targs = self.args(args)?;
         if targs.is_empty() {
-            let d = self.diag("mvi::check::bad_arguments", format!("`{}` needs the outcome first: `{}(x | …)`", func.name, func.name)).with_label(span, "no arguments").with_help(format!("signature: {}", spec.signature()));
+            let d = self
+                .diag(
+                    "mvi::check::bad_arguments",
+                    format!("`{}` needs the outcome first: `{}(x | …)`", func.name, func.name),
+                )
+                .with_label(span, "no arguments")
+                .with_help(format!("signature: {}", spec.signature()));
             return Err(self.report(d));
         }
         self.check_dist(spec, &targs[0], &targs[1..], span)?;
         let stage = targs.iter().map(|t| t.stage).max().unwrap_or(Stage::Const);
-        Ok(texpr(TExprKind::Dist { dist: spec.name.to_string(), form, args: targs }, Shape::Real, stage, None, span))
+        Ok(texpr(
+            TExprKind::Dist {
+                dist: spec.name.to_string(),
+                form,
+                args: targs,
+            },
+            Shape::Real,
+            stage,
+            None,
+            span,
+        ))
     }
 
     /// Check a distribution's outcome and arguments (used by `~` and `dist_lpdf`).
-    pub(super) fn check_dist(&mut self, spec: &DistSpec, outcome: &TExpr, args: &[TExpr], span: Span) -> R<()> {
-        if let Err((i, msg)) = spec.check_shapes(outcome.shape, &args.iter().map(|a| a.shape).collect::<Vec<_>>()) {
+    pub(super) fn check_dist(
+        &mut self,
+        spec: &DistSpec,
+        outcome: &TExpr,
+        args: &[TExpr],
+        span: Span,
+    ) -> R<()> {
+        if let Err((i, msg)) =
+            spec.check_shapes(outcome.shape, &args.iter().map(|a| a.shape).collect::<Vec<_>>())
+        {
             let at = match i {
                 0 => outcome.span,
                 k if k <= args.len() => args[k - 1].span,
                 _ => span,
             };
-            let d = self.diag("mvi::check::bad_distribution_arguments", msg).with_label(at, "here").with_help(format!("signature: {}", spec.signature()));
+            let d = self
+                .diag("mvi::check::bad_distribution_arguments", msg)
+                .with_label(at, "here")
+                .with_help(format!("signature: {}", spec.signature()));
             return Err(self.report(d));
         }
         for ((pname, support), a) in spec.params.iter().zip(args) {
@@ -394,7 +672,12 @@ impl Checker {
                     Support::Unit => "in [0, 1]",
                     _ => "non-negative",
                 };
-                return self.fail("mvi::check::invalid_distribution_argument", format!("`{pname}` of `{}` must be {want}, found {v}", spec.name), a.span, "invalid value");
+                return self.fail(
+                    "mvi::check::invalid_distribution_argument",
+                    format!("`{pname}` of `{}` must be {want}, found {v}", spec.name),
+                    a.span,
+                    "invalid value",
+                );
             }
         }
         Ok(())
@@ -405,10 +688,28 @@ impl Checker {
         let dims: Vec<usize> = match tb.shape {
             Shape::Vector(n) | Shape::Ints(n) => vec![n],
             Shape::Matrix(r, c) => vec![r, c],
-            s => return self.fail("mvi::check::index_scalar", format!("cannot index a {s}"), tb.span, "a scalar"),
+            s => {
+                return self.fail(
+                    "mvi::check::index_scalar",
+                    format!("cannot index a {s}"),
+                    tb.span,
+                    "a scalar",
+                )
+            }
         };
         if idx.len() > dims.len() {
-            return self.fail("mvi::check::too_many_indices", format!("{} takes at most {} ind{}, found {}", tb.shape, dims.len(), if dims.len() == 1 { "ex" } else { "ices" }, idx.len()), span, "too many indices");
+            return self.fail(
+                "mvi::check::too_many_indices",
+                format!(
+                    "{} takes at most {} ind{}, found {}",
+                    tb.shape,
+                    dims.len(),
+                    if dims.len() == 1 { "ex" } else { "ices" },
+                    idx.len()
+                ),
+                span,
+                "too many indices",
+            );
         }
         let mut tidx = Vec::new();
         let mut kept = Vec::new();
@@ -425,7 +726,13 @@ impl Checker {
         }
         let shape = indexed_shape(tb.shape, idx.len(), &kept);
         let value = self.indexed_value(&tb, &tidx);
-        Ok(texpr(TExprKind::Index(Box::new(tb), tidx), shape, stage, value, span))
+        Ok(texpr(
+            TExprKind::Index(Box::new(tb), tidx),
+            shape,
+            stage,
+            value,
+            span,
+        ))
     }
 
     /// One index position against a dimension of length `n`; the kept length, if any.
@@ -434,12 +741,22 @@ impl Checker {
             Index::At(e) => {
                 let t = self.expr(e)?;
                 if t.stage != Stage::Const {
-                    return self.fail("mvi::check::index_not_data", "an index must be known from the data", t.span, "depends on a hyper or param");
+                    return self.fail(
+                        "mvi::check::index_not_data",
+                        "an index must be known from the data",
+                        t.span,
+                        "depends on a hyper or param",
+                    );
                 }
                 match t.shape {
                     Shape::Int => {
                         if let Some(v) = t.value.filter(|v| *v < 1.0 || *v > n as f64) {
-                            return self.fail("mvi::check::index_out_of_range", format!("index {v} is out of range 1..{n}"), t.span, "out of range");
+                            return self.fail(
+                                "mvi::check::index_out_of_range",
+                                format!("index {v} is out of range 1..{n}"),
+                                t.span,
+                                "out of range",
+                            );
                         }
                         Ok((TIndex::At(t), None))
                     }
@@ -447,7 +764,12 @@ impl Checker {
                         self.check_gather(&t, n)?;
                         Ok((TIndex::Gather(t), Some(k)))
                     }
-                    s => self.fail("mvi::check::index_not_int", format!("an index must be an int or ints, found {s}"), t.span, "not an int"),
+                    s => self.fail(
+                        "mvi::check::index_not_int",
+                        format!("an index must be an int or ints, found {s}"),
+                        t.span,
+                        "not an int",
+                    ),
                 }
             }
             Index::Range { lo, hi, span } => {
@@ -459,11 +781,22 @@ impl Checker {
                     Some(e) => self.range_end(e)?,
                     None => n as i64,
                 };
-                if lo_v < 1 || hi_v > n as i64 || hi_v < lo_v - 1 {
-                    return self.fail("mvi::check::index_out_of_range", format!("slice {lo_v}:{hi_v} is out of range 1..{n}"), *span, "out of range");
+                if lo_v < 1 || hi_v > n as i64 || hi_v < lo_v.saturating_sub(1) {
+                    return self.fail(
+                        "mvi::check::index_out_of_range",
+                        format!("slice {lo_v}:{hi_v} is out of range 1..{n}"),
+                        *span,
+                        "out of range",
+                    );
                 }
                 let len = (hi_v - lo_v + 1) as usize;
-                Ok((TIndex::Range { lo: lo_v as usize, hi: hi_v as usize }, Some(len)))
+                Ok((
+                    TIndex::Range {
+                        lo: lo_v as usize,
+                        hi: hi_v as usize,
+                    },
+                    Some(len),
+                ))
             }
         }
     }
@@ -472,21 +805,40 @@ impl Checker {
         let t = self.expr(e)?;
         match (t.shape, t.value) {
             (Shape::Int, Some(v)) => Ok(v as i64),
-            _ => self.fail("mvi::check::slice_not_known", "slice bounds must be ints known from the data", t.span, format!("this is {}", t.shape)),
+            _ => self.fail(
+                "mvi::check::slice_not_known",
+                "slice bounds must be ints known from the data",
+                t.span,
+                format!("this is {}", t.shape),
+            ),
         }
     }
 
     fn check_gather(&mut self, t: &TExpr, n: usize) -> R<()> {
-        let TExprKind::Name(name, NameKind::Data) = &t.kind else { return Ok(()) };
-        let Some(Value::Ints(xs)) = self.data.get(name) else { return Ok(()) };
+        let TExprKind::Name(name, NameKind::Data) = &t.kind else {
+            return Ok(());
+        };
+        let Some(Value::Ints(xs)) = self.data.get(name) else {
+            return Ok(());
+        };
         if let Some((pos, bad)) = xs.iter().enumerate().find(|(_, v)| **v < 1 || **v > n as i64) {
-            return self.fail("mvi::check::index_out_of_range", format!("`{name}` holds {bad} at entry {}, out of range 1..{n} for this gather", pos + 1), t.span, "indices out of range");
+            return self.fail(
+                "mvi::check::index_out_of_range",
+                format!(
+                    "`{name}` holds {bad} at entry {}, out of range 1..{n} for this gather",
+                    pos + 1
+                ),
+                t.span,
+                "indices out of range",
+            );
         }
         Ok(())
     }
 
     fn indexed_value(&self, base: &TExpr, idx: &[TIndex]) -> Option<f64> {
-        let TExprKind::Name(n, NameKind::Data) = &base.kind else { return None };
+        let TExprKind::Name(n, NameKind::Data) = &base.kind else {
+            return None;
+        };
         let at = |i: &TIndex| match i {
             TIndex::At(e) => e.value.map(|v| v as usize - 1),
             _ => None,

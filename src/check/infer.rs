@@ -30,7 +30,16 @@ fn convert(v: &InferValue) -> Result<OptionValue, String> {
                 match it {
                     InferValue::Word(w) => blocks.push(vec![w.clone()]),
                     InferValue::List(inner) => {
-                        let names: Option<Vec<String>> = inner.iter().map(|x| if let InferValue::Word(w) = x { Some(w.clone()) } else { None }).collect();
+                        let names: Option<Vec<String>> = inner
+                            .iter()
+                            .map(|x| {
+                                if let InferValue::Word(w) = x {
+                                    Some(w.clone())
+                                } else {
+                                    None
+                                }
+                            })
+                            .collect();
                         blocks.push(names.ok_or("a block lists parameter names")?);
                     }
                     _ => return Err("a block lists parameter names".into()),
@@ -42,21 +51,43 @@ fn convert(v: &InferValue) -> Result<OptionValue, String> {
 }
 
 /// Check the model's `infer` block(s); returns the options (as written) and any problems.
-pub(super) fn check_infer_block(program: &Program, src: &NamedSource<String>, params: &[String]) -> (InferOptions, Vec<Diagnostic>) {
+pub(super) fn check_infer_block(
+    program: &Program,
+    src: &NamedSource<String>,
+    params: &[String],
+) -> (InferOptions, Vec<Diagnostic>) {
     let mut entries = Vec::new();
     for item in &program.items {
         let Item::Infer(b) = item else { continue };
         for e in &b.entries {
-            entries.push(Entry { key: e.key.name.clone(), key_span: e.key.span, value: convert(&e.value), value_span: e.value_span, src });
+            entries.push(Entry {
+                key: e.key.name.clone(),
+                key_span: e.key.span,
+                value: convert(&e.value),
+                value_span: e.value_span,
+                src,
+            });
         }
     }
     let mut errors = duplicate_keys(&entries);
     errors.extend(validate(&entries, params));
     let options = entries
         .into_iter()
-        .filter_map(|e| Some(InferOption { key: e.key, value: e.value.ok()?, span: Some(e.value_span) }))
+        .filter_map(|e| {
+            Some(InferOption {
+                key: e.key,
+                value: e.value.ok()?,
+                span: Some(e.value_span),
+            })
+        })
         .collect();
-    (InferOptions { entries: options, source: src.clone() }, errors)
+    (
+        InferOptions {
+            entries: options,
+            source: src.clone(),
+        },
+        errors,
+    )
 }
 
 fn duplicate_keys(entries: &[Entry]) -> Vec<Diagnostic> {
@@ -64,9 +95,13 @@ fn duplicate_keys(entries: &[Entry]) -> Vec<Diagnostic> {
     for (i, e) in entries.iter().enumerate() {
         if let Some(first) = entries[..i].iter().find(|f| f.key == e.key) {
             out.push(
-                Diagnostic::error("mvi::check::duplicate_infer_key", format!("`{}` is set twice", e.key), e.src.clone())
-                    .with_label(e.key_span, "set again here")
-                    .with_label(first.key_span, "first set here"),
+                Diagnostic::error(
+                    "mvi::check::duplicate_infer_key",
+                    format!("`{}` is set twice", e.key),
+                    e.src.clone(),
+                )
+                .with_label(e.key_span, "set again here")
+                .with_label(first.key_span, "first set here"),
             );
         }
     }
@@ -97,33 +132,75 @@ fn validate_entry(e: &Entry, method: Option<&str>, params: &[String]) -> Result<
     let err = |code, msg: String| Diagnostic::error(code, msg, e.src.clone());
     let Some(spec) = key_spec(&e.key) else {
         let valid = method.map_or_else(|| KEYS.iter().map(|k| k.key).collect(), keys_for);
-        let mut help = format!("valid keys{}: {}", method.map(|m| format!(" for `{m}`")).unwrap_or_default(), valid.join(", "));
+        let mut help = format!(
+            "valid keys{}: {}",
+            method.map(|m| format!(" for `{m}`")).unwrap_or_default(),
+            valid.join(", ")
+        );
         if let Some(h) = did_you_mean(&e.key, KEYS.iter().map(|k| k.key)) {
             help = format!("{h} {help}");
         }
-        return Err(err("mvi::check::unknown_infer_key", format!("unknown `infer` key `{}`", e.key)).with_label(e.key_span, "unknown key").with_help(help));
+        return Err(err(
+            "mvi::check::unknown_infer_key",
+            format!("unknown `infer` key `{}`", e.key),
+        )
+        .with_label(e.key_span, "unknown key")
+        .with_help(help));
     };
     let value = match &e.value {
         Ok(v) => v,
-        Err(m) => return Err(err("mvi::check::bad_infer_value", format!("`{}` expects {}", e.key, spec.kind.describe())).with_label(e.value_span, m.clone())),
+        Err(m) => {
+            return Err(err(
+                "mvi::check::bad_infer_value",
+                format!("`{}` expects {}", e.key, spec.kind.describe()),
+            )
+            .with_label(e.value_span, m.clone()))
+        }
     };
     if spec.kind == ValueKind::Method {
         return check_method_value(e, value);
     }
     if let Some(m) = method.filter(|m| !spec.methods.includes(m)) {
-        let users: Vec<&str> = METHODS.iter().copied().filter(|x| spec.methods.includes(x)).collect();
-        return Err(err("mvi::check::key_not_for_method", format!("`{}` does not apply to method `{m}`", e.key))
-            .with_label(e.key_span, format!("not a `{m}` option"))
-            .with_help(format!("`{}` is used by {}; valid keys for `{m}`: {}", e.key, users.join(", "), keys_for(m).join(", "))));
+        let users: Vec<&str> = METHODS
+            .iter()
+            .copied()
+            .filter(|x| spec.methods.includes(x))
+            .collect();
+        return Err(err(
+            "mvi::check::key_not_for_method",
+            format!("`{}` does not apply to method `{m}`", e.key),
+        )
+        .with_label(e.key_span, format!("not a `{m}` option"))
+        .with_help(format!(
+            "`{}` is used by {}; valid keys for `{m}`: {}",
+            e.key,
+            users.join(", "),
+            keys_for(m).join(", ")
+        )));
     }
     if !spec.kind.accepts(value) {
-        return Err(err("mvi::check::bad_infer_value", format!("`{}` expects {}, found {}", e.key, spec.kind.describe(), show(value))).with_label(e.value_span, "this value"));
+        return Err(err(
+            "mvi::check::bad_infer_value",
+            format!(
+                "`{}` expects {}, found {}",
+                e.key,
+                spec.kind.describe(),
+                show(value)
+            ),
+        )
+        .with_label(e.value_span, "this value"));
     }
     if let OptionValue::Blocks(blocks) = value {
         for n in blocks.iter().flatten() {
             if !params.contains(n) {
-                let help = did_you_mean(n, params.iter().map(String::as_str)).unwrap_or_else(|| format!("params: {}", params.join(", ")));
-                return Err(err("mvi::check::unknown_block_param", format!("`blocks` names `{n}`, which is not a param")).with_label(e.value_span, "in this list").with_help(help));
+                let help = did_you_mean(n, params.iter().map(String::as_str))
+                    .unwrap_or_else(|| format!("params: {}", params.join(", ")));
+                return Err(err(
+                    "mvi::check::unknown_block_param",
+                    format!("`blocks` names `{n}`, which is not a param"),
+                )
+                .with_label(e.value_span, "in this list")
+                .with_help(help));
             }
         }
     }
@@ -141,7 +218,13 @@ fn check_method_value(e: &Entry, value: &OptionValue) -> Result<(), Diagnostic> 
             help = format!("{h} {help}");
         }
     }
-    Err(Diagnostic::error("mvi::check::unknown_method", format!("unknown inference method {found}"), e.src.clone()).with_label(e.value_span, "not a method").with_help(help))
+    Err(Diagnostic::error(
+        "mvi::check::unknown_method",
+        format!("unknown inference method {found}"),
+        e.src.clone(),
+    )
+    .with_label(e.value_span, "not a method")
+    .with_help(help))
 }
 
 fn show(v: &OptionValue) -> String {
@@ -149,7 +232,11 @@ fn show(v: &OptionValue) -> String {
         OptionValue::Int(i) => format!("`{i}`"),
         OptionValue::Real(x) => format!("`{x}`"),
         OptionValue::Ident(w) => format!("`{w}`"),
-        OptionValue::Blocks(b) => format!("a list of {} block{}", b.len(), if b.len() == 1 { "" } else { "s" }),
+        OptionValue::Blocks(b) => format!(
+            "a list of {} block{}",
+            b.len(),
+            if b.len() == 1 { "" } else { "s" }
+        ),
     }
 }
 
@@ -166,9 +253,24 @@ pub fn parse_override(text: &str) -> OptionValue {
         let inner = t.trim_start_matches('[').trim_end_matches(']');
         let nested = t.starts_with("[[");
         let groups: Vec<Vec<String>> = if nested {
-            inner.split("],").map(|g| g.split(',').map(|s| s.trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace()).to_string()).filter(|s| !s.is_empty()).collect()).collect()
+            inner
+                .split("],")
+                .map(|g| {
+                    g.split(',')
+                        .map(|s| {
+                            s.trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace())
+                                .to_string()
+                        })
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .collect()
         } else {
-            inner.split(',').map(|s| vec![s.trim().to_string()]).filter(|g| !g[0].is_empty()).collect()
+            inner
+                .split(',')
+                .map(|s| vec![s.trim().to_string()])
+                .filter(|g| !g[0].is_empty())
+                .collect()
         };
         return OptionValue::Blocks(groups);
     }
@@ -201,7 +303,10 @@ pub fn infer_options(model: &TypedModel, overrides: &[(String, String)]) -> Resu
         }
         let vstart = cmdline.len();
         cmdline.push_str(v);
-        spans.push((Span::new(key_start, key_start + k.len()), Span::new(vstart, cmdline.len())));
+        spans.push((
+            Span::new(key_start, key_start + k.len()),
+            Span::new(vstart, cmdline.len()),
+        ));
     }
     let cmd_src = NamedSource::new("<command line>", cmdline);
     let model_src = &model.infer.source;
@@ -211,11 +316,23 @@ pub fn infer_options(model: &TypedModel, overrides: &[(String, String)]) -> Resu
         .iter()
         .map(|o| {
             let span = o.span.unwrap_or_default();
-            Entry { key: o.key.clone(), key_span: span, value: Ok(o.value.clone()), value_span: span, src: model_src }
+            Entry {
+                key: o.key.clone(),
+                key_span: span,
+                value: Ok(o.value.clone()),
+                value_span: span,
+                src: model_src,
+            }
         })
         .collect();
     for ((k, v), (ks, vs)) in overrides.iter().zip(&spans) {
-        entries.push(Entry { key: k.clone(), key_span: *ks, value: Ok(parse_override(v)), value_span: *vs, src: &cmd_src });
+        entries.push(Entry {
+            key: k.clone(),
+            key_span: *ks,
+            value: Ok(parse_override(v)),
+            value_span: *vs,
+            src: &cmd_src,
+        });
     }
     let params: Vec<String> = model.params.iter().map(|p| p.name.clone()).collect();
     if let Some(d) = validate(&entries, &params).into_iter().next() {
@@ -226,9 +343,16 @@ pub fn infer_options(model: &TypedModel, overrides: &[(String, String)]) -> Resu
         let value = e.value.expect("override values always parse (parse_override)");
         options.retain(|o| o.key != e.key);
         let span = std::ptr::eq(e.src, model_src).then_some(e.value_span);
-        options.push(InferOption { key: e.key, value, span });
+        options.push(InferOption {
+            key: e.key,
+            value,
+            span,
+        });
     }
-    Ok(InferOptions { entries: options, source: model_src.clone() })
+    Ok(InferOptions {
+        entries: options,
+        source: model_src.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -240,12 +364,24 @@ mod tests {
         assert_eq!(parse_override("500"), OptionValue::Int(500));
         assert_eq!(parse_override("0.5"), OptionValue::Real(0.5));
         assert_eq!(parse_override("mvi_eig"), OptionValue::Ident("mvi_eig".into()));
-        assert_eq!(parse_override("[[w], [a, b]]"), OptionValue::Blocks(vec![vec!["w".into()], vec!["a".into(), "b".into()]]));
-        assert_eq!(parse_override("[w, b]"), OptionValue::Blocks(vec![vec!["w".into()], vec!["b".into()]]));
+        assert_eq!(
+            parse_override("[[w], [a, b]]"),
+            OptionValue::Blocks(vec![vec!["w".into()], vec!["a".into(), "b".into()]])
+        );
+        assert_eq!(
+            parse_override("[w, b]"),
+            OptionValue::Blocks(vec![vec!["w".into()], vec!["b".into()]])
+        );
     }
 
     fn entry<'a>(key: &str, value: OptionValue, src: &'a NamedSource<String>) -> Entry<'a> {
-        Entry { key: key.into(), key_span: Span::new(0, 1), value: Ok(value), value_span: Span::new(0, 1), src }
+        Entry {
+            key: key.into(),
+            key_span: Span::new(0, 1),
+            value: Ok(value),
+            value_span: Span::new(0, 1),
+            src,
+        }
     }
 
     #[test]
@@ -253,14 +389,27 @@ mod tests {
         let src = NamedSource::new("x", "x".to_string());
         let bad = validate(&[entry("rank", OptionValue::Int(2), &src)], &[]);
         assert_eq!(bad[0].code, "mvi::check::key_not_for_method");
-        let good = validate(&[entry("method", OptionValue::Ident("mvi_lr".into()), &src), entry("rank", OptionValue::Int(2), &src)], &[]);
+        let good = validate(
+            &[
+                entry("method", OptionValue::Ident("mvi_lr".into()), &src),
+                entry("rank", OptionValue::Int(2), &src),
+            ],
+            &[],
+        );
         assert!(good.is_empty());
     }
 
     #[test]
     fn unknown_method_suggests_the_closest() {
         let src = NamedSource::new("x", "x".to_string());
-        let e = validate(&[entry("method", OptionValue::Ident("mvi_eigg".into()), &src)], &[]);
-        assert!(e[0].help.as_deref().unwrap_or("").contains("did you mean `mvi_eig`"));
+        let e = validate(
+            &[entry("method", OptionValue::Ident("mvi_eigg".into()), &src)],
+            &[],
+        );
+        assert!(e[0]
+            .help
+            .as_deref()
+            .unwrap_or("")
+            .contains("did you mean `mvi_eig`"));
     }
 }

@@ -5,7 +5,9 @@
 use crate::infer::OptionValue;
 
 /// All method names, in registry order.
-pub const METHODS: &[&str] = &["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb"];
+pub const METHODS: &[&str] = &[
+    "laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb",
+];
 
 /// What kind of value a key takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub enum ValueKind {
     Word(&'static [&'static str]),
     /// Lists of parameter names: `[[w], [sigma, tau]]`.
     Blocks,
+    /// One of the listed integers.
+    IntChoice(&'static [i64]),
 }
 
 impl ValueKind {
@@ -35,8 +39,15 @@ impl ValueKind {
             ValueKind::NonNegativeInt => "a non-negative integer".into(),
             ValueKind::PositiveReal => "a positive number".into(),
             ValueKind::Bool => "`true` or `false`".into(),
-            ValueKind::Word(ws) => format!("one of {}", ws.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")),
+            ValueKind::Word(ws) => format!(
+                "one of {}",
+                ws.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+            ),
             ValueKind::Blocks => "lists of parameter names, e.g. `[[w], [sigma, tau]]`".into(),
+            ValueKind::IntChoice(xs) => {
+                let xs: Vec<String> = xs.iter().map(i64::to_string).collect();
+                format!("one of {}", xs.join(", "))
+            }
         }
     }
 
@@ -52,6 +63,7 @@ impl ValueKind {
             (ValueKind::Bool, OptionValue::Ident(w)) => w == "true" || w == "false",
             (ValueKind::Word(ws), OptionValue::Ident(w)) => ws.contains(&w.as_str()),
             (ValueKind::Blocks, OptionValue::Blocks(_)) => true,
+            (ValueKind::IntChoice(xs), OptionValue::Int(i)) => xs.contains(i),
             _ => false,
         }
     }
@@ -98,21 +110,132 @@ const MC: &[&str] = &["mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "spli
 
 /// Every key, in the order reports list them.
 pub const KEYS: &[KeySpec] = &[
-    KeySpec { key: "method", methods: Methods::All, kind: ValueKind::Method, default: Some("laplace"), meaning: "the inference method" },
-    KeySpec { key: "samples", methods: Methods::Only(MC), kind: ValueKind::PositiveInt, default: Some("1000"), meaning: "fixed standard-normal draws S for the Monte Carlo objective" },
-    KeySpec { key: "seed", methods: Methods::All, kind: ValueKind::NonNegativeInt, default: Some("0"), meaning: "RNG seed" },
-    KeySpec { key: "max_iters", methods: Methods::All, kind: ValueKind::PositiveInt, default: Some("1000"), meaning: "optimiser iteration limit" },
-    KeySpec { key: "tol", methods: Methods::All, kind: ValueKind::PositiveReal, default: Some("1e-6"), meaning: "optimiser tolerance" },
-    KeySpec { key: "optimizer", methods: Methods::AllBut(&["pmfvb"]), kind: ValueKind::Word(&["lbfgs", "scg"]), default: Some("lbfgs"), meaning: "lbfgs or scg" },
-    KeySpec { key: "rank", methods: Methods::Only(&["mvi_lr"]), kind: ValueKind::PositiveInt, default: Some("1"), meaning: "rank of the update U Vᵀ" },
-    KeySpec { key: "learn_hyper", methods: Methods::All, kind: ValueKind::Bool, default: Some("true"), meaning: "optimise `hyper` jointly" },
-    KeySpec { key: "bins", methods: Methods::Only(&["split_mf"]), kind: ValueKind::PositiveInt, default: Some("4"), meaning: "number of soft bins K" },
-    KeySpec { key: "particles", methods: Methods::Only(&["pmfvb"]), kind: ValueKind::PositiveInt, default: Some("200"), meaning: "particle count" },
-    KeySpec { key: "step", methods: Methods::Only(&["pmfvb"]), kind: ValueKind::PositiveReal, default: Some("0.1"), meaning: "Langevin step h, relative to the Laplace marginal variances" },
-    KeySpec { key: "subset", methods: Methods::Only(&["pmfvb"]), kind: ValueKind::PositiveInt, default: Some("10"), meaning: "other-block particles averaged per step" },
-    KeySpec { key: "blocks", methods: Methods::Only(&["pmfvb"]), kind: ValueKind::Blocks, default: None, meaning: "mean-field blocks [one block per parameter]" },
-    KeySpec { key: "draws", methods: Methods::All, kind: ValueKind::PositiveInt, default: Some("1000"), meaning: "posterior draws written out" },
-    KeySpec { key: "test_draws", methods: Methods::All, kind: ValueKind::PositiveInt, default: Some("10000"), meaning: "draws S′ for the test LPD in `predict`" },
+    KeySpec {
+        key: "method",
+        methods: Methods::All,
+        kind: ValueKind::Method,
+        default: Some("laplace"),
+        meaning: "the inference method",
+    },
+    KeySpec {
+        key: "samples",
+        methods: Methods::Only(MC),
+        kind: ValueKind::PositiveInt,
+        default: Some("1000"),
+        meaning: "fixed standard-normal draws S for the Monte Carlo objective",
+    },
+    KeySpec {
+        key: "seed",
+        methods: Methods::All,
+        kind: ValueKind::NonNegativeInt,
+        default: Some("0"),
+        meaning: "RNG seed",
+    },
+    KeySpec {
+        key: "max_iters",
+        methods: Methods::All,
+        kind: ValueKind::PositiveInt,
+        default: Some("1000"),
+        meaning: "optimiser iteration limit",
+    },
+    KeySpec {
+        key: "tol",
+        methods: Methods::All,
+        kind: ValueKind::PositiveReal,
+        default: Some("1e-11 (pmfvb: 0.01)"),
+        meaning: "relative change of the objective at which to stop (pmfvb: smallest gain between smoothing windows)",
+    },
+    KeySpec {
+        key: "optimizer",
+        methods: Methods::AllBut(&["pmfvb"]),
+        kind: ValueKind::Word(&["lbfgs", "scg"]),
+        default: Some("lbfgs"),
+        meaning: "lbfgs or scg",
+    },
+    KeySpec {
+        key: "rank",
+        methods: Methods::Only(&["mvi_lr"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("1"),
+        meaning: "rank of the update U Vᵀ",
+    },
+    KeySpec {
+        key: "learn_hyper",
+        methods: Methods::All,
+        kind: ValueKind::Bool,
+        default: Some("true"),
+        meaning: "optimise `hyper` jointly",
+    },
+    KeySpec {
+        key: "bins",
+        methods: Methods::Only(&["split_mf"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("4"),
+        meaning: "number of soft bins K",
+    },
+    KeySpec {
+        key: "particles",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("200"),
+        meaning: "particle count",
+    },
+    KeySpec {
+        key: "step",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::PositiveReal,
+        default: Some("0.1"),
+        meaning: "Langevin step h, relative to the Laplace marginal variances",
+    },
+    KeySpec {
+        key: "subset",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("10"),
+        meaning: "other-block particles averaged per step",
+    },
+    KeySpec {
+        key: "blocks",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::Blocks,
+        default: None,
+        meaning: "mean-field blocks [one block per parameter]",
+    },
+    KeySpec {
+        key: "full_cov",
+        methods: Methods::Only(&["split_mf"]),
+        kind: ValueKind::Bool,
+        default: Some("false"),
+        meaning: "a full covariance per bin instead of a diagonal one",
+    },
+    KeySpec {
+        key: "window",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("25"),
+        meaning: "sweeps per smoothing window of the bound estimate",
+    },
+    KeySpec {
+        key: "algorithm",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::IntChoice(&[1, 2]),
+        default: Some("1"),
+        meaning: "1: Langevin moves with other-block subsets; 2: random sub-blocks with adaptive drift",
+    },
+    KeySpec {
+        key: "draws",
+        methods: Methods::All,
+        kind: ValueKind::PositiveInt,
+        default: Some("1000"),
+        meaning: "posterior draws written out",
+    },
+    KeySpec {
+        key: "test_draws",
+        methods: Methods::All,
+        kind: ValueKind::PositiveInt,
+        default: Some("10000"),
+        meaning: "draws S′ for the test LPD in `predict`",
+    },
 ];
 
 /// The spec of `key`, whatever the method.
@@ -122,7 +245,10 @@ pub fn key_spec(key: &str) -> Option<&'static KeySpec> {
 
 /// The keys valid for `method`.
 pub fn keys_for(method: &str) -> Vec<&'static str> {
-    KEYS.iter().filter(|k| k.methods.includes(method)).map(|k| k.key).collect()
+    KEYS.iter()
+        .filter(|k| k.methods.includes(method))
+        .map(|k| k.key)
+        .collect()
 }
 
 #[cfg(test)]

@@ -15,7 +15,19 @@
 //! arguments bound to the parameter names, the typed body and the typed result. The graph
 //! inlines it; no generic function representation is needed. Functions are pure: their body
 //! sees only their parameters and its own `let`s, and cannot use `~` or `target`.
-//! Recursion is an error.
+//! Recursion is an error. A function of the model file that is never called gets name
+//! resolution only (its shapes are only known at a call site).
+//!
+//! # Scoping decisions
+//! Every name is declared once: data, size variables, hypers, params, top-level `let`s and
+//! functions share one namespace, and a block-level `let` may not reuse a visible name.
+//! Top-level `let`s may use any `data`/`hyper`/`param` (wherever declared) and earlier
+//! `let`s. `predict` sees data, hypers, params, top-level `let`s and its own `let`s, never
+//! the `model` block's; its `~` takes held-out data on the left. `let` locals may be
+//! updated (`acc = acc + x`, `mu[2:N] += …`): an update raises the local's stage and may
+//! turn an int local into a real one. `M[1, j]`-style indices and slice bounds must be
+//! known at check time (literals, data ints, sizes, loop indices): every `for` loop is
+//! unrolled here, with its index known in each copy of the body.
 
 // `Diagnostic` is the project's one user-facing error type and is returned by value by design.
 #![allow(clippy::result_large_err)]
@@ -27,6 +39,7 @@ pub mod error;
 mod exprs;
 mod infer;
 pub mod infer_keys;
+mod names;
 mod report;
 pub mod shapes;
 mod stmts;
@@ -143,6 +156,10 @@ impl TypedModel {
     }
 }
 
+/// What [`load_model`] returns: the typed model with its data bound inside
+/// ([`TypedModel::data`]).
+pub type CheckedModel = TypedModel;
+
 /// A function definition with the file it came from.
 #[derive(Debug, Clone)]
 pub struct SourceFn {
@@ -160,10 +177,16 @@ pub struct SourceFn {
 /// # Errors
 /// Every diagnostic found: unreadable files, syntax errors, data problems, check errors.
 pub fn load_model(model_path: &Path, data_args: &[String]) -> Result<TypedModel, Vec<Diagnostic>> {
-    let text = std::fs::read_to_string(model_path)
-        .map_err(|e| vec![Diagnostic::plain("mvi::check::unreadable_model", format!("cannot read model file `{}`: {e}", model_path.display()))])?;
+    let text = std::fs::read_to_string(model_path).map_err(|e| {
+        vec![Diagnostic::plain(
+            "mvi::check::unreadable_model",
+            format!("cannot read model file `{}`: {e}", model_path.display()),
+        )]
+    })?;
     let data = crate::data::load_data_args(data_args)?;
-    let dir = model_path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let dir = model_path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     check_source(&text, &model_path.display().to_string(), &dir, &data)
 }
 
@@ -172,7 +195,12 @@ pub fn load_model(model_path: &Path, data_args: &[String]) -> Result<TypedModel,
 ///
 /// # Errors
 /// As [`load_model`].
-pub fn check_source(text: &str, file_name: &str, model_dir: &Path, data: &crate::data::DataSet) -> Result<TypedModel, Vec<Diagnostic>> {
+pub fn check_source(
+    text: &str,
+    file_name: &str,
+    model_dir: &Path,
+    data: &crate::data::DataSet,
+) -> Result<TypedModel, Vec<Diagnostic>> {
     let program = crate::syntax::parse_program(text, file_name).map_err(|d| vec![d])?;
     let source = NamedSource::new(file_name, text.to_string());
     let fns = resolve_imports(&program, &source, model_dir)?;
@@ -183,16 +211,32 @@ pub fn check_source(text: &str, file_name: &str, model_dir: &Path, data: &crate:
 ///
 /// # Errors
 /// Every diagnostic the checker can safely collect.
-pub fn check_program(program: &Program, source: NamedSource<String>, imported: Vec<SourceFn>, model_dir: &Path, data: &crate::data::DataSet) -> Result<TypedModel, Vec<Diagnostic>> {
+pub fn check_program(
+    program: &Program,
+    source: NamedSource<String>,
+    imported: Vec<SourceFn>,
+    model_dir: &Path,
+    data: &crate::data::DataSet,
+) -> Result<TypedModel, Vec<Diagnostic>> {
     checker::Checker::run(program, source, imported, model_dir, data)
 }
 
 /// Where `import "name"` is looked for: next to the model (`name` or `name.mvi`), then the
 /// crate's `stdlib/`, then `stdlib/` next to the executable.
 pub fn import_candidates(name: &str, model_dir: &Path) -> Vec<PathBuf> {
-    let file = if name.ends_with(".mvi") { name.to_string() } else { format!("{name}.mvi") };
-    let mut out = vec![model_dir.join(&file), Path::new(env!("CARGO_MANIFEST_DIR")).join("stdlib").join(&file)];
-    if let Some(dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+    let file = if name.ends_with(".mvi") {
+        name.to_string()
+    } else {
+        format!("{name}.mvi")
+    };
+    let mut out = vec![
+        model_dir.join(&file),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("stdlib").join(&file),
+    ];
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
         out.push(dir.join("stdlib").join(&file));
     }
     out
@@ -202,7 +246,11 @@ pub fn import_candidates(name: &str, model_dir: &Path) -> Vec<PathBuf> {
 ///
 /// # Errors
 /// An import that cannot be found or parsed, or that holds more than functions and imports.
-pub fn resolve_imports(program: &Program, source: &NamedSource<String>, model_dir: &Path) -> Result<Vec<SourceFn>, Vec<Diagnostic>> {
+pub fn resolve_imports(
+    program: &Program,
+    source: &NamedSource<String>,
+    model_dir: &Path,
+) -> Result<Vec<SourceFn>, Vec<Diagnostic>> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
     let mut errors = Vec::new();
@@ -214,7 +262,15 @@ pub fn resolve_imports(program: &Program, source: &NamedSource<String>, model_di
     }
 }
 
-fn collect_imports(program: &Program, source: &NamedSource<String>, model_dir: &Path, seen: &mut Vec<PathBuf>, out: &mut Vec<SourceFn>, errors: &mut Vec<Diagnostic>, depth: usize) {
+fn collect_imports(
+    program: &Program,
+    source: &NamedSource<String>,
+    model_dir: &Path,
+    seen: &mut Vec<PathBuf>,
+    out: &mut Vec<SourceFn>,
+    errors: &mut Vec<Diagnostic>,
+    depth: usize,
+) {
     use crate::syntax::ast::Item;
     for item in &program.items {
         let Item::Import(imp) = item else { continue };
@@ -222,9 +278,17 @@ fn collect_imports(program: &Program, source: &NamedSource<String>, model_dir: &
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
             let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
             errors.push(
-                Diagnostic::error("mvi::check::import_not_found", format!("cannot find import `{}`", imp.path), source.clone())
-                    .with_label(imp.span, "imported here")
-                    .with_help(format!("looked for `{}` next to the model and in the stdlib directory ({} places)", candidates[0].file_name().and_then(|f| f.to_str()).unwrap_or(""), tried.len())),
+                Diagnostic::error(
+                    "mvi::check::import_not_found",
+                    format!("cannot find import `{}`", imp.path),
+                    source.clone(),
+                )
+                .with_label(imp.span, "imported here")
+                .with_help(format!(
+                    "looked for `{}` next to the model and in the stdlib directory ({} places)",
+                    candidates[0].file_name().and_then(|f| f.to_str()).unwrap_or(""),
+                    tried.len()
+                )),
             );
             continue;
         };
@@ -236,7 +300,14 @@ fn collect_imports(program: &Program, source: &NamedSource<String>, model_dir: &
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
-                errors.push(Diagnostic::error("mvi::check::import_unreadable", format!("cannot read `{}`: {e}", path.display()), source.clone()).with_label(imp.span, "imported here"));
+                errors.push(
+                    Diagnostic::error(
+                        "mvi::check::import_unreadable",
+                        format!("cannot read `{}`: {e}", path.display()),
+                        source.clone(),
+                    )
+                    .with_label(imp.span, "imported here"),
+                );
                 continue;
             }
         };
@@ -246,15 +317,24 @@ fn collect_imports(program: &Program, source: &NamedSource<String>, model_dir: &
                 let src = NamedSource::new(name, text);
                 for it in &p.items {
                     match it {
-                        Item::Fn(f) => out.push(SourceFn { def: f.clone(), source: src.clone() }),
+                        Item::Fn(f) => out.push(SourceFn {
+                            def: f.clone(),
+                            source: src.clone(),
+                        }),
                         Item::Import(_) => {}
                         other => errors.push(
-                            Diagnostic::error("mvi::check::import_not_library", "an imported file may only hold functions and imports", src.clone())
-                                .with_label(item_span(other), "not a function"),
+                            Diagnostic::error(
+                                "mvi::check::import_not_library",
+                                "an imported file may only hold functions and imports",
+                                src.clone(),
+                            )
+                            .with_label(item_span(other), "not a function"),
                         ),
                     }
                 }
-                let dir = path.parent().map_or_else(|| model_dir.to_path_buf(), Path::to_path_buf);
+                let dir = path
+                    .parent()
+                    .map_or_else(|| model_dir.to_path_buf(), Path::to_path_buf);
                 collect_imports(&p, &src, &dir, seen, out, errors, depth + 1);
             }
             Err(d) => errors.push(d),

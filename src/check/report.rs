@@ -30,7 +30,12 @@ pub fn layout_report(model: &TypedModel) -> String {
 
 fn data_section(model: &TypedModel, out: &mut String) {
     if !model.data.sizes.is_empty() {
-        let sizes: Vec<String> = model.data.sizes.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        let sizes: Vec<String> = model
+            .data
+            .sizes
+            .iter()
+            .map(|(n, v)| format!("{n} = {v}"))
+            .collect();
         let _ = writeln!(out, "sizes: {}", sizes.join(", "));
     }
     let _ = writeln!(out, "data:");
@@ -65,21 +70,37 @@ fn slot_row(p: &Slot, is_param: bool) -> [String; 5] {
     } else {
         match &p.init {
             Some(v) if v.len() == 1 => format!("init {}", fmt_num(v[0])),
-            Some(v) if v.len() <= 6 => format!("init [{}]", v.iter().map(|x| fmt_num(*x)).collect::<Vec<_>>().join(", ")),
+            Some(v) if v.len() <= 6 => format!(
+                "init [{}]",
+                v.iter().map(|x| fmt_num(*x)).collect::<Vec<_>>().join(", ")
+            ),
             Some(v) => format!("init [{}, … {} values]", fmt_num(v[0]), v.len()),
             None => "init (computed from data)".to_string(),
         }
     };
     let shape = p.shape.to_string();
     let declared = strip_constraint(&p.declared);
-    let ty = if declared.is_empty() || declared == shape { shape } else { format!("{shape} ({declared})") };
-    [p.name.clone(), ty, constraint, p.transform.name().to_string(), last]
+    let ty = if declared.is_empty() || declared == shape {
+        shape
+    } else {
+        format!("{shape} ({declared})")
+    };
+    [
+        p.name.clone(),
+        ty,
+        constraint,
+        p.transform.name().to_string(),
+        last,
+    ]
 }
 
 /// `vector<lower=0>[M + 1]` → `vector[M + 1]`.
 fn strip_constraint(declared: &str) -> String {
     match (declared.find('<'), declared.find('>')) {
-        (Some(a), Some(b)) if a < b => format!("{}{}", &declared[..a], &declared[b + 1..]).split_whitespace().collect::<Vec<_>>().join(" "),
+        (Some(a), Some(b)) if a < b => format!("{}{}", &declared[..a], &declared[b + 1..])
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
         _ => declared.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }
@@ -97,7 +118,9 @@ fn table(rows: &[[String; 5]], out: &mut String) {
         let _ = writeln!(out, "  (none)");
         return;
     }
-    let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
     for r in rows {
         let mut line = String::from(" ");
         for (i, cell) in r.iter().enumerate() {
@@ -117,23 +140,51 @@ fn show_value(v: &OptionValue) -> String {
         OptionValue::Int(i) => i.to_string(),
         OptionValue::Real(x) => x.to_string(),
         OptionValue::Ident(w) => w.clone(),
-        OptionValue::Blocks(b) => format!("[{}]", b.iter().map(|g| format!("[{}]", g.join(", "))).collect::<Vec<_>>().join(", ")),
+        OptionValue::Blocks(b) => format!(
+            "[{}]",
+            b.iter()
+                .map(|g| format!("[{}]", g.join(", ")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
 fn infer_section(model: &TypedModel, out: &mut String) {
-    let given = |k: &str| model.infer.entries.iter().rev().find(|o| o.key == k).map(|o| show_value(&o.value));
+    let given = |k: &str| {
+        model
+            .infer
+            .entries
+            .iter()
+            .rev()
+            .find(|o| o.key == k)
+            .map(|o| show_value(&o.value))
+    };
     let method = given("method").unwrap_or_else(|| "laplace".into());
     let _ = writeln!(out, "\nmethod {method}");
     for key in keys_for(&method) {
         if key == "method" {
             continue;
         }
-        let spec = KEYS.iter().find(|k| k.key == key).expect("keys_for returns keys of KEYS");
+        let spec = KEYS
+            .iter()
+            .find(|k| k.key == key)
+            .expect("keys_for returns keys of KEYS");
         let (value, note) = match (given(key), spec.default) {
             (Some(v), _) => (v, ""),
             (None, Some(d)) => (d.to_string(), "  (default)"),
-            (None, None) if key == "blocks" => (format!("[{}]", model.params.iter().map(|p| format!("[{}]", p.name)).collect::<Vec<_>>().join(", ")), "  (default)"),
+            (None, None) if key == "blocks" => (
+                format!(
+                    "[{}]",
+                    model
+                        .params
+                        .iter()
+                        .map(|p| format!("[{}]", p.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                "  (default)",
+            ),
             (None, None) => ("—".into(), ""),
         };
         let _ = writeln!(out, "  {key} = {value}{note}");
@@ -153,10 +204,26 @@ pub fn dump_typed(model: &TypedModel) -> String {
     }
     for h in &model.hypers {
         let init = h.init_expr.as_ref().map(expr).unwrap_or_default();
-        let _ = writeln!(out, "hyper {}: {} {} θ[{}..{}] = {init}", h.name, h.shape, h.transform.name(), h.offset, h.offset + h.len);
+        let _ = writeln!(
+            out,
+            "hyper {}: {} {} θ[{}..{}] = {init}",
+            h.name,
+            h.shape,
+            h.transform.name(),
+            h.offset,
+            h.offset + h.len
+        );
     }
     for p in &model.params {
-        let _ = writeln!(out, "param {}: {} {} w[{}..{}]", p.name, p.shape, p.transform.name(), p.offset, p.offset + p.len);
+        let _ = writeln!(
+            out,
+            "param {}: {} {} w[{}..{}]",
+            p.name,
+            p.shape,
+            p.transform.name(),
+            p.offset,
+            p.offset + p.len
+        );
     }
     for (n, e) in &model.lets {
         let _ = writeln!(out, "let {n}: {} @{} = {}", e.shape, stage(e), expr(e));
@@ -185,7 +252,13 @@ fn stmts(ss: &[TStmt], depth: usize, out: &mut String) {
     for s in ss {
         match s {
             TStmt::Let { name, value } => {
-                let _ = writeln!(out, "{ind}let {name}: {} @{} = {}", value.shape, stage(value), expr(value));
+                let _ = writeln!(
+                    out,
+                    "{ind}let {name}: {} @{} = {}",
+                    value.shape,
+                    stage(value),
+                    expr(value)
+                );
             }
             TStmt::Assign { target, op, value } => {
                 let op = match op {
@@ -195,23 +268,49 @@ fn stmts(ss: &[TStmt], depth: usize, out: &mut String) {
                     AssignOp::Mul => "*=",
                     AssignOp::Div => "/=",
                 };
-                let _ = writeln!(out, "{ind}{} {op} {}: {} @{}", expr(target), expr(value), value.shape, stage(value));
+                let _ = writeln!(
+                    out,
+                    "{ind}{} {op} {}: {} @{}",
+                    expr(target),
+                    expr(value),
+                    value.shape,
+                    stage(value)
+                );
             }
             TStmt::Tilde { lhs, dist, args } => {
                 let a: Vec<String> = args.iter().map(|x| format!("{}: {}", expr(x), x.shape)).collect();
-                let _ = writeln!(out, "{ind}{}: {} ~ {dist}({})", expr(lhs), lhs.shape, a.join(", "));
+                let _ = writeln!(
+                    out,
+                    "{ind}{}: {} ~ {dist}({})",
+                    expr(lhs),
+                    lhs.shape,
+                    a.join(", ")
+                );
             }
             TStmt::Target(v) => {
                 let _ = writeln!(out, "{ind}target += {}: {} @{}", expr(v), v.shape, stage(v));
             }
-            TStmt::For { var, lo, hi, iterations } => {
-                let _ = writeln!(out, "{ind}for {var} in {lo}:{hi} ({} iterations; first shown) {{", iterations.len());
+            TStmt::For {
+                var,
+                lo,
+                hi,
+                iterations,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{ind}for {var} in {lo}:{hi} ({} iterations; first shown) {{",
+                    iterations.len()
+                );
                 if let Some(first) = iterations.first() {
                     stmts(first, depth + 1, out);
                 }
                 let _ = writeln!(out, "{ind}}}");
             }
-            TStmt::If { cond, then, otherwise } => {
+            TStmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let _ = writeln!(out, "{ind}if {} {{", expr(cond));
                 stmts(then, depth + 1, out);
                 let _ = writeln!(out, "{ind}}} else {{");
@@ -261,20 +360,40 @@ fn expr(e: &TExpr) -> String {
             format!("{n}:{tag}")
         }
         TExprKind::Vector(xs) => format!("[{}]", xs.iter().map(expr).collect::<Vec<_>>().join(", ")),
-        TExprKind::Matrix(rows) => format!("[{}]", rows.iter().map(|r| format!("[{}]", r.iter().map(expr).collect::<Vec<_>>().join(", "))).collect::<Vec<_>>().join(", ")),
+        TExprKind::Matrix(rows) => format!(
+            "[{}]",
+            rows.iter()
+                .map(|r| format!("[{}]", r.iter().map(expr).collect::<Vec<_>>().join(", ")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         TExprKind::Unary(UnOp::Neg, x) => format!("(neg {})", expr(x)),
         TExprKind::Unary(UnOp::Not, x) => format!("(not {})", expr(x)),
         TExprKind::Binary(op, a, b) => format!("({} {} {})", binop(*op), expr(a), expr(b)),
         TExprKind::Transpose(x) => format!("(transpose {})", expr(x)),
         TExprKind::Ternary(c, a, b) => format!("(if {} {} {})", expr(c), expr(a), expr(b)),
         TExprKind::Call(f, args) => format!("({f} {})", args.iter().map(expr).collect::<Vec<_>>().join(" ")),
-        TExprKind::Dist { dist, form, args } => format!("({dist}_{} {})", format!("{form:?}").to_lowercase(), args.iter().map(expr).collect::<Vec<_>>().join(" ")),
-        TExprKind::Inline { func, params, body, result } => {
+        TExprKind::Dist { dist, form, args } => format!(
+            "({dist}_{} {})",
+            format!("{form:?}").to_lowercase(),
+            args.iter().map(expr).collect::<Vec<_>>().join(" ")
+        ),
+        TExprKind::Inline {
+            func,
+            params,
+            body,
+            result,
+        } => {
             let ps: Vec<String> = params.iter().map(|(n, a)| format!("{n}={}", expr(a))).collect();
             let mut b = String::new();
             stmts(body, 0, &mut b);
             let b = b.lines().collect::<Vec<_>>().join("; ");
-            format!("(inline {func} [{}] {{{b}}} {}): {}", ps.join(", "), expr(result), e.shape)
+            format!(
+                "(inline {func} [{}] {{{b}}} {}): {}",
+                ps.join(", "),
+                expr(result),
+                e.shape
+            )
         }
         TExprKind::Index(b, idx) => {
             let is: Vec<String> = idx

@@ -9,7 +9,11 @@ pub fn broadcast(a: Shape, b: Shape) -> Option<Shape> {
     match (a, b) {
         (Int, Int) => Some(Int),
         (x, y) if x.is_scalar() && y.is_scalar() => Some(Real),
-        (x, s) | (s, x) if s.is_scalar() => Some(if s == Int && matches!(x, Ints(_)) { x } else { x.to_real() }),
+        (x, s) | (s, x) if s.is_scalar() => Some(if s == Int && matches!(x, Ints(_)) {
+            x
+        } else {
+            x.to_real()
+        }),
         (Ints(n), Ints(m)) if n == m => Some(Ints(n)),
         (Vector(n) | Ints(n), Vector(m) | Ints(m)) if n == m => Some(Vector(n)),
         (Matrix(r, c), Matrix(r2, c2)) if r == r2 && c == c2 => Some(Matrix(r, c)),
@@ -45,9 +49,15 @@ mod tests {
 
     #[test]
     fn matrix_products_follow_inner_dimensions() {
-        assert_eq!(matmul(Shape::Matrix(4, 3), Shape::Vector(3), false), Some(Shape::Vector(4)));
+        assert_eq!(
+            matmul(Shape::Matrix(4, 3), Shape::Vector(3), false),
+            Some(Shape::Vector(4))
+        );
         assert_eq!(matmul(Shape::Matrix(4, 3), Shape::Matrix(4, 3), false), None);
-        assert_eq!(matmul(Shape::Matrix(1, 3), Shape::Vector(3), true), Some(Shape::Real));
+        assert_eq!(
+            matmul(Shape::Matrix(1, 3), Shape::Vector(3), true),
+            Some(Shape::Real)
+        );
         assert_eq!(matmul(Shape::Vector(3), Shape::Vector(3), false), None);
     }
 }

@@ -15,6 +15,9 @@ use std::collections::HashMap;
 /// Loops longer than this are refused (they unroll into the graph).
 const MAX_LOOP_ITERATIONS: i64 = 1_000_000;
 
+/// Total unrolled iterations allowed in one model (nested loops multiply).
+const MAX_UNROLLED: i64 = 5_000_000;
+
 impl Checker {
     /// Check statements in a new scope.
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> Vec<TStmt> {
@@ -32,12 +35,31 @@ impl Checker {
     fn stmt(&mut self, s: &Stmt) -> R<Option<TStmt>> {
         match s {
             Stmt::Let(l) => self.let_stmt(&l.name, &l.value).map(Some),
-            Stmt::Assign { target, op, value, .. } => self.assign(target, *op, value).map(Some),
-            Stmt::Tilde { lhs, dist, args, span } => self.tilde(lhs, dist, args, *span).map(Some),
+            Stmt::Assign {
+                target, op, value, ..
+            } => self.assign(target, *op, value).map(Some),
+            Stmt::Tilde {
+                lhs,
+                dist,
+                args,
+                span,
+            } => self.tilde(lhs, dist, args, *span).map(Some),
             Stmt::Target { value, span } => self.target(value, *span).map(Some),
-            Stmt::For { var, lo, hi, body, .. } => self.for_loop(var, lo, hi, body).map(Some),
-            Stmt::If { cond, then, otherwise, .. } => self.if_stmt(cond, then, otherwise),
-            Stmt::Return { span, .. } => self.fail("mvi::check::misplaced_return", "`return` may only end a function body", *span, "here"),
+            Stmt::For {
+                var, lo, hi, body, ..
+            } => self.for_loop(var, lo, hi, body).map(Some),
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => self.if_stmt(cond, then, otherwise),
+            Stmt::Return { span, .. } => self.fail(
+                "mvi::check::misplaced_return",
+                "`return` may only end a function body",
+                *span,
+                "here",
+            ),
         }
     }
 
@@ -45,11 +67,22 @@ impl Checker {
     fn check_new_name(&mut self, name: &Ident) -> R<()> {
         let existing = self.lookup(&name.name).cloned();
         if let Some(sym) = existing {
-            let mut d = self.diag("mvi::check::redeclared", format!("`{}` is already declared (a {})", name.name, describe_kind(sym.kind))).with_label(name.span, "declared again here");
+            let mut d = self
+                .diag(
+                    "mvi::check::redeclared",
+                    format!(
+                        "`{}` is already declared (a {})",
+                        name.name,
+                        describe_kind(sym.kind)
+                    ),
+                )
+                .with_label(name.span, "declared again here");
             if sym.span != Span::default() && (self.ctx == Ctx::Func || matches!(sym.kind, NameKind::Local)) {
                 d = d.with_label(sym.span, "first declared here");
             }
-            return Err(self.report(d.with_help("choose a new name; to update a local, write `name = …` without `let`")));
+            return Err(self.report(
+                d.with_help("choose a new name; to update a local, write `name = …` without `let`"),
+            ));
         }
         Ok(())
     }
@@ -59,9 +92,23 @@ impl Checker {
             self.poisoned.insert(name.name.clone());
         })?;
         self.check_new_name(name)?;
-        let sym = Sym { kind: NameKind::Local, shape: v.shape, stage: v.stage, value: v.value, span: name.span, mutable: true, loop_index: None };
-        self.scopes.last_mut().expect("statements are checked inside a scope (Checker::stmts)").insert(name.name.clone(), sym);
-        Ok(TStmt::Let { name: name.name.clone(), value: v })
+        let sym = Sym {
+            kind: NameKind::Local,
+            shape: v.shape,
+            stage: v.stage,
+            value: v.value,
+            span: name.span,
+            mutable: true,
+            loop_index: None,
+        };
+        self.scopes
+            .last_mut()
+            .expect("statements are checked inside a scope (Checker::stmts)")
+            .insert(name.name.clone(), sym);
+        Ok(TStmt::Let {
+            name: name.name.clone(),
+            value: v,
+        })
     }
 
     fn root_name(e: &Expr) -> Option<(&str, Span)> {
@@ -74,9 +121,16 @@ impl Checker {
 
     fn assign(&mut self, target: &Expr, op: crate::syntax::ast::AssignOp, value: &Expr) -> R<TStmt> {
         let Some((name, span)) = Self::root_name(target) else {
-            return self.fail("mvi::check::bad_assignment", "only a local variable (possibly indexed) can be assigned", target.span, "not a variable");
+            return self.fail(
+                "mvi::check::bad_assignment",
+                "only a local variable (possibly indexed) can be assigned",
+                target.span,
+                "not a variable",
+            );
         };
-        let Some(sym) = self.lookup(name).cloned() else { return Err(self.unknown_name(name, span)) };
+        let Some(sym) = self.lookup(name).cloned() else {
+            return Err(self.unknown_name(name, span));
+        };
         if !sym.mutable {
             let why = match sym.kind {
                 NameKind::Data | NameKind::Size => "data are read-only",
@@ -84,7 +138,13 @@ impl Checker {
                 NameKind::Global => "top-level `let`s are fixed definitions",
                 NameKind::Local => "loop variables and function arguments cannot be assigned",
             };
-            let d = self.diag("mvi::check::assign_read_only", format!("cannot assign to `{name}`: {why}")).with_label(span, format!("a {}", describe_kind(sym.kind))).with_help(format!("make a local copy: `let {name}2 = {name}`"));
+            let d = self
+                .diag(
+                    "mvi::check::assign_read_only",
+                    format!("cannot assign to `{name}`: {why}"),
+                )
+                .with_label(span, format!("a {}", describe_kind(sym.kind)))
+                .with_help(format!("make a local copy: `let {name}2 = {name}`"));
             return Err(self.report(d));
         }
         let t = self.expr(target)?;
@@ -92,14 +152,21 @@ impl Checker {
         let fits = broadcast(t.shape, v.shape).is_some_and(|s| s.to_real() == t.shape.to_real());
         if !fits {
             let d = self
-                .diag("mvi::check::shape_mismatch", format!("cannot assign {} to {}", v.shape, t.shape))
+                .diag(
+                    "mvi::check::shape_mismatch",
+                    format!("cannot assign {} to {}", v.shape, t.shape),
+                )
                 .with_label(v.span, format!("this is {}", v.shape))
                 .with_label(t.span, format!("this is {}", t.shape))
                 .with_help("the value must have the target's shape, or be a scalar");
             return Err(self.report(d));
         }
         self.update_local(name, &t, &v);
-        Ok(TStmt::Assign { target: t, op, value: v })
+        Ok(TStmt::Assign {
+            target: t,
+            op,
+            value: v,
+        })
     }
 
     /// An update raises the local's stage and may promote it from int to real.
@@ -116,17 +183,40 @@ impl Checker {
 
     fn tilde(&mut self, lhs: &Expr, dist: &Ident, args: &[Expr], span: Span) -> R<TStmt> {
         if self.ctx == Ctx::Func {
-            return self.fail("mvi::check::impure_function", "functions are pure: `~` is not allowed in a function body", span, "here");
+            return self.fail(
+                "mvi::check::impure_function",
+                "functions are pure: `~` is not allowed in a function body",
+                span,
+                "here",
+            );
         }
         let Some((name, nspan)) = Self::root_name(lhs) else {
-            return self.fail("mvi::check::bad_tilde", "the left of `~` must be a name, possibly indexed or sliced", lhs.span, "not a name");
+            return self.fail(
+                "mvi::check::bad_tilde",
+                "the left of `~` must be a name, possibly indexed or sliced",
+                lhs.span,
+                "not a name",
+            );
         };
-        let Some(sym) = self.lookup(name).cloned() else { return Err(self.unknown_name(name, nspan)) };
+        let Some(sym) = self.lookup(name).cloned() else {
+            return Err(self.unknown_name(name, nspan));
+        };
         self.check_tilde_target(name, &sym, nspan)?;
         let Some(spec) = dists::lookup(&dist.name) else {
             let names = dists::DISTS.iter().map(|d| d.name);
-            let help = did_you_mean(&dist.name, names).unwrap_or_else(|| format!("known distributions: {}", dists::DISTS.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")));
-            let d = self.diag("mvi::check::unknown_distribution", format!("unknown distribution `{}`", dist.name)).with_label(dist.span, "not a distribution").with_help(help);
+            let help = did_you_mean(&dist.name, names).unwrap_or_else(|| {
+                format!(
+                    "known distributions: {}",
+                    dists::DISTS.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+                )
+            });
+            let d = self
+                .diag(
+                    "mvi::check::unknown_distribution",
+                    format!("unknown distribution `{}`", dist.name),
+                )
+                .with_label(dist.span, "not a distribution")
+                .with_help(help);
             return Err(self.report(d));
         };
         let l = self.expr(lhs);
@@ -134,7 +224,11 @@ impl Checker {
         let l = l?;
         let targs: Vec<TExpr> = targs.into_iter().collect::<R<_>>()?;
         self.check_dist(spec, &l, &targs, span)?;
-        Ok(TStmt::Tilde { lhs: l, dist: spec.name.to_string(), args: targs })
+        Ok(TStmt::Tilde {
+            lhs: l,
+            dist: spec.name.to_string(),
+            args: targs,
+        })
     }
 
     fn check_tilde_target(&mut self, name: &str, sym: &Sym, span: Span) -> R<()> {
@@ -146,17 +240,37 @@ impl Checker {
             return Ok(());
         }
         let (msg, help) = if self.ctx == Ctx::Predict {
-            (format!("in `predict`, `~` scores held-out data, but `{name}` is a {}", describe_kind(sym.kind)), "declare the held-out values in `data` and put them on the left of `~`")
+            (
+                format!(
+                    "in `predict`, `~` scores held-out data, but `{name}` is a {}",
+                    describe_kind(sym.kind)
+                ),
+                "declare the held-out values in `data` and put them on the left of `~`",
+            )
         } else {
-            (format!("`{name}` is a {} and cannot be on the left of `~`", describe_kind(sym.kind)), "put data, a param or a `let` on the left")
+            (
+                format!(
+                    "`{name}` is a {} and cannot be on the left of `~`",
+                    describe_kind(sym.kind)
+                ),
+                "put data, a param or a `let` on the left",
+            )
         };
-        let d = self.diag("mvi::check::bad_tilde", msg).with_label(span, "here").with_help(help);
+        let d = self
+            .diag("mvi::check::bad_tilde", msg)
+            .with_label(span, "here")
+            .with_help(help);
         Err(self.report(d))
     }
 
     fn target(&mut self, value: &Expr, span: Span) -> R<TStmt> {
         if self.ctx == Ctx::Func {
-            return self.fail("mvi::check::impure_function", "functions are pure: `target +=` is not allowed in a function body", span, "here");
+            return self.fail(
+                "mvi::check::impure_function",
+                "functions are pure: `target +=` is not allowed in a function body",
+                span,
+                "here",
+            );
         }
         Ok(TStmt::Target(self.expr(value)?))
     }
@@ -165,7 +279,12 @@ impl Checker {
         let t = self.expr(e)?;
         match (t.shape, t.value) {
             (Shape::Int, Some(v)) => Ok(v as i64),
-            _ => self.fail("mvi::check::loop_bound_not_known", "loop bounds must be ints known from the data", t.span, format!("this is {}", t.shape)),
+            _ => self.fail(
+                "mvi::check::loop_bound_not_known",
+                "loop bounds must be ints known from the data",
+                t.span,
+                format!("this is {}", t.shape),
+            ),
         }
     }
 
@@ -174,14 +293,27 @@ impl Checker {
         let hi_v = self.loop_bound(hi);
         let (lo_v, hi_v) = (lo_v?, hi_v?);
         self.check_new_name(var)?;
-        if hi_v - lo_v >= MAX_LOOP_ITERATIONS {
-            return self.fail("mvi::check::loop_too_long", format!("this loop runs {} times; loops unroll into the graph", hi_v - lo_v + 1), hi.span, "too many iterations").map_err(|r: Reported| r);
+        let count = hi_v.saturating_sub(lo_v).saturating_add(1).max(0);
+        self.unrolled = self.unrolled.saturating_add(count);
+        if count > MAX_LOOP_ITERATIONS || self.unrolled > MAX_UNROLLED {
+            return self.fail("mvi::check::loop_too_long", format!("this loop runs {count} times, {} in all with the loops around and before it; loops unroll into the graph", self.unrolled), hi.span, "too many iterations");
         }
         let mut iterations = Vec::new();
         for k in lo_v..=hi_v {
             let before = self.errors.len();
             let mut scope = HashMap::new();
-            scope.insert(var.name.clone(), Sym { kind: NameKind::Local, shape: Shape::Int, stage: Stage::Const, value: Some(k as f64), span: var.span, mutable: false, loop_index: Some(k) });
+            scope.insert(
+                var.name.clone(),
+                Sym {
+                    kind: NameKind::Local,
+                    shape: Shape::Int,
+                    stage: Stage::Const,
+                    value: Some(k as f64),
+                    span: var.span,
+                    mutable: false,
+                    loop_index: Some(k),
+                },
+            );
             self.scopes.push(scope);
             let body_t = self.stmts(body);
             self.scopes.pop();
@@ -190,43 +322,90 @@ impl Checker {
                 return Err(Reported);
             }
         }
-        Ok(TStmt::For { var: var.name.clone(), lo: lo_v, hi: hi_v, iterations })
+        Ok(TStmt::For {
+            var: var.name.clone(),
+            lo: lo_v,
+            hi: hi_v,
+            iterations,
+        })
     }
 
     fn if_stmt(&mut self, cond: &Expr, then: &[Stmt], otherwise: &[Stmt]) -> R<Option<TStmt>> {
         let c = self.expr(cond)?;
         self.require_data(&c, "`if` conditions")?;
         if !c.shape.is_scalar() {
-            return self.fail("mvi::check::condition_not_scalar", format!("a condition must be a scalar, found {}", c.shape), c.span, "not a scalar");
+            return self.fail(
+                "mvi::check::condition_not_scalar",
+                format!("a condition must be a scalar, found {}", c.shape),
+                c.span,
+                "not a scalar",
+            );
         }
         let (t, o) = match c.value {
             Some(v) if v != 0.0 => (self.stmts(then), Vec::new()),
             Some(_) => (Vec::new(), self.stmts(otherwise)),
             None => (self.stmts(then), self.stmts(otherwise)),
         };
-        Ok(Some(TStmt::If { cond: c, then: t, otherwise: o }))
+        Ok(Some(TStmt::If {
+            cond: c,
+            then: t,
+            otherwise: o,
+        }))
     }
 
     /// Check a user function at this call site with these argument shapes, and inline it.
     pub(super) fn inline_call(&mut self, f: &SourceFn, args: Vec<TExpr>, span: Span) -> R<TExpr> {
         let def = &f.def;
         let name = def.name.name.clone();
+        self.called.insert(name.clone());
         if args.len() != def.params.len() {
             let sig = self.fn_signature(f);
-            let d = self.diag("mvi::check::bad_arguments", format!("`{name}` takes {} argument{}, found {}", def.params.len(), if def.params.len() == 1 { "" } else { "s" }, args.len())).with_label(span, "in this call").with_help(format!("signature: {sig}"));
+            let d = self
+                .diag(
+                    "mvi::check::bad_arguments",
+                    format!(
+                        "`{name}` takes {} argument{}, found {}",
+                        def.params.len(),
+                        if def.params.len() == 1 { "" } else { "s" },
+                        args.len()
+                    ),
+                )
+                .with_label(span, "in this call")
+                .with_help(format!("signature: {sig}"));
             return Err(self.report(d));
         }
         if self.call_stack.contains(&name) || self.call_stack.len() > 32 {
-            return self.fail("mvi::check::recursion", format!("`{name}` calls itself; functions are inlined and cannot recurse"), span, "recursive call");
+            return self.fail(
+                "mvi::check::recursion",
+                format!("`{name}` calls itself; functions are inlined and cannot recurse"),
+                span,
+                "recursive call",
+            );
         }
         for ((pname, ty), a) in def.params.iter().zip(&args) {
             if !base_accepts(ty.base, a.shape) {
                 let sig = self.fn_signature(f);
-                let d = self.diag("mvi::check::bad_arguments", format!("argument `{}` of `{name}` must be {}, found {}", pname.name, base_word(ty.base), a.shape)).with_label(a.span, format!("this is {}", a.shape)).with_help(format!("signature: {sig}"));
+                let d = self
+                    .diag(
+                        "mvi::check::bad_arguments",
+                        format!(
+                            "argument `{}` of `{name}` must be {}, found {}",
+                            pname.name,
+                            base_word(ty.base),
+                            a.shape
+                        ),
+                    )
+                    .with_label(a.span, format!("this is {}", a.shape))
+                    .with_help(format!("signature: {sig}"));
                 return Err(self.report(d));
             }
         }
-        let saved = (std::mem::take(&mut self.scopes), self.ctx, self.src.clone(), self.fn_base);
+        let saved = (
+            std::mem::take(&mut self.scopes),
+            self.ctx,
+            self.src.clone(),
+            self.fn_base,
+        );
         self.scopes = vec![HashMap::new()];
         self.fn_base = 0;
         self.ctx = Ctx::Func;
@@ -236,10 +415,26 @@ impl Checker {
         self.call_stack.pop();
         (self.scopes, self.ctx, self.src, self.fn_base) = saved;
         let (body, ret) = result?;
-        let params = def.params.iter().map(|(p, _)| p.name.clone()).zip(args).collect::<Vec<_>>();
+        let params = def
+            .params
+            .iter()
+            .map(|(p, _)| p.name.clone())
+            .zip(args)
+            .collect::<Vec<_>>();
         let stage = ret.stage;
         let (shape, value) = (ret.shape, ret.value);
-        Ok(TExpr { kind: TExprKind::Inline { func: name, params, body, result: Box::new(ret) }, shape, stage, value, span })
+        Ok(TExpr {
+            kind: TExprKind::Inline {
+                func: name,
+                params,
+                body,
+                result: Box::new(ret),
+            },
+            shape,
+            stage,
+            value,
+            span,
+        })
     }
 
     fn fn_body(&mut self, f: &SourceFn, args: &[TExpr]) -> R<(Vec<TStmt>, TExpr)> {
@@ -247,12 +442,27 @@ impl Checker {
         for ((p, ty), a) in def.params.iter().zip(args) {
             self.bind_fn_sizes(ty, a.shape)?;
             self.check_new_name(p)?;
-            let sym = Sym { kind: NameKind::Local, shape: a.shape, stage: a.stage, value: a.value, span: p.span, mutable: false, loop_index: None };
+            let sym = Sym {
+                kind: NameKind::Local,
+                shape: a.shape,
+                stage: a.stage,
+                value: a.value,
+                span: p.span,
+                mutable: false,
+                loop_index: None,
+            };
             self.scopes[0].insert(p.name.clone(), sym);
         }
         let (last, init) = match def.body.split_last() {
             Some((Stmt::Return { value, .. }, init)) => (value, init),
-            _ => return self.fail("mvi::check::missing_return", format!("`{}` must end with `return …`", def.name.name), def.span, "no final `return`"),
+            _ => {
+                return self.fail(
+                    "mvi::check::missing_return",
+                    format!("`{}` must end with `return …`", def.name.name),
+                    def.span,
+                    "no final `return`",
+                )
+            }
         };
         self.scopes.push(HashMap::new());
         let mut body = Vec::new();
@@ -266,7 +476,17 @@ impl Checker {
         let ret = ret?;
         if let Some(rt) = &def.ret {
             if !base_accepts(rt.base, ret.shape) {
-                return self.fail("mvi::check::wrong_return_type", format!("`{}` is declared to return {}, but returns {}", def.name.name, base_word(rt.base), ret.shape), ret.span, format!("this is {}", ret.shape));
+                return self.fail(
+                    "mvi::check::wrong_return_type",
+                    format!(
+                        "`{}` is declared to return {}, but returns {}",
+                        def.name.name,
+                        base_word(rt.base),
+                        ret.shape
+                    ),
+                    ret.span,
+                    format!("this is {}", ret.shape),
+                );
             }
         }
         Ok((body, ret))
@@ -283,11 +503,24 @@ impl Checker {
             let ExprKind::Name(n) = &s.kind else { continue };
             match self.scopes[0].get(n).and_then(|sym| sym.value) {
                 Some(v) if (v - d as f64).abs() > 0.5 => {
-                    return self.fail("mvi::check::shape_mismatch", format!("size `{n}` is {v} from an earlier argument, but {d} here"), s.span, "sizes disagree");
+                    return self.fail(
+                        "mvi::check::shape_mismatch",
+                        format!("size `{n}` is {v} from an earlier argument, but {d} here"),
+                        s.span,
+                        "sizes disagree",
+                    );
                 }
                 Some(_) => {}
                 None => {
-                    let sym = Sym { kind: NameKind::Local, shape: Shape::Int, stage: Stage::Const, value: Some(d as f64), span: s.span, mutable: false, loop_index: None };
+                    let sym = Sym {
+                        kind: NameKind::Local,
+                        shape: Shape::Int,
+                        stage: Stage::Const,
+                        value: Some(d as f64),
+                        span: s.span,
+                        mutable: false,
+                        loop_index: None,
+                    };
                     self.scopes[0].insert(n.clone(), sym);
                 }
             }
@@ -297,9 +530,23 @@ impl Checker {
 
     fn fn_signature(&self, f: &SourceFn) -> String {
         let text = f.source.inner();
-        let snip = |s: Span| text.get(s.start as usize..s.end as usize).unwrap_or("").to_string();
-        let ps: Vec<String> = f.def.params.iter().map(|(p, t)| format!("{}: {}", p.name, snip(t.span))).collect();
-        let ret = f.def.ret.as_ref().map(|t| format!(" -> {}", snip(t.span))).unwrap_or_default();
+        let snip = |s: Span| {
+            text.get(s.start as usize..s.end as usize)
+                .unwrap_or("")
+                .to_string()
+        };
+        let ps: Vec<String> = f
+            .def
+            .params
+            .iter()
+            .map(|(p, t)| format!("{}: {}", p.name, snip(t.span)))
+            .collect();
+        let ret = f
+            .def
+            .ret
+            .as_ref()
+            .map(|t| format!(" -> {}", snip(t.span)))
+            .unwrap_or_default();
         format!("{}({}){ret}", f.def.name.name, ps.join(", "))
     }
 }
@@ -307,7 +554,11 @@ impl Checker {
 fn base_accepts(base: BaseType, s: Shape) -> bool {
     matches!(
         (base, s),
-        (BaseType::Int, Shape::Int) | (BaseType::Real, Shape::Int | Shape::Real) | (BaseType::Vector, Shape::Vector(_) | Shape::Ints(_)) | (BaseType::Matrix, Shape::Matrix(..)) | (BaseType::Ints, Shape::Ints(_))
+        (BaseType::Int, Shape::Int)
+            | (BaseType::Real, Shape::Int | Shape::Real)
+            | (BaseType::Vector, Shape::Vector(_) | Shape::Ints(_))
+            | (BaseType::Matrix, Shape::Matrix(..))
+            | (BaseType::Ints, Shape::Ints(_))
     )
 }
 

@@ -212,7 +212,9 @@ pub enum TExprKind {
         args: Vec<TExpr>,
     },
     /// A user function call, inlined: the arguments bound to `params`, then `body`, then
-    /// `result` (which reads the params and the body's locals).
+    /// `result` (which reads the params and the body's locals). It opens a fresh scope: names
+    /// of kind `Local` inside it refer only to its params and its body's `let`s, never to
+    /// the caller's locals (functions are pure).
     Inline {
         /// The function's name.
         func: String,
@@ -269,7 +271,9 @@ pub enum TStmt {
         /// `hi - lo + 1` bodies, each checked with the index known.
         iterations: Vec<Vec<TStmt>>,
     },
-    /// `if` on a `Const`-stage condition; lowering picks the branch.
+    /// `if` on a `Const`-stage condition; lowering picks the branch. When the condition's
+    /// value is known at check time (`value` is set), only the branch taken is checked and
+    /// the other is left empty.
     If {
         /// The condition (scalar, stage `Const`).
         cond: TExpr,

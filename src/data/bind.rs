@@ -25,9 +25,17 @@ pub fn eval_const_expr(e: &Expr, env: &ConstEnv) -> Result<(f64, bool), (Span, S
         ExprKind::Binary(op, a, b) => {
             let (x, xi) = eval_const_expr(a, env)?;
             let (y, yi) = eval_const_expr(b, env)?;
-            const_binary(*op, x, y, xi && yi).ok_or_else(|| (e.span, "this operation is not allowed in a size or bound".to_string()))
+            const_binary(*op, x, y, xi && yi).ok_or_else(|| {
+                (
+                    e.span,
+                    "this operation is not allowed in a size or bound".to_string(),
+                )
+            })
         }
-        _ => Err((e.span, "sizes and bounds must be numbers, data names and arithmetic".into())),
+        _ => Err((
+            e.span,
+            "sizes and bounds must be numbers, data names and arithmetic".into(),
+        )),
     }
 }
 
@@ -66,14 +74,43 @@ struct Binder<'a> {
 /// # Errors
 /// Every missing or malformed value, shape mismatch, non-integer where an int is declared,
 /// and constraint violation.
-pub fn bind_data(decls: &[Decl], set: &DataSet, model_src: &NamedSource<String>, model_dir: &Path) -> Result<BoundData, Vec<Diagnostic>> {
-    let mut b = Binder { set: set.clone(), model_src: model_src.clone(), model_dir, decls, out: BoundData::default(), errors: Vec::new() };
-    let scalars = decls.iter().filter(|d| matches!(d.ty.base, BaseType::Int | BaseType::Real));
-    let arrays = decls.iter().filter(|d| !matches!(d.ty.base, BaseType::Int | BaseType::Real));
-    for d in scalars.chain(arrays) {
-        if let Err(e) = b.bind_decl(d) {
-            b.errors.push(e);
+pub fn bind_data(
+    decls: &[Decl],
+    set: &DataSet,
+    model_src: &NamedSource<String>,
+    model_dir: &Path,
+) -> Result<BoundData, Vec<Diagnostic>> {
+    let mut b = Binder {
+        set: set.clone(),
+        model_src: model_src.clone(),
+        model_dir,
+        decls,
+        out: BoundData::default(),
+        errors: Vec::new(),
+    };
+    let scalars = decls
+        .iter()
+        .filter(|d| matches!(d.ty.base, BaseType::Int | BaseType::Real));
+    let arrays = decls
+        .iter()
+        .filter(|d| !matches!(d.ty.base, BaseType::Int | BaseType::Real));
+    // A size like `M + 1` may need a variable bound by a later declaration: retry those
+    // until no more can be bound.
+    let mut pending: Vec<&Decl> = scalars.chain(arrays).collect();
+    loop {
+        let mut deferred = Vec::new();
+        for d in &pending {
+            match b.bind_decl(d) {
+                Ok(()) => {}
+                Err(e) if e.code == "mvi::data::unknown_size" => deferred.push((*d, e)),
+                Err(e) => b.errors.push(e),
+            }
         }
+        if deferred.is_empty() || deferred.len() == pending.len() {
+            b.errors.extend(deferred.into_iter().map(|(_, e)| e));
+            break;
+        }
+        pending = deferred.into_iter().map(|(d, _)| d).collect();
     }
     b.list_ignored();
     if b.errors.is_empty() {
@@ -109,18 +146,36 @@ impl Binder<'_> {
             let help = if files.is_empty() {
                 format!("pass the data with `--data data.json` or `--data {name}=file.csv`")
             } else {
-                format!("none of {} has an entry `{name}`; add it, or pass `--data {name}=file.csv`", files.join(", "))
+                format!(
+                    "none of {} has an entry `{name}`; add it, or pass `--data {name}=file.csv`",
+                    files.join(", ")
+                )
             };
-            let close = crate::check::error::did_you_mean(name, self.set.entries.iter().map(|e| e.name.as_str()));
+            let close =
+                crate::check::error::did_you_mean(name, self.set.entries.iter().map(|e| e.name.as_str()));
             let help = match close {
                 Some(h) => format!("{h} {help}"),
                 None => help,
             };
-            return Err(self.model_error("mvi::data::missing_variable", format!("no data for `{name}`"), d.name.span, "declared here").with_help(help));
+            return Err(self
+                .model_error(
+                    "mvi::data::missing_variable",
+                    format!("no data for `{name}`"),
+                    d.name.span,
+                    "declared here",
+                )
+                .with_help(help));
         };
         if let Some((span, msg)) = &entry.problem {
-            return Err(Diagnostic::error("mvi::data::malformed_value", format!("cannot read `{name}` from `{}`: {msg}", self.set.sources[entry.source].0), self.set.named_source(entry.source))
-                .with_label(*span, msg.clone()));
+            return Err(Diagnostic::error(
+                "mvi::data::malformed_value",
+                format!(
+                    "cannot read `{name}` from `{}`: {msg}",
+                    self.set.sources[entry.source].0
+                ),
+                self.set.named_source(entry.source),
+            )
+            .with_label(*span, msg.clone()));
         }
         Ok(entry.clone())
     }
@@ -128,22 +183,51 @@ impl Binder<'_> {
     fn entry_from_init(&mut self, d: &Decl, init: &Expr) -> Result<RawEntry, Diagnostic> {
         if let ExprKind::Call { func, args, .. } = &init.kind {
             if func.name == "csv" {
-                let Some(ExprKind::Str(path)) = args.first().map(|a| &a.kind).filter(|_| args.len() == 1) else {
-                    return Err(self.model_error("mvi::data::csv_argument", "`csv` takes one string: the file's path".into(), init.span, "here"));
+                let Some(ExprKind::Str(path)) = args.first().map(|a| &a.kind).filter(|_| args.len() == 1)
+                else {
+                    return Err(self.model_error(
+                        "mvi::data::csv_argument",
+                        "`csv` takes one string: the file's path".into(),
+                        init.span,
+                        "here",
+                    ));
                 };
                 let full = self.model_dir.join(path);
                 let text = std::fs::read_to_string(&full).map_err(|e| {
-                    self.model_error("mvi::data::unreadable", format!("cannot read `{}`: {e}", full.display()), init.span, "this file")
-                        .with_help("csv paths are relative to the model file")
+                    self.model_error(
+                        "mvi::data::unreadable",
+                        format!("cannot read `{}`: {e}", full.display()),
+                        init.span,
+                        "this file",
+                    )
+                    .with_help("csv paths are relative to the model file")
                 })?;
                 let i = add_csv_text(&mut self.set, &d.name.name, &full.display().to_string(), text)?;
                 return Ok(self.set.entries[i].clone());
             }
         }
-        let value = literal_raw(init).map_err(|(s, m)| self.model_error("mvi::data::unsupported_value", format!("the value of data `{}` must be `csv(\"…\")` or a literal", d.name.name), s, &m))?;
+        let value = literal_raw(init).map_err(|(s, m)| {
+            self.model_error(
+                "mvi::data::unsupported_value",
+                format!(
+                    "the value of data `{}` must be `csv(\"…\")` or a literal",
+                    d.name.name
+                ),
+                s,
+                &m,
+            )
+        })?;
         let source = self.set.sources.len();
-        self.set.sources.push((self.model_src.name().to_string(), self.model_src.inner().clone()));
-        Ok(RawEntry { name: d.name.name.clone(), value, source, span: init.span, problem: None })
+        self.set
+            .sources
+            .push((self.model_src.name().to_string(), self.model_src.inner().clone()));
+        Ok(RawEntry {
+            name: d.name.name.clone(),
+            value,
+            source,
+            span: init.span,
+            problem: None,
+        })
     }
 
     fn bind_decl(&mut self, d: &Decl) -> Result<(), Diagnostic> {
@@ -156,7 +240,14 @@ impl Binder<'_> {
         Ok(())
     }
 
-    fn data_error(&self, entry: &RawEntry, code: &'static str, msg: String, span: Span, label: String) -> Diagnostic {
+    fn data_error(
+        &self,
+        entry: &RawEntry,
+        code: &'static str,
+        msg: String,
+        span: Span,
+        label: String,
+    ) -> Diagnostic {
         Diagnostic::error(code, msg, self.set.named_source(entry.source)).with_label(span, label)
     }
 
@@ -166,15 +257,29 @@ impl Binder<'_> {
         let file = &self.set.sources[e.source].0;
         let found = describe_dims(v);
         let want = match d.ty.base {
-            BaseType::Int | BaseType::Real if v.cells.len() == 1 && (v.dims.is_empty() || v.table) => return Ok(vec![]),
+            BaseType::Int | BaseType::Real if v.cells.len() == 1 && (v.dims.is_empty() || v.table) => {
+                return Ok(vec![])
+            }
             BaseType::Int | BaseType::Real => "a single number",
             BaseType::Vector | BaseType::Ints if v.dims.len() == 1 => return Ok(v.dims.clone()),
-            BaseType::Vector | BaseType::Ints if v.table && (v.dims[0] == 1 || v.dims[1] == 1) => return Ok(vec![v.cells.len()]),
+            BaseType::Vector | BaseType::Ints if v.table && (v.dims[0] == 1 || v.dims[1] == 1) => {
+                return Ok(vec![v.cells.len()])
+            }
             BaseType::Vector | BaseType::Ints => "a flat array (one row or one column in CSV)",
             BaseType::Matrix if v.dims.len() == 2 => return Ok(v.dims.clone()),
             BaseType::Matrix => "a nested array of rows (a table in CSV)",
         };
-        Err(self.data_error(e, "mvi::data::wrong_shape", format!("`{}` in `{file}` is {found}, but it is declared `{}`", d.name.name, base_name(d.ty.base)), e.span, format!("expected {want}")))
+        Err(self.data_error(
+            e,
+            "mvi::data::wrong_shape",
+            format!(
+                "`{}` in `{file}` is {found}, but it is declared `{}`",
+                d.name.name,
+                base_name(d.ty.base)
+            ),
+            e.span,
+            format!("expected {want}"),
+        ))
     }
 
     fn bind_sizes(&mut self, d: &Decl, e: &RawEntry, dims: &[usize]) -> Result<(), Diagnostic> {
@@ -190,14 +295,35 @@ impl Binder<'_> {
             }
             let expected = match eval_const_expr(size, &|n| self.lookup(n)) {
                 Ok((v, true)) => v,
-                Ok((_, false)) => return Err(self.model_error("mvi::data::size_not_int", "a size must be an integer".into(), size.span, "this is real")),
-                Err((s, m)) => return Err(self.model_error("mvi::data::unknown_size", format!("cannot compute this size of `{}`", d.name.name), s, &m)),
+                Ok((_, false)) => {
+                    return Err(self.model_error(
+                        "mvi::data::size_not_int",
+                        "a size must be an integer".into(),
+                        size.span,
+                        "this is real",
+                    ))
+                }
+                Err((s, m)) => {
+                    return Err(self.model_error(
+                        "mvi::data::unknown_size",
+                        format!("cannot compute this size of `{}`", d.name.name),
+                        s,
+                        &m,
+                    ))
+                }
             };
             if (expected - actual as f64).abs() > 0.5 {
                 let label = format!("{actual} {what}s here");
-                let msg = format!("`{}` in `{file}` has {actual} {what}s, but its declaration `{}` needs {expected}", d.name.name, self.snippet(d.ty.span), expected = expected as i64);
+                let msg = format!(
+                    "`{}` in `{file}` has {actual} {what}s, but its declaration `{}` needs {expected}",
+                    d.name.name,
+                    self.snippet(d.ty.span),
+                    expected = expected as i64
+                );
                 let origin = self.size_origin(size);
-                return Err(self.data_error(e, "mvi::data::wrong_size", msg, e.span, label).with_help(origin));
+                return Err(self
+                    .data_error(e, "mvi::data::wrong_size", msg, e.span, label)
+                    .with_help(origin));
             }
         }
         Ok(())
@@ -208,9 +334,15 @@ impl Binder<'_> {
         match &size.kind {
             ExprKind::Name(n) if self.out.size(n).is_some() => {
                 let by = self.first_binder(n).unwrap_or_default();
-                format!("`{n}` = {} was bound from the shape of `{by}`", self.out.size(n).unwrap_or(0))
+                format!(
+                    "`{n}` = {} was bound from the shape of `{by}`",
+                    self.out.size(n).unwrap_or(0)
+                )
             }
-            ExprKind::Name(n) => format!("`{n}` = {} is given in the data", self.lookup(n).map_or(0.0, |v| v.0)),
+            ExprKind::Name(n) => format!(
+                "`{n}` = {} is given in the data",
+                self.lookup(n).map_or(0.0, |v| v.0)
+            ),
             ExprKind::Int(_) => format!("the declaration fixes it at {text}"),
             _ => format!("`{text}` is computed from the data"),
         }
@@ -219,12 +351,21 @@ impl Binder<'_> {
     fn first_binder(&self, size: &str) -> Option<String> {
         self.decls
             .iter()
-            .find(|d| d.ty.sizes.iter().any(|s| matches!(&s.kind, ExprKind::Name(n) if n == size)) && self.out.get(&d.name.name).is_some())
+            .find(|d| {
+                d.ty.sizes
+                    .iter()
+                    .any(|s| matches!(&s.kind, ExprKind::Name(n) if n == size))
+                    && self.out.get(&d.name.name).is_some()
+            })
             .map(|d| d.name.name.clone())
     }
 
     fn snippet(&self, span: Span) -> String {
-        self.model_src.inner().get(span.start as usize..span.end as usize).unwrap_or("").to_string()
+        self.model_src
+            .inner()
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("")
+            .to_string()
     }
 
     fn check_cells(&self, d: &Decl, e: &RawEntry, dims: &[usize]) -> Result<(), Diagnostic> {
@@ -235,11 +376,27 @@ impl Binder<'_> {
         for (i, c) in e.value.cells.iter().enumerate() {
             let at = position(dims, e.value.table, i);
             if c.value.is_nan() {
-                return Err(self.data_error(e, "mvi::data::missing_value", format!("`{}` in `{file}` has a missing value{at}", d.name.name), c.span, "not a number".into()));
+                return Err(self.data_error(
+                    e,
+                    "mvi::data::missing_value",
+                    format!("`{}` in `{file}` has a missing value{at}", d.name.name),
+                    c.span,
+                    "not a number".into(),
+                ));
             }
             if is_int && (c.value.fract() != 0.0 || !c.value.is_finite()) {
-                let msg = format!("`{}` is declared `{}` but `{file}` has a non-integer{at}", d.name.name, base_name(d.ty.base));
-                return Err(self.data_error(e, "mvi::data::not_int", msg, c.span, format!("{} is not an integer", c.value)));
+                let msg = format!(
+                    "`{}` is declared `{}` but `{file}` has a non-integer{at}",
+                    d.name.name,
+                    base_name(d.ty.base)
+                );
+                return Err(self.data_error(
+                    e,
+                    "mvi::data::not_int",
+                    msg,
+                    c.span,
+                    format!("{} is not an integer", c.value),
+                ));
             }
             if let Some(lo) = lower.filter(|lo| c.value < *lo) {
                 return Err(self.constraint_error(d, e, c, &at, format!("below the lower bound {lo}")));
@@ -253,13 +410,32 @@ impl Binder<'_> {
 
     fn constraint_error(&self, d: &Decl, e: &RawEntry, c: &Cell, at: &str, why: String) -> Diagnostic {
         let file = &self.set.sources[e.source].0;
-        let msg = format!("`{}` in `{file}` violates its constraint `{}`{at}", d.name.name, self.snippet(d.ty.span));
-        self.data_error(e, "mvi::data::constraint_violated", msg, c.span, format!("{} is {why}", c.value))
+        let msg = format!(
+            "`{}` in `{file}` violates its constraint `{}`{at}",
+            d.name.name,
+            self.snippet(d.ty.span)
+        );
+        self.data_error(
+            e,
+            "mvi::data::constraint_violated",
+            msg,
+            c.span,
+            format!("{} is {why}", c.value),
+        )
     }
 
     fn bound(&self, b: &Option<Expr>) -> Result<Option<f64>, Diagnostic> {
         let Some(b) = b else { return Ok(None) };
-        eval_const_expr(b, &|n| self.lookup(n)).map(|(v, _)| Some(v)).map_err(|(s, m)| self.model_error("mvi::data::unknown_bound", "cannot compute this bound from the data".into(), s, &m))
+        eval_const_expr(b, &|n| self.lookup(n))
+            .map(|(v, _)| Some(v))
+            .map_err(|(s, m)| {
+                self.model_error(
+                    "mvi::data::unknown_bound",
+                    "cannot compute this bound from the data".into(),
+                    s,
+                    &m,
+                )
+            })
     }
 
     fn list_ignored(&mut self) {
@@ -325,31 +501,54 @@ fn to_value(base: BaseType, raw: &RawValue, dims: &[usize]) -> Value {
 /// A literal in the model (`3`, `[1, 2]`, `[[1, 0], [0, 1]]`) as a raw value.
 fn literal_raw(e: &Expr) -> Result<RawValue, (Span, String)> {
     match &e.kind {
-        ExprKind::Array(items) if items.iter().all(|i| matches!(i.kind, ExprKind::Array(_))) && !items.is_empty() => {
+        ExprKind::Array(items)
+            if items.iter().all(|i| matches!(i.kind, ExprKind::Array(_))) && !items.is_empty() =>
+        {
             let mut cells = Vec::new();
             let mut ncols = None;
             for row in items {
-                let ExprKind::Array(r) = &row.kind else { unreachable!("checked by the guard above") };
+                let ExprKind::Array(r) = &row.kind else {
+                    unreachable!("checked by the guard above")
+                };
                 if *ncols.get_or_insert(r.len()) != r.len() {
-                    return Err((row.span, "rows of a matrix literal must have equal lengths".into()));
+                    return Err((
+                        row.span,
+                        "rows of a matrix literal must have equal lengths".into(),
+                    ));
                 }
                 for x in r {
                     cells.push(literal_cell(x)?);
                 }
             }
-            Ok(RawValue { dims: vec![items.len(), ncols.unwrap_or(0)], cells, table: false })
+            Ok(RawValue {
+                dims: vec![items.len(), ncols.unwrap_or(0)],
+                cells,
+                table: false,
+            })
         }
         ExprKind::Array(items) => {
             let cells = items.iter().map(literal_cell).collect::<Result<Vec<_>, _>>()?;
-            Ok(RawValue { dims: vec![cells.len()], cells, table: false })
+            Ok(RawValue {
+                dims: vec![cells.len()],
+                cells,
+                table: false,
+            })
         }
-        _ => Ok(RawValue { dims: vec![], cells: vec![literal_cell(e)?], table: false }),
+        _ => Ok(RawValue {
+            dims: vec![],
+            cells: vec![literal_cell(e)?],
+            table: false,
+        }),
     }
 }
 
 fn literal_cell(e: &Expr) -> Result<Cell, (Span, String)> {
     let (value, is_int) = eval_const_expr(e, &|_| None).map_err(|(s, _)| (s, "not a number".to_string()))?;
-    Ok(Cell { value, is_int, span: e.span })
+    Ok(Cell {
+        value,
+        is_int,
+        span: e.span,
+    })
 }
 
 #[cfg(test)]
@@ -363,33 +562,63 @@ mod tests {
     }
 
     fn name(n: &str) -> Expr {
-        Expr { kind: ExprKind::Name(n.into()), span: sp() }
+        Expr {
+            kind: ExprKind::Name(n.into()),
+            span: sp(),
+        }
     }
 
     fn decl(n: &str, base: BaseType, sizes: Vec<Expr>, lower: Option<Expr>) -> Decl {
-        Decl { name: Ident { name: n.into(), span: sp() }, ty: TypeExpr { base, lower, upper: None, sizes, span: sp() }, init: None, span: sp() }
+        Decl {
+            name: Ident {
+                name: n.into(),
+                span: sp(),
+            },
+            ty: TypeExpr {
+                base,
+                lower,
+                upper: None,
+                sizes,
+                span: sp(),
+            },
+            init: None,
+            span: sp(),
+        }
     }
 
     fn bind(json: &str, decls: &[Decl]) -> Result<BoundData, Vec<Diagnostic>> {
         let mut set = DataSet::default();
         add_json_text(&mut set, "d.json", json.into()).unwrap();
-        bind_data(decls, &set, &NamedSource::new("m.mvi", "x".repeat(10)), Path::new("."))
+        bind_data(
+            decls,
+            &set,
+            &NamedSource::new("m.mvi", "x".repeat(10)),
+            Path::new("."),
+        )
     }
 
     #[test]
     fn size_variables_are_bound_from_shapes_and_checked_elsewhere() {
-        let decls = [decl("X", BaseType::Matrix, vec![name("N"), name("Q")], None), decl("y", BaseType::Ints, vec![name("N")], None)];
+        let decls = [
+            decl("X", BaseType::Matrix, vec![name("N"), name("Q")], None),
+            decl("y", BaseType::Ints, vec![name("N")], None),
+        ];
         let b = bind(r#"{"X": [[1,2],[3,4],[5,6]], "y": [0,1,1], "extra": 1}"#, &decls).unwrap();
         assert_eq!(b.size("N"), Some(3));
         assert_eq!(b.size("Q"), Some(2));
         assert_eq!(b.ignored, vec!["extra (d.json)".to_string()]);
-        let Some(Value::Matrix(m)) = b.get("X") else { panic!() };
+        let Some(Value::Matrix(m)) = b.get("X") else {
+            panic!()
+        };
         assert!((m[(1, 0)] - 3.0).abs() < 1e-12);
     }
 
     #[test]
     fn inconsistent_size_is_reported_with_the_binding_variable() {
-        let decls = [decl("X", BaseType::Matrix, vec![name("N"), name("Q")], None), decl("y", BaseType::Ints, vec![name("N")], None)];
+        let decls = [
+            decl("X", BaseType::Matrix, vec![name("N"), name("Q")], None),
+            decl("y", BaseType::Ints, vec![name("N")], None),
+        ];
         let e = bind(r#"{"X": [[1,2],[3,4]], "y": [0,1,1]}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("has 3 entries"), "{}", e[0].message);
         assert!(e[0].help.as_deref().unwrap_or("").contains("`X`"));
@@ -397,7 +626,10 @@ mod tests {
 
     #[test]
     fn declared_int_gives_a_size_and_must_be_integer() {
-        let decls = [decl("y", BaseType::Vector, vec![name("N")], None), decl("N", BaseType::Int, vec![], None)];
+        let decls = [
+            decl("y", BaseType::Vector, vec![name("N")], None),
+            decl("N", BaseType::Int, vec![], None),
+        ];
         assert!(bind(r#"{"N": 2, "y": [1.5, 2]}"#, &decls).is_ok());
         let e = bind(r#"{"N": 2.5, "y": [1.5, 2]}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("non-integer"));
@@ -405,7 +637,10 @@ mod tests {
 
     #[test]
     fn constraint_violation_names_the_entry() {
-        let one = Expr { kind: ExprKind::Int(1), span: sp() };
+        let one = Expr {
+            kind: ExprKind::Int(1),
+            span: sp(),
+        };
         let decls = [decl("g", BaseType::Ints, vec![name("N")], Some(one))];
         let e = bind(r#"{"g": [1, 2, 0]}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("entry 3"), "{}", e[0].message);
@@ -419,8 +654,40 @@ mod tests {
     }
 
     #[test]
+    fn a_size_expression_may_use_a_variable_bound_later() {
+        let one = Expr {
+            kind: ExprKind::Int(1),
+            span: sp(),
+        };
+        let m_plus_1 = Expr {
+            kind: ExprKind::Binary(BinOp::Add, Box::new(name("M")), Box::new(one)),
+            span: sp(),
+        };
+        let decls = [
+            decl("w0", BaseType::Vector, vec![m_plus_1], None),
+            decl("C", BaseType::Vector, vec![name("M")], None),
+        ];
+        let b = bind(r#"{"w0": [1, 2, 3], "C": [1, 2]}"#, &decls).unwrap();
+        assert_eq!(b.size("M"), Some(2));
+        assert!(bind(r#"{"w0": [1, 2], "C": [1, 2]}"#, &decls).is_err());
+    }
+
+    #[test]
     fn const_expressions_use_integer_division() {
-        let e = Expr { kind: ExprKind::Binary(BinOp::Div, Box::new(Expr { kind: ExprKind::Int(7), span: sp() }), Box::new(Expr { kind: ExprKind::Int(2), span: sp() })), span: sp() };
+        let e = Expr {
+            kind: ExprKind::Binary(
+                BinOp::Div,
+                Box::new(Expr {
+                    kind: ExprKind::Int(7),
+                    span: sp(),
+                }),
+                Box::new(Expr {
+                    kind: ExprKind::Int(2),
+                    span: sp(),
+                }),
+            ),
+            span: sp(),
+        };
         assert_eq!(eval_const_expr(&e, &|_| None), Ok((3.0, true)));
     }
 }

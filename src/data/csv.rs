@@ -41,7 +41,12 @@ pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
                 Some(c) => row.push(c),
                 None => {
                     return Err(CsvError {
-                        message: format!("`{}` is not a number (row {}, column {})", field.trim(), rows.len() + 1, row.len() + 1),
+                        message: format!(
+                            "`{}` is not a number (row {}, column {})",
+                            field.trim(),
+                            rows.len() + 1,
+                            row.len() + 1
+                        ),
                         span: *span,
                     })
                 }
@@ -50,7 +55,12 @@ pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
         if let Some(prev) = rows.first() {
             if prev.len() != row.len() {
                 return Err(CsvError {
-                    message: format!("row {} has {} columns, the first row has {}", rows.len() + 1, row.len(), prev.len()),
+                    message: format!(
+                        "row {} has {} columns, the first row has {}",
+                        rows.len() + 1,
+                        row.len(),
+                        prev.len()
+                    ),
                     span: Span::new(start, start + content.len()),
                 });
             }
@@ -59,7 +69,11 @@ pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
     }
     let ncols = rows.first().map_or(0, Vec::len);
     let nrows = rows.len();
-    Ok(RawValue { dims: vec![nrows, ncols], cells: rows.into_iter().flatten().collect(), table: true })
+    Ok(RawValue {
+        dims: vec![nrows, ncols],
+        cells: rows.into_iter().flatten().collect(),
+        table: true,
+    })
 }
 
 fn split_fields(line: &str, line_start: usize) -> Vec<(String, Span)> {
@@ -69,7 +83,10 @@ fn split_fields(line: &str, line_start: usize) -> Vec<(String, Span)> {
         let lead = field.len() - field.trim_start().len();
         let trimmed = field.trim();
         let s = pos + lead;
-        out.push((trimmed.trim_matches('"').to_string(), Span::new(s, s + trimmed.len().max(1).min(field.len().max(1)))));
+        out.push((
+            trimmed.trim_matches('"').to_string(),
+            Span::new(s, s + trimmed.len().max(1).min(field.len().max(1))),
+        ));
         pos += field.len() + 1;
     }
     out

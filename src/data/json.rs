@@ -28,7 +28,10 @@ impl Json {
     /// Where the value stands.
     pub fn span(&self) -> Span {
         match self {
-            Json::Number { span, .. } | Json::Array(_, span) | Json::Object(_, span) | Json::Other(_, span) => *span,
+            Json::Number { span, .. }
+            | Json::Array(_, span)
+            | Json::Object(_, span)
+            | Json::Other(_, span) => *span,
         }
     }
 }
@@ -47,7 +50,11 @@ pub struct JsonError {
 /// # Errors
 /// The first syntax error with its position.
 pub fn parse_json(text: &str) -> Result<Json, JsonError> {
-    let mut p = Parser { s: text.as_bytes(), pos: 0, depth: 0 };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
     let v = p.value()?;
     p.ws();
     if p.pos < p.s.len() {
@@ -67,7 +74,10 @@ const MAX_DEPTH: usize = 64;
 impl Parser<'_> {
     fn err(&self, msg: &str) -> JsonError {
         let end = (self.pos + 1).min(self.s.len());
-        JsonError { message: msg.to_string(), span: Span::new(self.pos.min(end), end) }
+        JsonError {
+            message: msg.to_string(),
+            span: Span::new(self.pos.min(end), end),
+        }
     }
 
     fn ws(&mut self) {
@@ -96,7 +106,12 @@ impl Parser<'_> {
     }
 
     fn word(&mut self) -> Result<Json, JsonError> {
-        for (w, what) in [("true", "a boolean"), ("false", "a boolean"), ("null", "null"), ("NaN", "NaN")] {
+        for (w, what) in [
+            ("true", "a boolean"),
+            ("false", "a boolean"),
+            ("null", "null"),
+            ("NaN", "NaN"),
+        ] {
             if self.s[self.pos..].starts_with(w.as_bytes()) {
                 let start = self.pos;
                 self.pos += w.len();
@@ -206,7 +221,10 @@ impl Parser<'_> {
         let span = Span::new(start, self.pos);
         match text.parse::<f64>() {
             Ok(value) => Ok(Json::Number { value, is_int, span }),
-            Err(_) => Err(JsonError { message: "malformed number".into(), span }),
+            Err(_) => Err(JsonError {
+                message: "malformed number".into(),
+                span,
+            }),
         }
     }
 }

@@ -150,6 +150,16 @@ pub fn load_data_args(args: &[String]) -> Result<DataSet, Vec<Diagnostic>> {
     for arg in args {
         let result = match arg.split_once('=') {
             Some((name, path)) if is_identifier(name) => add_csv(&mut set, name, Path::new(path)),
+            _ if arg.to_ascii_lowercase().ends_with(".csv") => {
+                let stem = Path::new(arg).file_stem().and_then(|s| s.to_str()).unwrap_or("X");
+                Err(Diagnostic::plain(
+                    "mvi::data::csv_without_name",
+                    format!("`{arg}` is a CSV file but no variable is named for it"),
+                )
+                .with_help(format!(
+                    "a CSV file holds one variable: pass `--data {stem}={arg}`"
+                )))
+            }
             _ => add_json(&mut set, Path::new(arg)),
         };
         if let Err(d) = result {
@@ -165,13 +175,17 @@ pub fn load_data_args(args: &[String]) -> Result<DataSet, Vec<Diagnostic>> {
 
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn read_file(path: &Path) -> Result<String, Diagnostic> {
     std::fs::read_to_string(path).map_err(|e| {
-        Diagnostic::plain("mvi::data::unreadable", format!("cannot read data file `{}`: {e}", path.display()))
-            .with_help("check the path; relative paths are taken from the current directory")
+        Diagnostic::plain(
+            "mvi::data::unreadable",
+            format!("cannot read data file `{}`: {e}", path.display()),
+        )
+        .with_help("check the path; relative paths are taken from the current directory")
     })
 }
 
@@ -192,22 +206,40 @@ pub fn add_json(set: &mut DataSet, path: &Path) -> Result<(), Diagnostic> {
 pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), Diagnostic> {
     let src = NamedSource::new(name, text.clone());
     let json = json::parse_json(&text).map_err(|e| {
-        Diagnostic::error("mvi::data::malformed_json", format!("malformed JSON in `{name}`: {}", e.message), src.clone())
-            .with_label(e.span, e.message.clone())
+        Diagnostic::error(
+            "mvi::data::malformed_json",
+            format!("malformed JSON in `{name}`: {}", e.message),
+            src.clone(),
+        )
+        .with_label(e.span, e.message.clone())
     })?;
     let Json::Object(items, _) = json else {
-        return Err(Diagnostic::error("mvi::data::not_an_object", format!("`{name}` must hold a JSON object"), src)
-            .with_label(json.span(), "expected `{ \"name\": value, ... }`"));
+        return Err(Diagnostic::error(
+            "mvi::data::not_an_object",
+            format!("`{name}` must hold a JSON object"),
+            src,
+        )
+        .with_label(json.span(), "expected `{ \"name\": value, ... }`"));
     };
     let index = set.sources.len();
     set.sources.push((name.to_string(), text));
     for (key, kspan, value) in items {
         match json_to_raw(&value) {
-            Ok(raw) => set.entries.push(RawEntry { name: key, value: raw, source: index, span: kspan.join(value.span()), problem: None }),
+            Ok(raw) => set.entries.push(RawEntry {
+                name: key,
+                value: raw,
+                source: index,
+                span: kspan.join(value.span()),
+                problem: None,
+            }),
             // A value we cannot read is only an error if the model declares it.
             Err(problem) => set.entries.push(RawEntry {
                 name: key,
-                value: RawValue { dims: vec![], cells: vec![], table: false },
+                value: RawValue {
+                    dims: vec![],
+                    cells: vec![],
+                    table: false,
+                },
                 source: index,
                 span: kspan.join(value.span()),
                 problem: Some(problem),
@@ -219,11 +251,23 @@ pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), 
 
 fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
     match v {
-        Json::Number { value, is_int, span } => Ok(RawValue { dims: vec![], cells: vec![Cell { value: *value, is_int: *is_int, span: *span }], table: false }),
+        Json::Number { value, is_int, span } => Ok(RawValue {
+            dims: vec![],
+            cells: vec![Cell {
+                value: *value,
+                is_int: *is_int,
+                span: *span,
+            }],
+            table: false,
+        }),
         Json::Array(items, _) => {
             if items.iter().all(|i| matches!(i, Json::Number { .. })) {
                 let cells = items.iter().map(number_cell).collect::<Result<Vec<_>, _>>()?;
-                return Ok(RawValue { dims: vec![cells.len()], cells, table: false });
+                return Ok(RawValue {
+                    dims: vec![cells.len()],
+                    cells,
+                    table: false,
+                });
             }
             let mut cells = Vec::new();
             let mut ncols = None;
@@ -232,13 +276,24 @@ fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
                     return Err((row.span(), "expected a row (an array of numbers)".into()));
                 };
                 if *ncols.get_or_insert(r.len()) != r.len() {
-                    return Err((*rspan, format!("this row has {} entries, the first has {}", r.len(), ncols.unwrap_or(0))));
+                    return Err((
+                        *rspan,
+                        format!(
+                            "this row has {} entries, the first has {}",
+                            r.len(),
+                            ncols.unwrap_or(0)
+                        ),
+                    ));
                 }
                 for x in r {
                     cells.push(number_cell(x)?);
                 }
             }
-            Ok(RawValue { dims: vec![items.len(), ncols.unwrap_or(0)], cells, table: false })
+            Ok(RawValue {
+                dims: vec![items.len(), ncols.unwrap_or(0)],
+                cells,
+                table: false,
+            })
         }
         Json::Object(_, span) => Err((*span, "expected a number or an array, found an object".into())),
         Json::Other(what, span) => Err((*span, format!("expected a number, found {what}"))),
@@ -247,7 +302,11 @@ fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
 
 fn number_cell(v: &Json) -> Result<Cell, (Span, String)> {
     match v {
-        Json::Number { value, is_int, span } => Ok(Cell { value: *value, is_int: *is_int, span: *span }),
+        Json::Number { value, is_int, span } => Ok(Cell {
+            value: *value,
+            is_int: *is_int,
+            span: *span,
+        }),
         other => Err((other.span(), "expected a number".into())),
     }
 }
@@ -267,13 +326,23 @@ pub fn add_csv(set: &mut DataSet, name: &str, path: &Path) -> Result<(), Diagnos
 /// As [`add_csv`].
 pub fn add_csv_text(set: &mut DataSet, name: &str, file: &str, text: String) -> Result<usize, Diagnostic> {
     let raw = csv::parse_csv(&text).map_err(|e| {
-        Diagnostic::error("mvi::data::malformed_csv", format!("malformed CSV for `{name}` in `{file}`"), NamedSource::new(file, text.clone()))
-            .with_label(e.span, e.message)
+        Diagnostic::error(
+            "mvi::data::malformed_csv",
+            format!("malformed CSV for `{name}` in `{file}`"),
+            NamedSource::new(file, text.clone()),
+        )
+        .with_label(e.span, e.message)
     })?;
     let index = set.sources.len();
     let span = Span::new(0, text.len().min(1));
     set.sources.push((file.to_string(), text));
-    set.entries.push(RawEntry { name: name.to_string(), value: raw, source: index, span, problem: None });
+    set.entries.push(RawEntry {
+        name: name.to_string(),
+        value: raw,
+        source: index,
+        span,
+        problem: None,
+    });
     Ok(set.entries.len() - 1)
 }
 
@@ -318,10 +387,16 @@ mod tests {
     }
 
     #[test]
+    fn a_csv_file_without_a_name_is_explained() {
+        let e = load_data_args(&["X_train.csv".into()]).unwrap_err();
+        assert_eq!(e[0].code, "mvi::data::csv_without_name");
+        assert!(e[0].help.as_deref().unwrap_or("").contains("X_train=X_train.csv"));
+    }
+
+    #[test]
     fn identifier_detection_separates_csv_arguments() {
         assert!(is_identifier("X_test"));
         assert!(!is_identifier("C:/x"));
         assert!(!is_identifier("1a"));
     }
 }
-

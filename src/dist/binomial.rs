@@ -11,7 +11,11 @@ fn log_choose(g: &mut Graph, k: NodeId, n: NodeId) -> Result<(NodeId, NodeId), c
     let k1 = g.add_nodes(k, one)?;
     let nk = g.sub(n, k)?;
     let nk1 = g.add_nodes(nk, one)?;
-    let (a, b, c) = (f1(g, Fun1::Lgamma, n1), f1(g, Fun1::Lgamma, k1), f1(g, Fun1::Lgamma, nk1));
+    let (a, b, c) = (
+        f1(g, Fun1::Lgamma, n1),
+        f1(g, Fun1::Lgamma, k1),
+        f1(g, Fun1::Lgamma, nk1),
+    );
     let ab = g.sub(a, b)?;
     let lc = g.sub(ab, c)?;
     let check = g.support(nk, 0.0, f64::INFINITY, false);

@@ -14,14 +14,17 @@ fn labels(g: &Graph, y: NodeId) -> Result<Vec<i64>, Error> {
     Ok(v.iter().map(|&x| x as i64).collect())
 }
 
-/// β[y] − log_sum_exp(β) per observation.
+/// β\[y\] − log_sum_exp(β) per observation.
 pub fn categorical_logit(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let beta = a[0];
     let ys = labels(g, y)?;
     match g.shape(beta) {
         Shape::Matrix(n, k) => {
             if ys.len() != n {
-                return Err(Error::Dist(format!("`categorical_logit`: {} outcomes for {n} rows of logits", ys.len())));
+                return Err(Error::Dist(format!(
+                    "`categorical_logit`: {} outcomes for {n} rows of logits",
+                    ys.len()
+                )));
             }
             let mut idx = Vec::with_capacity(n);
             for (i, &c) in ys.iter().enumerate() {
@@ -36,7 +39,11 @@ pub fn categorical_logit(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
         }
         _ => {
             let picked = g.gather(beta, &ys)?;
-            let picked = if g.shape(y) == Shape::Scalar { g.index(picked, 1)? } else { picked };
+            let picked = if g.shape(y) == Shape::Scalar {
+                g.index(picked, 1)?
+            } else {
+                picked
+            };
             let lse = g.log_sum_exp(beta);
             g.sub(picked, lse)
         }

@@ -133,7 +133,12 @@ pub fn lcdf(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId], upper: bool) 
     let e = entry(dist)?;
     check_arity(e, args)?;
     let f = if upper { e.lccdf } else { e.lcdf };
-    let f = f.ok_or_else(|| Error::Dist(format!("`{dist}` has no {} here", if upper { "lccdf" } else { "lcdf" })))?;
+    let f = f.ok_or_else(|| {
+        Error::Dist(format!(
+            "`{dist}` has no {} here",
+            if upper { "lccdf" } else { "lcdf" }
+        ))
+    })?;
     let p = f(g, x, args)?;
     Ok(g.sum(p))
 }
@@ -170,7 +175,7 @@ pub fn check_outcome(dist: &str, values: &[f64]) -> Result<(), String> {
         Outcome::NonNegative => (|v| v >= 0.0 && v.is_finite(), "non-negative numbers"),
         Outcome::Unit => (|v| v > 0.0 && v < 1.0, "numbers strictly between 0 and 1"),
         Outcome::Any => (|v| v.is_finite(), "finite real numbers"),
-        Outcome::Binary => (|v| v == 0.0 || v == 1.0, "0 or 1"),
+        Outcome::Binary => (|v| v.fract() == 0.0 && (0.0..=1.0).contains(&v), "0 or 1"),
         Outcome::Count => (|v| v >= 0.0 && v.fract() == 0.0, "non-negative integers"),
         Outcome::Category => (|v| v >= 1.0 && v.fract() == 0.0, "categories 1, 2, ..., K"),
     };

@@ -38,7 +38,11 @@ pub fn multi_normal_cholesky(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let n = g.shape(l).rows();
     let d = residual_columns(g, y, mu)?;
     if g.shape(d).rows() != n {
-        return Err(Error::Shape { op: "multi_normal", left: g.shape(y), right: g.shape(l) });
+        return Err(Error::Shape {
+            op: "multi_normal",
+            left: g.shape(y),
+            right: g.shape(l),
+        });
     }
     let z = g.tri_solve(l, d)?;
     let z2 = f1(g, Fun1::Square, z);

@@ -107,4 +107,3 @@ pub fn half_normal_lccdf(g: &mut Graph, x: NodeId, a: &[NodeId]) -> R {
 pub fn half_normal_mean(g: &mut Graph, a: &[NodeId]) -> R {
     affine(g, 0.0, (2.0 / std::f64::consts::PI).sqrt(), a[0])
 }
-

@@ -85,7 +85,11 @@ pub fn half_cauchy(g: &mut Graph, x: NodeId, a: &[NodeId]) -> R {
 fn half_cauchy_cdf(g: &mut Graph, x: NodeId, a: &[NodeId], upper: bool) -> R {
     let z = g.div(x, a[0])?;
     let at = f1(g, Fun1::Atan, z);
-    let p = if upper { affine(g, 1.0, -2.0 / PI, at)? } else { affine(g, 0.0, 2.0 / PI, at)? };
+    let p = if upper {
+        affine(g, 1.0, -2.0 / PI, at)?
+    } else {
+        affine(g, 0.0, 2.0 / PI, at)?
+    };
     let lp = f1(g, Fun1::Log, p);
     let (c1, c2) = (positive(g, a[0]), non_negative(g, x));
     with_support(g, lp, &[c1, c2])

@@ -242,7 +242,10 @@ impl Graph {
     pub fn slice(&mut self, a: NodeId, lo: i64, hi: i64) -> Result<NodeId, Error> {
         let n = self.shape(a).size();
         let ids: Vec<i64> = (lo..=hi).collect();
-        let idx = ids.iter().map(|&i| Self::check_1based(i, n)).collect::<Result<Vec<_>, _>>()?;
+        let idx = ids
+            .iter()
+            .map(|&i| Self::check_1based(i, n))
+            .collect::<Result<Vec<_>, _>>()?;
         let len = idx.len();
         self.gather_flat(a, idx, Shape::Vector(len))
     }
@@ -253,7 +256,10 @@ impl Graph {
     /// [`Error::Index`] out of range.
     pub fn gather(&mut self, a: NodeId, idx: &[i64]) -> Result<NodeId, Error> {
         let n = self.shape(a).size();
-        let idx = idx.iter().map(|&i| Self::check_1based(i, n)).collect::<Result<Vec<_>, _>>()?;
+        let idx = idx
+            .iter()
+            .map(|&i| Self::check_1based(i, n))
+            .collect::<Result<Vec<_>, _>>()?;
         let len = idx.len();
         self.gather_flat(a, idx, Shape::Vector(len))
     }
@@ -272,7 +278,10 @@ impl Graph {
                 idx.push(r + c * s.rows() as u32);
             }
         }
-        let (nr, nc) = ((rows.1 - rows.0 + 1).max(0) as usize, (cols.1 - cols.0 + 1).max(0) as usize);
+        let (nr, nc) = (
+            (rows.1 - rows.0 + 1).max(0) as usize,
+            (cols.1 - cols.0 + 1).max(0) as usize,
+        );
         self.gather_flat(a, idx, Shape::Matrix(nr, nc))
     }
 
@@ -445,7 +454,15 @@ impl Graph {
 
     /// 0 when every entry of x lies in the interval, −∞ otherwise.
     pub fn support(&mut self, x: NodeId, lower: f64, upper: f64, strict: bool) -> NodeId {
-        self.add(Op::Support { x, lower, upper, strict }, Shape::Scalar)
+        self.add(
+            Op::Support {
+                x,
+                lower,
+                upper,
+                strict,
+            },
+            Shape::Scalar,
+        )
     }
 
     /// `rows(x)`, `cols(x)` as constants.
@@ -509,7 +526,10 @@ impl Graph {
             ("max", 1) => Ok(self.max(args[0])),
             ("min", 2) => self.binary(Fun2::Min, args[0], args[1]),
             ("max", 2) => self.binary(Fun2::Max, args[0], args[1]),
-            _ => Err(Error::Dist(format!("unknown function `{name}` with {} arguments", args.len()))),
+            _ => Err(Error::Dist(format!(
+                "unknown function `{name}` with {} arguments",
+                args.len()
+            ))),
         }
     }
 }

@@ -129,7 +129,11 @@ fn verdict(err: f64, tol: f64) -> &'static str {
 impl fmt::Display for DiagnoseReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "log p̃ = {:.10e}", self.log_p)?;
-        writeln!(f, "{:<16} {:>14} {:>18} {:>18} {:>18}", "param", "w", "reverse", "num-dual", "finite diff")?;
+        writeln!(
+            f,
+            "{:<16} {:>14} {:>18} {:>18} {:>18}",
+            "param", "w", "reverse", "num-dual", "finite diff"
+        )?;
         for i in 0..self.w.len() {
             let name = self.names.get(i).map_or("?", String::as_str);
             writeln!(
@@ -139,11 +143,41 @@ impl fmt::Display for DiagnoseReport {
             )?;
         }
         let t = self.tol;
-        writeln!(f, "gradient: reverse vs num-dual {:.2e} ({}, tol {:.0e})", self.grad_err_exact, verdict(self.grad_err_exact, t.exact), t.exact)?;
-        writeln!(f, "gradient: reverse vs finite diff {:.2e} ({}, tol {:.0e})", self.grad_err_fd, verdict(self.grad_err_fd, t.finite_diff), t.finite_diff)?;
-        writeln!(f, "hessian: asymmetry {:.2e} ({}, tol {:.0e})", self.hess_asymmetry, verdict(self.hess_asymmetry, t.symmetry), t.symmetry)?;
-        writeln!(f, "hessian: forward-over-reverse vs all-forward {:.2e} ({}, tol {:.0e})", self.hess_err_exact, verdict(self.hess_err_exact, t.exact), t.exact)?;
-        writeln!(f, "hessian: vs finite diff of gradient {:.2e} ({}, tol {:.0e})", self.hess_err_fd, verdict(self.hess_err_fd, t.finite_diff), t.finite_diff)?;
+        writeln!(
+            f,
+            "gradient: reverse vs num-dual {:.2e} ({}, tol {:.0e})",
+            self.grad_err_exact,
+            verdict(self.grad_err_exact, t.exact),
+            t.exact
+        )?;
+        writeln!(
+            f,
+            "gradient: reverse vs finite diff {:.2e} ({}, tol {:.0e})",
+            self.grad_err_fd,
+            verdict(self.grad_err_fd, t.finite_diff),
+            t.finite_diff
+        )?;
+        writeln!(
+            f,
+            "hessian: asymmetry {:.2e} ({}, tol {:.0e})",
+            self.hess_asymmetry,
+            verdict(self.hess_asymmetry, t.symmetry),
+            t.symmetry
+        )?;
+        writeln!(
+            f,
+            "hessian: forward-over-reverse vs all-forward {:.2e} ({}, tol {:.0e})",
+            self.hess_err_exact,
+            verdict(self.hess_err_exact, t.exact),
+            t.exact
+        )?;
+        writeln!(
+            f,
+            "hessian: vs finite diff of gradient {:.2e} ({}, tol {:.0e})",
+            self.hess_err_fd,
+            verdict(self.hess_err_fd, t.finite_diff),
+            t.finite_diff
+        )?;
         write!(f, "{}", if self.passed() { "PASS" } else { "FAIL" })
     }
 }

@@ -20,7 +20,12 @@ fn num(x: f64) -> String {
 }
 
 fn op_text(op: &Op) -> String {
-    let ids = |v: &[super::NodeId]| v.iter().map(|i| format!("%{}", i.0)).collect::<Vec<_>>().join(" ");
+    let ids = |v: &[super::NodeId]| {
+        v.iter()
+            .map(|i| format!("%{}", i.0))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     match op {
         Op::Const(v) => {
             let head: Vec<String> = v.iter().take(4).map(|&x| num(x)).collect();
@@ -34,7 +39,17 @@ fn op_text(op: &Op) -> String {
         Op::MatMul(a, b) => format!("matmul %{} %{}", a.0, b.0),
         Op::Transpose(a) => format!("transpose %{}", a.0),
         Op::Gather(a, idx) => {
-            let head: Vec<String> = idx.iter().take(6).map(|&k| if k == super::GATHER_ZERO { "0".into() } else { format!("{k}") }).collect();
+            let head: Vec<String> = idx
+                .iter()
+                .take(6)
+                .map(|&k| {
+                    if k == super::GATHER_ZERO {
+                        "0".into()
+                    } else {
+                        format!("{k}")
+                    }
+                })
+                .collect();
             let more = if idx.len() > 6 { " ..." } else { "" };
             format!("gather %{} [{}{more}]", a.0, head.join(", "))
         }
@@ -46,7 +61,12 @@ fn op_text(op: &Op) -> String {
         Op::Min(a) => format!("min %{}", a.0),
         Op::Cholesky(a) => format!("cholesky %{}", a.0),
         Op::TriSolve(l, b) => format!("tri_solve %{} %{}", l.0, b.0),
-        Op::Support { x, lower, upper, strict } => {
+        Op::Support {
+            x,
+            lower,
+            upper,
+            strict,
+        } => {
             let (o, c) = if *strict { ("(", ")") } else { ("[", "]") };
             format!("support %{} {o}{}, {}{c}", x.0, num(*lower), num(*upper))
         }
@@ -63,7 +83,10 @@ pub fn dump_graph(g: &Graph) -> String {
     let t: Vec<String> = g.targets.iter().map(|i| format!("%{}", i.0)).collect();
     let _ = writeln!(out, "target = {}", t.join(" + "));
     for p in &g.pointwise {
-        let q = p.quantity.map(|q| format!(" quantity %{}", q.0)).unwrap_or_default();
+        let q = p
+            .quantity
+            .map(|q| format!(" quantity %{}", q.0))
+            .unwrap_or_default();
         let _ = writeln!(out, "pointwise {} loglik %{}{q}", p.name, p.loglik.0);
     }
     out
@@ -77,7 +100,9 @@ mod tests {
     #[test]
     fn dump_lists_nodes_and_target() {
         let mut g = Graph::new(2, 0);
-        let x = g.param_slice(0, Shape::Vector(2), &Constraint::lower(0.0)).unwrap();
+        let x = g
+            .param_slice(0, Shape::Vector(2), &Constraint::lower(0.0))
+            .unwrap();
         let s = g.sum(x);
         g.add_target(s).unwrap();
         let text = dump_graph(&g);

@@ -159,13 +159,21 @@ pub(crate) fn eval_op<'b, T: Scalar>(
             let a = get(*a);
             let mut out = Vec::with_capacity(n * s);
             for c in 0..s {
-                out.extend(idx.iter().map(|&k| if k == GATHER_ZERO { T::zero() } else { a.at(k as usize, c) }));
+                out.extend(idx.iter().map(|&k| {
+                    if k == GATHER_ZERO {
+                        T::zero()
+                    } else {
+                        a.at(k as usize, c)
+                    }
+                }));
             }
             out
         }
         Op::Pack(ids) => {
             let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
-            (0..s).flat_map(|c| args.iter().map(move |a| a.at(0, c))).collect()
+            (0..s)
+                .flat_map(|c| args.iter().map(move |a| a.at(0, c)))
+                .collect()
         }
         Op::Sum(a) => reduce(get(*a), s, |x| x.iter().copied().sum()),
         Op::LogSumExp(a) => reduce(get(*a), s, log_sum_exp),
@@ -179,13 +187,23 @@ pub(crate) fn eval_op<'b, T: Scalar>(
         Op::TriSolve(l, b) => {
             let (l, b) = (get(*l), get(*b));
             let m = shape.rows();
-            (0..s).flat_map(|c| tri_solve(l.col(c), b.col(c), m, shape.cols())).collect()
+            (0..s)
+                .flat_map(|c| tri_solve(l.col(c), b.col(c), m, shape.cols()))
+                .collect()
         }
-        Op::Support { x, lower, upper, strict } => {
+        Op::Support {
+            x,
+            lower,
+            upper,
+            strict,
+        } => {
             let x = get(*x);
             (0..s)
                 .map(|c| {
-                    let ok = x.col(c).iter().all(|v| in_interval(v.real(), *lower, *upper, *strict));
+                    let ok = x
+                        .col(c)
+                        .iter()
+                        .all(|v| in_interval(v.real(), *lower, *upper, *strict));
                     T::from(if ok { 0.0 } else { f64::NEG_INFINITY })
                 })
                 .collect()
@@ -304,7 +322,16 @@ fn matmul_values<T: Scalar>(a: Arg<T>, b: Arg<T>, shape: Shape, s: usize) -> Vec
     let mut out = vec![T::zero(); m * n * s];
     if !a.batched {
         // A constant: B's columns are k × (n·S) side by side, one product for the batch.
-        T::gemm(false, false, m, n * if b.batched { s } else { 1 }, k, a.data, b.data, &mut out);
+        T::gemm(
+            false,
+            false,
+            m,
+            n * if b.batched { s } else { 1 },
+            k,
+            a.data,
+            b.data,
+            &mut out,
+        );
         if !b.batched {
             let first = out[..m * n].to_vec();
             for c in 1..s {
@@ -314,7 +341,16 @@ fn matmul_values<T: Scalar>(a: Arg<T>, b: Arg<T>, shape: Shape, s: usize) -> Vec
         return out;
     }
     for c in 0..s {
-        T::gemm(false, false, m, n, k, a.col(c), b.col(c), &mut out[c * m * n..(c + 1) * m * n]);
+        T::gemm(
+            false,
+            false,
+            m,
+            n,
+            k,
+            a.col(c),
+            b.col(c),
+            &mut out[c * m * n..(c + 1) * m * n],
+        );
     }
     out
 }
@@ -342,7 +378,11 @@ fn reduce<T: Scalar>(a: Arg<T>, s: usize, f: impl Fn(&[T]) -> T) -> Vec<T> {
 pub(crate) fn argext<T: Scalar>(x: &[T], largest: bool) -> usize {
     let mut best = 0;
     for (i, v) in x.iter().enumerate() {
-        let better = if largest { v.real() > x[best].real() } else { v.real() < x[best].real() };
+        let better = if largest {
+            v.real() > x[best].real()
+        } else {
+            v.real() < x[best].real()
+        };
         if better {
             best = i;
         }

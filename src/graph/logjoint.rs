@@ -107,7 +107,11 @@ impl LogJoint {
         }
         let q_ids: Vec<NodeId> = g.pointwise.iter().filter_map(|p| p.quantity).collect();
         let qs = eval_nodes(g, theta.as_slice(), w, &q_ids);
-        let names = g.pointwise.iter().filter(|p| p.quantity.is_some()).map(|p| p.name.clone());
+        let names = g
+            .pointwise
+            .iter()
+            .filter(|p| p.quantity.is_some())
+            .map(|p| p.name.clone());
         let quantities = names
             .zip(qs)
             .map(|(n, m)| (n, m.column_mean().iter().copied().collect()))
@@ -202,7 +206,13 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         .par_iter()
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
-            reverse::value_grad(g, &consts, theta.as_slice(), &w.as_slice()[c0 * d..c1 * d], c1 - c0)
+            reverse::value_grad(
+                g,
+                &consts,
+                theta.as_slice(),
+                &w.as_slice()[c0 * d..c1 * d],
+                c1 - c0,
+            )
         })
         .collect();
     let mut values = Vec::with_capacity(s);
@@ -214,7 +224,11 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         gt.extend(part.grad_theta);
     }
     for (c, v) in values.iter_mut().enumerate() {
-        let bad = !v.is_finite() || gw[c * d..(c + 1) * d].iter().chain(&gt[c * p..(c + 1) * p]).any(|x| !x.is_finite());
+        let bad = !v.is_finite()
+            || gw[c * d..(c + 1) * d]
+                .iter()
+                .chain(&gt[c * p..(c + 1) * p])
+                .any(|x| !x.is_finite());
         if bad {
             *v = f64::NEG_INFINITY;
             gw[c * d..(c + 1) * d].iter_mut().for_each(|x| *x = 0.0);
@@ -225,5 +239,132 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         values: DVector::from_vec(values),
         grad_w: want.grad_w.then(|| DMatrix::from_vec(d, s, gw)),
         grad_theta: want.grad_theta.then(|| DMatrix::from_vec(p, s, gt)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist;
+    use crate::graph::{diagnose, Tolerances};
+    use approx::assert_relative_eq;
+
+    /// σ ~ lognormal(0, 1) (σ > 0 through exp), y ~ normal(μ, σ), μ ~ normal(0, 10).
+    fn model() -> LogJoint {
+        let mut g = Graph::new(2, 1);
+        let mu = g.param_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+        let sigma = g.param_slice(1, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+        let scale = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+        let zero = g.scalar(0.0);
+        let one = g.scalar(1.0);
+        dist::tilde(&mut g, "normal", mu, &[zero, scale]).unwrap();
+        dist::tilde(&mut g, "lognormal", sigma, &[zero, one]).unwrap();
+        let y = g.constant(Shape::Vector(3), vec![0.5, 1.5, -0.2]);
+        dist::tilde(&mut g, "normal", y, &[mu, sigma]).unwrap();
+        let params = vec![
+            ParamInfo {
+                name: "mu".into(),
+                offset: 0,
+                shape: Shape::Scalar,
+                constraint: Constraint::NONE,
+                value: mu,
+            },
+            ParamInfo {
+                name: "sigma".into(),
+                offset: 1,
+                shape: Shape::Scalar,
+                constraint: Constraint::lower(0.0),
+                value: sigma,
+            },
+        ];
+        let mut pg = Graph::new(2, 1);
+        let mu_p = pg.param_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+        let beta = pg.constant(Shape::Vector(2), vec![1.0, -2.0]);
+        let eta = pg.mul(beta, mu_p).unwrap();
+        let yt = pg.constant(Shape::Vector(2), vec![1.0, 0.0]);
+        let ll = dist::pointwise(&mut pg, "bernoulli_logit", yt, &[eta]).unwrap();
+        let q = dist::quantity(&mut pg, "bernoulli_logit", yt, &[eta]).unwrap();
+        pg.add_pointwise("y_test", ll, Some(q));
+        let mut lj = LogJoint::new(g, params, vec![]);
+        lj.predict = Some(pg);
+        lj.theta0 = DVector::from_vec(vec![10f64.ln()]);
+        lj
+    }
+
+    #[test]
+    fn chunked_parallel_evaluation_equals_one_column_at_a_time() {
+        let lj = model();
+        let s = 2 * CHUNK + 17;
+        let w = DMatrix::from_fn(2, s, |i, j| ((i * s + j) as f64 * 0.37).sin());
+        let th = lj.theta_init();
+        let all = lj.eval(&th, &w, Want::ALL);
+        for c in [0, CHUNK - 1, CHUNK, s - 1] {
+            let one = lj.eval(&th, &w.columns(c, 1).into_owned(), Want::ALL);
+            assert_relative_eq!(all.values[c], one.values[0], max_relative = 1e-12);
+            let (ga, go) = (all.grad_w.as_ref().unwrap(), one.grad_w.as_ref().unwrap());
+            assert_relative_eq!(
+                ga.column(c).into_owned(),
+                go.column(0).into_owned(),
+                max_relative = 1e-12
+            );
+        }
+        let v = lj.eval(&th, &w, Want::VALUE);
+        assert_relative_eq!(v.values, all.values, max_relative = 1e-12);
+    }
+
+    #[test]
+    fn constrain_reports_values_on_the_declared_scale() {
+        let lj = model();
+        let w = DMatrix::from_column_slice(2, 2, &[0.3, 0.0, -1.0, 2f64.ln()]);
+        let out = lj.constrain(&lj.theta_init(), &w);
+        assert_eq!(out[0].0, "mu");
+        assert_relative_eq!(out[0].1[(0, 1)], -1.0, epsilon = 1e-15);
+        assert_relative_eq!(out[1].1[(0, 0)], 1.0, epsilon = 1e-15);
+        assert_relative_eq!(out[1].1[(0, 1)], 2.0, epsilon = 1e-14);
+        assert_eq!(lj.coordinate_names(), vec!["mu", "sigma"]);
+    }
+
+    #[test]
+    fn predict_gives_pointwise_loglik_and_mean_probabilities() {
+        let lj = model();
+        let w = DMatrix::from_column_slice(2, 2, &[0.5, 0.0, -0.5, 0.0]);
+        let p = lj.predict(&lj.theta_init(), &w).unwrap();
+        let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
+        assert_eq!((p.loglik.nrows(), p.loglik.ncols()), (2, 2));
+        assert_relative_eq!(p.loglik[(0, 0)], sig(0.5).ln(), epsilon = 1e-14);
+        assert_relative_eq!(p.loglik[(1, 1)], (1.0 - sig(1.0)).ln(), epsilon = 1e-14);
+        let q = &p.quantities[0].1;
+        assert_relative_eq!(q[0], 0.5 * (sig(0.5) + sig(-0.5)), epsilon = 1e-14);
+        assert_relative_eq!(q[1], 0.5 * (sig(-1.0) + sig(1.0)), epsilon = 1e-14);
+    }
+
+    #[test]
+    fn diagnose_passes_on_a_smooth_model_and_zero_tolerance_fails() {
+        let lj = model();
+        let w = DVector::from_vec(vec![0.4, -0.3]);
+        let r = diagnose(&lj, &lj.theta_init(), &w, Tolerances::default());
+        assert!(r.passed(), "{r}");
+        assert!(r.to_string().ends_with("PASS"));
+        let strict = Tolerances {
+            exact: 0.0,
+            finite_diff: 0.0,
+            symmetry: 0.0,
+        };
+        let r2 = diagnose(&lj, &lj.theta_init(), &w, strict);
+        assert!(!r2.passed());
+    }
+
+    #[test]
+    fn hessian_matches_hvp_columns() {
+        let lj = model();
+        let th = lj.theta_init();
+        let w = DVector::from_vec(vec![0.2, 0.1]);
+        let h = lj.hessian(&th, &w);
+        let e0 = DVector::from_vec(vec![1.0, 0.0]);
+        assert_relative_eq!(
+            lj.hvp(&th, &w, &e0),
+            h.column(0).into_owned(),
+            max_relative = 1e-12
+        );
     }
 }

@@ -14,10 +14,10 @@ pub mod eval;
 pub mod logjoint;
 pub mod transform;
 
+pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
 pub use dump::dump_graph;
 pub use logjoint::{LogJoint, ParamInfo, Prediction};
-pub use build::fun1_by_name;
 pub use transform::Constraint;
 
 /// Index of a node in its graph.

@@ -110,7 +110,15 @@ mod tests {
 
     #[test]
     fn unconstrain_inverts_constrain() {
-        for c in [Constraint::NONE, Constraint::lower(1.5), Constraint::interval(-1.0, 3.0), Constraint { lower: None, upper: Some(2.0) }] {
+        for c in [
+            Constraint::NONE,
+            Constraint::lower(1.5),
+            Constraint::interval(-1.0, 3.0),
+            Constraint {
+                lower: None,
+                upper: Some(2.0),
+            },
+        ] {
             for &u in &[-2.0, 0.0, 0.7] {
                 assert_relative_eq!(c.unconstrain(c.constrain(u)), u, epsilon = 1e-12);
             }

@@ -26,7 +26,7 @@ use crate::posterior::{standard_normal, Gaussian, Posterior};
 pub struct Settings {
     /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
     pub vi: ViSettings,
-    /// `rank`: k ≥ 1 [1].
+    /// `rank`: k ≥ 1 (default 1).
     pub rank: usize,
 }
 

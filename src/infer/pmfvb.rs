@@ -266,7 +266,7 @@ impl<'a> Run<'a> {
                 self.stopped_by_observer = true;
                 return;
             }
-            if iter % self.settings.window == 0 && self.window_done() {
+            if iter.is_multiple_of(self.settings.window) && self.window_done() {
                 self.converged = true;
                 return;
             }

@@ -63,7 +63,7 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "split_mf",
         build: split_mf::build,
-        keys: &["bins", "samples", "optimizer"],
+        keys: &["bins", "samples", "optimizer", "full_cov"],
         description: "split mean-field: a mixture of mean-field Gaussians on soft bins, grown by splitting",
     },
     Entry {

@@ -140,13 +140,13 @@ fn label(d: Diagnostic, e: &InferOption, text: impl Into<String>) -> Diagnostic 
 /// Settings shared by every method that optimises: limits, optimiser, hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Common {
-    /// `max_iters` [1000].
+    /// `max_iters` (default 1000).
     pub max_iters: usize,
-    /// `tol`: relative change of the objective [1e-11].
+    /// `tol`: relative change of the objective (default 1e-11).
     pub tol: f64,
-    /// `optimizer` [lbfgs].
+    /// `optimizer` (default lbfgs).
     pub optimizer: Optimizer,
-    /// `learn_hyper` [true].
+    /// `learn_hyper` (default true).
     pub learn_hyper: bool,
 }
 

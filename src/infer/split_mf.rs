@@ -1,9 +1,9 @@
 //! `split_mf`: split mean-field variational inference (Bouchard & Zoeter 2009).
 //!
-//! q(w) = Σ_k π_k N(m_k, diag v_k), one mean-field Gaussian per soft bin
+//! q(w) = Σ_k π_k N(m_k, diag v_k), one mean-field Gaussian per soft bin (`full_cov`: N(m_k, L_k L_kᵀ))
 //! s_k(w) = Π σ(±(aⱼᵀw + bⱼ)) along the root-to-leaf path of a binary tree (Σ_k s_k = 1).
 //! Objective: the lower bound log I ≥ log Σ_k exp(L_k),
-//! L_k = E_qk[log s_k] + E_qk[log p̃] + H[q_k], π_k ∝ exp L_k; sigmoid expectations by
+//! L_k = E_qk[log s_k] + E_qk[log p̃] + H(q_k), π_k ∝ exp L_k; sigmoid expectations by
 //! Gauss–Hermite quadrature, E_qk[log p̃] on S fixed samples shared by the bins. All
 //! hyperplanes, means and log standard deviations (and θ with `learn_hyper`) are optimised
 //! jointly by L-BFGS (or SCG).
@@ -28,7 +28,7 @@ use crate::infer::optim::{self, Optimizer};
 use crate::infer::settings::{Common, Reader};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, Posterior};
-use bound::{Bound, GaussHermite, Params, Tree};
+use bound::{lower_indices, Bound, GaussHermite, Params, Tree};
 use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 
@@ -48,6 +48,9 @@ pub struct Settings {
     /// Optimise θ jointly on the bound (models with `hyper`), starting from the Laplace θ.
     /// Key `learn_hyper`, default true.
     pub learn_hyper: bool,
+    /// A full covariance root per bin instead of a diagonal one (small D). Key `full_cov`,
+    /// default false.
+    pub full_cov: bool,
 }
 
 impl Default for Settings {
@@ -59,6 +62,7 @@ impl Default for Settings {
             tol: 1e-9,
             optimizer: Optimizer::Lbfgs,
             learn_hyper: true,
+            full_cov: false,
         }
     }
 }
@@ -68,7 +72,7 @@ impl Default for Settings {
 /// # Errors
 /// A [`Diagnostic`] at an unknown key or a value of the wrong kind.
 pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(opts, "split_mf", &["bins", "samples", "optimizer"])?;
+    let r = Reader::new(opts, "split_mf", &["bins", "samples", "optimizer", "full_cov"])?;
     let d = Settings::default();
     Ok(Box::new(SplitMf {
         settings: Settings {
@@ -78,6 +82,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
             tol: r.positive("tol", d.tol)?,
             optimizer: r.optimizer()?,
             learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
+            full_cov: r.boolean("full_cov", d.full_cov)?,
         },
     }))
 }
@@ -156,12 +161,13 @@ impl SplitMf {
         let mut trace = Vec::new();
         let mut notes = Vec::new();
         obs.phase("split_mf: 1 bin");
-        let x0 = initial_params(&start, &theta0).pack(ctx.learn());
-        let mut stage = ctx.optimise(Tree::root(), x0, obs, &mut trace);
+        let full = self.settings.full_cov;
+        let x0 = initial_params(&start, &theta0, full).pack(ctx.learn());
+        let mut stage = ctx.optimise(Tree::root(full), x0, obs, &mut trace);
         if !stage.bound.is_finite() {
             return Err(Error::NonFiniteStart { value: stage.bound });
         }
-        notes.push(format!("bound with 1 bin: {:.6}", stage.bound));
+        report(obs, &mut notes, format!("bound with 1 bin: {:.6}", stage.bound));
         let mut bounds = vec![stage.bound];
         while stage.tree.bins() < self.settings.bins {
             let k = stage.tree.bins() + 1;
@@ -169,16 +175,17 @@ impl SplitMf {
             let (tree, x0) = ctx.split_heaviest(&stage);
             let next = ctx.optimise(tree, x0, obs, &mut trace);
             if next.bound > stage.bound {
-                notes.push(format!("bound with {k} bins: {:.6}", next.bound));
+                report(obs, &mut notes, format!("bound with {k} bins: {:.6}", next.bound));
                 bounds.push(next.bound);
                 stage = next;
             } else {
-                notes.push(format!(
+                let msg = format!(
                     "split to {k} bins did not raise the bound ({:.6} ≤ {:.6}); kept {} bins",
                     next.bound,
                     stage.bound,
                     k - 1
-                ));
+                );
+                report(obs, &mut notes, msg);
                 break;
             }
         }
@@ -259,8 +266,10 @@ impl Ctx<'_> {
         let d = self.z.nrows();
         let k = argmax(&stage.per_bin);
         let mut p = Params::unpack(&stage.x, &stage.tree, d, self.theta0, self.learn());
-        let axis = p.log_sigma[k].argmax().0;
-        let sd = p.log_sigma[k][axis].exp();
+        let root = p.root(k);
+        let var = DVector::from_iterator(d, root.row_iter().map(|r| r.norm_squared()));
+        let axis = var.argmax().0;
+        let sd = var[axis].sqrt();
         let steep = 2.0 / sd;
         let mut a = DVector::zeros(d);
         a[axis] = steep;
@@ -271,6 +280,7 @@ impl Ctx<'_> {
         p.m[k][axis] += 0.5 * sd;
         p.m.push(minus);
         p.log_sigma.push(p.log_sigma[k].clone());
+        p.lower.push(p.lower[k].clone());
         (stage.tree.split(k), p.pack(self.learn()))
     }
 
@@ -289,14 +299,12 @@ impl Ctx<'_> {
         let d = self.z.nrows();
         let p = Params::unpack(&stage.x, &stage.tree, d, self.theta0, self.learn());
         let weights: Vec<f64> = stage.per_bin.iter().map(|l| (l - stage.bound).exp()).collect();
-        let components =
-            p.m.iter()
-                .zip(&p.log_sigma)
-                .map(|(m, ls)| Gaussian {
-                    mean: m.clone(),
-                    root: DMatrix::from_diagonal(&ls.map(f64::exp)),
-                })
-                .collect();
+        let components = (0..p.m.len())
+            .map(|k| Gaussian {
+                mean: p.m[k].clone(),
+                root: p.root(k),
+            })
+            .collect();
         let mut notes = notes;
         if !stage.converged {
             notes.push("the last optimisation stopped at max_iters".to_string());
@@ -316,13 +324,37 @@ impl Ctx<'_> {
     }
 }
 
-/// Parameters for one bin at the Laplace mean with σ² = diag Σ_LA.
-fn initial_params(start: &Gaussian, theta0: &DVector<f64>) -> Params {
+/// A growth result: to the observer as a phase ("split_mf: bound with 2 bins: …") and to the notes.
+fn report(obs: &mut dyn Observer, notes: &mut Vec<String>, msg: String) {
+    obs.phase(&format!("split_mf: {msg}"));
+    notes.push(msg);
+}
+
+/// Parameters for one bin at the Laplace mean: σ² = diag Σ_LA, or with `full_cov` the
+/// Laplace Cholesky factor itself.
+fn initial_params(start: &Gaussian, theta0: &DVector<f64>, full_cov: bool) -> Params {
+    let cov = start.cov();
+    let d = cov.nrows();
+    let (log_sigma, lower) = match cov.clone().cholesky().filter(|_| full_cov) {
+        Some(ch) => {
+            let l = ch.l();
+            let lower = lower_indices(d).map(|(i, j)| l[(i, j)]);
+            (
+                l.diagonal().map(f64::ln),
+                DVector::from_iterator(d * (d - 1) / 2, lower),
+            )
+        }
+        None => (
+            cov.diagonal().map(|v| 0.5 * v.max(1e-300).ln()),
+            DVector::zeros(if full_cov { d * (d - 1) / 2 } else { 0 }),
+        ),
+    };
     Params {
         a: vec![],
         b: vec![],
         m: vec![start.mean.clone()],
-        log_sigma: vec![start.cov().diagonal().map(|v| 0.5 * v.max(1e-300).ln())],
+        log_sigma: vec![log_sigma],
+        lower: vec![lower],
         theta: theta0.clone(),
     }
 }

@@ -24,7 +24,7 @@ use crate::posterior::{standard_normal, Approximation, IterRecord, Posterior};
 pub struct ViSettings {
     /// `max_iters`, `tol`, `optimizer`, `learn_hyper`.
     pub common: Common,
-    /// `samples`: S, the number of fixed standard-normal draws [1000].
+    /// `samples`: S, the number of fixed standard-normal draws (default 1000).
     pub samples: usize,
 }
 

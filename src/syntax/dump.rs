@@ -77,6 +77,11 @@ impl Dumper {
         let _ = writeln!(self.out, "{pad}{role}{text} @{}..{}", span.start, span.end);
     }
 
+    /// A line without a node of its own (`then:`), grouping what follows.
+    fn heading(&mut self, depth: usize, text: &str) {
+        let _ = writeln!(self.out, "{}{text}", "  ".repeat(depth));
+    }
+
     fn item(&mut self, depth: usize, item: &Item) {
         match item {
             Item::Import(i) => self.line(depth, "", &format!("Import {:?}", i.path), i.span),
@@ -201,15 +206,10 @@ impl Dumper {
     fn if_(&mut self, depth: usize, cond: &Expr, then: &[Stmt], otherwise: &[Stmt], span: Span) {
         self.line(depth, "", "If", span);
         self.expr(depth + 1, "cond", cond);
-        self.line(depth + 1, "then", &format!("{} statements", then.len()), span);
+        self.heading(depth + 1, "then:");
         self.stmts(depth + 2, then);
         if !otherwise.is_empty() {
-            self.line(
-                depth + 1,
-                "else",
-                &format!("{} statements", otherwise.len()),
-                span,
-            );
+            self.heading(depth + 1, "else:");
             self.stmts(depth + 2, otherwise);
         }
     }
@@ -283,7 +283,7 @@ impl Dumper {
         match i {
             Index::At(e) => self.expr(depth, "at", e),
             Index::Range { lo, hi, span } => {
-                self.line(depth, "range", "", *span);
+                self.line(depth, "", "Range", *span);
                 if let Some(lo) = lo {
                     self.expr(depth + 1, "lo", lo);
                 }

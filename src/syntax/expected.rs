@@ -16,8 +16,13 @@ use super::span::Span;
 /// The words for "a top-level item".
 const ITEM: &str =
     "a top-level item: `import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict` or `infer`";
+/// Type names, which start a Stan-style declaration `real x;`.
+const TYPES: [&str; 5] = ["int", "real", "vector", "matrix", "ints"];
 /// Reserved words, which cannot be names.
-const RESERVED: [&str; 8] = ["let", "fn", "for", "in", "if", "else", "return", "import"];
+const RESERVED: [&str; 20] = [
+    "let", "fn", "for", "in", "if", "else", "return", "import", "target", "data", "hyper", "param", "model",
+    "predict", "infer", "ints", "int", "real", "vector", "matrix",
+];
 /// Keywords that may start a top-level item, for "did you mean".
 const ITEM_KEYWORDS: [&str; 9] = [
     "import", "fn", "data", "hyper", "param", "let", "model", "predict", "infer",
@@ -97,10 +102,9 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         expr | nexpr | bound_expr | term | prefix_op | call | array | paren => "an expression",
         binop | arith_op | ternary_op => "an operator",
         index_item => "an index",
-        transpose | index_suffix | program | WHITESPACE | COMMENT | ident_char | keyword | ident_chars
-        | decl_body | tilde_rest | assign_rest | postfix | infix | arith_chars | primary | call_args => {
-            return None
-        }
+        program => ITEM,
+        transpose | index_suffix | WHITESPACE | COMMENT | ident_char | keyword | ident_chars | decl_body
+        | tilde_rest | assign_rest | postfix | infix | arith_chars | primary | call_args => return None,
         block_item | line_item => ITEM,
     })
 }
@@ -108,7 +112,7 @@ fn phrase(rule: Rule) -> Option<&'static str> {
 /// Phrases for all the rules, deduplicated, in a stable order.
 fn phrases(positives: &[Rule]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    let top_level = positives.contains(&Rule::kw_data);
+    let top_level = positives.contains(&Rule::kw_data) || positives.contains(&Rule::program);
     for &r in positives {
         // At the top level, the separators and end of file add nothing to "an item".
         if top_level && matches!(r, Rule::sep | Rule::EOI | Rule::kw_let) {
@@ -134,6 +138,10 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
     if out.iter().any(|p| STARTS.contains(p)) {
         out.retain(|p| *p != phrase(Rule::sep).unwrap_or_default());
     }
+    // "the end of the file" is implied by "the end of the statement".
+    if out.contains(&phrase(Rule::sep).unwrap_or_default()) {
+        out.retain(|p| *p != phrase(Rule::EOI).unwrap_or_default());
+    }
     // "an operator" goes first: it continues what is already written.
     out.sort_by_key(|p| *p != "an operator");
     out
@@ -143,7 +151,7 @@ fn phrases(positives: &[Rule]) -> Vec<&'static str> {
 fn found_at(src: &str, pos: usize) -> (Span, String) {
     let rest = src.get(pos..).unwrap_or("");
     let Some(c) = rest.chars().next() else {
-        return (Span::new(pos, pos), "the end of the file".into());
+        return (end_of_file_span(src), "the end of the file".into());
     };
     if c == '\n' || c == '\r' {
         return (Span::new(pos, pos + 1), "the end of the line".into());
@@ -165,6 +173,15 @@ fn found_at(src: &str, pos: usize) -> (Span, String) {
     (Span::new(pos, pos + len), format!("`{text}`"))
 }
 
+/// The last visible character, where "found the end of the file" is shown (a label after
+/// the last line would not be drawn).
+fn end_of_file_span(src: &str) -> Span {
+    match src.trim_end().char_indices().last() {
+        Some((i, c)) => Span::new(i, i + c.len_utf8()),
+        None => Span::new(0, 0),
+    }
+}
+
 type Help = (Option<String>, Option<(Span, String)>);
 
 /// A help line and a related span for common mistakes.
@@ -174,11 +191,20 @@ fn help_for(positives: &[Rule], src: &str, pos: usize, found: &str) -> Help {
     }
     let has = |r| positives.contains(&r);
     let word = found.trim_matches('`');
-    let help = if has(Rule::ident) && RESERVED.contains(&word) {
+    let top_level = has(Rule::kw_data) || has(Rule::program);
+    let help = if has(Rule::ident) && !word.is_empty() && !word.is_ascii() {
+        Some("names use ASCII letters, digits and `_`, e.g. `sigma`".into())
+    } else if found == "`,`" && has(Rule::sep) {
+        Some("statements and entries are separated by a newline or `;`, not `,`".into())
+    } else if top_level && found == "`}`" {
+        Some("this `}` has no matching `{`".into())
+    } else if has(Rule::ident) && TYPES.contains(&word) {
+        Some("declarations are written `name: type`, e.g. `sigma: real<lower=0>`".into())
+    } else if has(Rule::ident) && RESERVED.contains(&word) {
         Some(format!(
             "`{word}` is a reserved word and cannot be used as a name"
         ))
-    } else if has(Rule::kw_data) && rest_of_line(src, pos).contains(['~', '=']) {
+    } else if top_level && rest_of_line(src, pos).contains(['~', '=']) {
         Some("statements go inside a block, e.g. `model { y ~ normal(0, 1) }`".into())
     } else if has(Rule::decl_colon) && (found == "`=`" || found.starts_with("`<`")) {
         Some("declarations are written `name: type`, e.g. `alpha: real<lower=0> = 1.0`".into())
@@ -239,7 +265,8 @@ fn unclosed_bracket_help(positives: &[Rule], src: &str, pos: usize, found: &str)
             return unclosed_help(src, at, open, found);
         }
     }
-    if at_end && positives.contains(&Rule::rbrace) || found == "`{`" {
+    let starts_item = ITEM_KEYWORDS.iter().any(|k| found == format!("`{k}`"));
+    if (at_end || starts_item) && positives.contains(&Rule::rbrace) || found == "`{`" {
         let at = unclosed_before(src, pos, '{')?;
         return unclosed_help(src, at, '{', found);
     }

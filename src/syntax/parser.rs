@@ -39,6 +39,8 @@ pub(crate) use grammar::Rule;
 /// # Errors
 /// The first syntax error, as a `Diagnostic` with code `mvi::syntax::…`, the span of the
 /// offending text, a message saying what was expected, and a help line where a fix is likely.
+// `Diagnostic` is the crate's one user-facing error type; errors are rare, so its size is fine.
+#[allow(clippy::result_large_err)]
 pub fn parse_program(src: &str, file_name: &str) -> Result<Program, Diagnostic> {
     parse(src).map_err(|e| e.to_diagnostic(src, file_name))
 }

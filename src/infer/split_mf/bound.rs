@@ -9,7 +9,8 @@
 //! The sigmoid expectations are 1-D Gauss–Hermite integrals over u = aᵀw + b ~
 //! N(aᵀm + b, Σ_d a_d² v_d); log p̃ is evaluated in one batched call over bins × samples.
 
-use crate::density::{LogDensity, Want};
+use crate::density::{Evaluated, LogDensity, Want};
+use crate::infer::objective::entropy_constant;
 use crate::posterior::log_sum_exp;
 use nalgebra::{DMatrix, DVector};
 
@@ -25,15 +26,32 @@ pub(crate) struct Tree {
     pub nodes: usize,
     /// Per leaf, its path from the root.
     pub paths: Vec<Vec<(usize, f64)>>,
+    /// Whether each bin has a full (lower-triangular) covariance root.
+    pub full_cov: bool,
 }
 
 impl Tree {
     /// One bin, no hyperplanes.
-    pub fn root() -> Self {
+    pub fn root(full_cov: bool) -> Self {
         Tree {
             nodes: 0,
             paths: vec![vec![]],
+            full_cov,
         }
+    }
+
+    /// Strictly-lower root entries per bin: D(D−1)/2 with `full_cov`, else 0.
+    pub fn n_lower(&self, d: usize) -> usize {
+        if self.full_cov {
+            d * (d - 1) / 2
+        } else {
+            0
+        }
+    }
+
+    /// Offset of bin k's block [m_k, log σ_k, lower_k] in the packed vector.
+    pub fn leaf_off(&self, d: usize, k: usize) -> usize {
+        self.nodes * (d + 1) + k * (2 * d + self.n_lower(d))
     }
 
     /// Split leaf k with a new hyperplane: k keeps the `+` side, a new last leaf the `−` side.
@@ -63,8 +81,10 @@ pub(crate) struct Params {
     pub b: Vec<f64>,
     /// Bin means m_k.
     pub m: Vec<DVector<f64>>,
-    /// Bin log standard deviations log σ_k.
+    /// Bin log standard deviations log σ_k (the log diagonal of the root L_k).
     pub log_sigma: Vec<DVector<f64>>,
+    /// Strictly-lower entries of L_k, row by row (empty without `full_cov`).
+    pub lower: Vec<DVector<f64>>,
     /// Hyperparameters θ (packed only when learned).
     pub theta: DVector<f64>,
 }
@@ -77,9 +97,10 @@ impl Params {
             v.extend(a.iter());
             v.push(*b);
         }
-        for (m, s) in self.m.iter().zip(&self.log_sigma) {
+        for ((m, s), l) in self.m.iter().zip(&self.log_sigma).zip(&self.lower) {
             v.extend(m.iter());
             v.extend(s.iter());
+            v.extend(l.iter());
         }
         if with_theta {
             v.extend(self.theta.iter());
@@ -96,8 +117,9 @@ impl Params {
         with_theta: bool,
     ) -> Params {
         let node = |j: usize| j * (d + 1);
-        let leaf = |k: usize| tree.nodes * (d + 1) + k * 2 * d;
+        let leaf = |k: usize| tree.leaf_off(d, k);
         let theta_off = leaf(tree.bins());
+        let nl = tree.n_lower(d);
         Params {
             a: (0..tree.nodes).map(|j| x.rows(node(j), d).into_owned()).collect(),
             b: (0..tree.nodes).map(|j| x[node(j) + d]).collect(),
@@ -107,6 +129,9 @@ impl Params {
             log_sigma: (0..tree.bins())
                 .map(|k| x.rows(leaf(k) + d, d).into_owned())
                 .collect(),
+            lower: (0..tree.bins())
+                .map(|k| x.rows(leaf(k) + 2 * d, nl).into_owned())
+                .collect(),
             theta: if with_theta {
                 x.rows(theta_off, theta0.len()).into_owned()
             } else {
@@ -114,6 +139,23 @@ impl Params {
             },
         }
     }
+}
+
+impl Params {
+    /// The root L_k = diag(σ_k) + strictly-lower entries (full_cov only).
+    pub fn root(&self, k: usize) -> DMatrix<f64> {
+        let d = self.m[k].len();
+        let mut l = DMatrix::from_diagonal(&self.log_sigma[k].map(f64::exp));
+        for (idx, (i, j)) in lower_indices(d).enumerate().take(self.lower[k].len()) {
+            l[(i, j)] = self.lower[k][idx];
+        }
+        l
+    }
+}
+
+/// The strictly-lower positions (i, j), i > j, row by row.
+pub(crate) fn lower_indices(d: usize) -> impl Iterator<Item = (usize, usize)> {
+    (1..d).flat_map(|i| (0..i).map(move |j| (i, j)))
 }
 
 /// The bound for one tree on fixed samples.
@@ -158,75 +200,113 @@ impl Bound<'_> {
     fn per_bin(&self, p: &Params, n: usize) -> (Vec<f64>, Vec<DVector<f64>>) {
         let (d, s, kk) = (self.z.nrows(), self.z.ncols(), self.tree.bins());
         let sigma: Vec<DVector<f64>> = p.log_sigma.iter().map(|l| l.map(f64::exp)).collect();
+        let roots: Vec<Option<DMatrix<f64>>> =
+            (0..kk).map(|k| self.tree.full_cov.then(|| p.root(k))).collect();
         let mut w = DMatrix::zeros(d, kk * s);
-        for k in 0..kk {
+        for (k, sig) in sigma.iter().enumerate() {
+            let lz = roots[k].as_ref().map(|l| l * self.z);
             for t in 0..s {
-                let col = &p.m[k] + sigma[k].component_mul(&self.z.column(t));
+                let col = match &lz {
+                    Some(lz) => &p.m[k] + lz.column(t),
+                    None => &p.m[k] + sig.component_mul(&self.z.column(t)),
+                };
                 w.set_column(k * s + t, &col);
             }
         }
         let want = if self.learn_theta { Want::ALL } else { Want::GRAD_W };
         let e = self.model.eval(&p.theta, &w, want);
-        let gw = e.grad_w.expect("asked for ∇_w");
-        let leaf = |k: usize| self.tree.nodes * (d + 1) + k * 2 * d;
-        let theta_off = leaf(kk);
-        let entropy_const = 0.5 * d as f64 * (2.0 * std::f64::consts::PI * std::f64::consts::E).ln();
-        let mut lk = Vec::with_capacity(kk);
-        let mut grads = Vec::with_capacity(kk);
-        for k in 0..kk {
-            let mut g = DVector::zeros(n);
-            let vals = e.values.rows(k * s, s);
-            let mut l = vals.sum() / s as f64 + p.log_sigma[k].sum() + entropy_const;
-            let gk = gw.columns(k * s, s);
-            let gm = gk.column_sum() / s as f64;
-            let gz = gk.component_mul(self.z).column_sum() / s as f64;
-            g.rows_mut(leaf(k), d).copy_from(&gm);
-            g.rows_mut(leaf(k) + d, d)
-                .copy_from(&(gz.component_mul(&sigma[k]).add_scalar(1.0)));
-            if self.learn_theta {
-                let gt = e.grad_theta.as_ref().expect("asked for ∇_θ");
-                g.rows_mut(theta_off, p.theta.len())
-                    .copy_from(&(gt.columns(k * s, s).column_sum() / s as f64));
-            }
-            for &(j, sign) in &self.tree.paths[k] {
-                l += self.sigmoid_term(p, &sigma[k], k, j, sign, &mut g);
-            }
-            if !l.is_finite() {
-                l = f64::NEG_INFINITY;
-            }
-            lk.push(l);
-            grads.push(g);
-        }
-        (lk, grads)
+        sigma
+            .iter()
+            .enumerate()
+            .map(|(k, sig)| self.one_bin(p, sig, roots[k].as_ref(), k, &e, n))
+            .unzip()
     }
 
-    /// E_qk[log σ(sign (aⱼᵀw + bⱼ))], adding its gradient into `g`.
+    /// L_k and its gradient, from the batched evaluation `e` (bin k owns columns k·S..).
+    fn one_bin(
+        &self,
+        p: &Params,
+        sigma: &DVector<f64>,
+        root: Option<&DMatrix<f64>>,
+        k: usize,
+        e: &Evaluated,
+        n: usize,
+    ) -> (f64, DVector<f64>) {
+        let (d, s) = (self.z.nrows(), self.z.ncols());
+        let leaf = self.tree.leaf_off(d, k);
+        let mut g = DVector::zeros(n);
+        let mut l = e.values.rows(k * s, s).sum() / s as f64 + p.log_sigma[k].sum() + entropy_constant(d);
+        let gk = e.grad_w.as_ref().expect("asked for ∇_w").columns(k * s, s);
+        g.rows_mut(leaf, d).copy_from(&(gk.column_sum() / s as f64));
+        if root.is_some() {
+            // ∂/∂L = G Zᵀ / S; the diagonal through σ = exp(log σ), plus 1 from the entropy.
+            let gzt = gk * self.z.transpose() / s as f64;
+            for i in 0..d {
+                g[leaf + d + i] = gzt[(i, i)] * sigma[i] + 1.0;
+            }
+            for (idx, (i, j)) in lower_indices(d).enumerate() {
+                g[leaf + 2 * d + idx] = gzt[(i, j)];
+            }
+        } else {
+            let gz = gk.component_mul(self.z).column_sum() / s as f64;
+            g.rows_mut(leaf + d, d)
+                .copy_from(&(gz.component_mul(sigma).add_scalar(1.0)));
+        }
+        if self.learn_theta {
+            let gt = e.grad_theta.as_ref().expect("asked for ∇_θ");
+            let theta_off = self.tree.leaf_off(d, self.tree.bins());
+            g.rows_mut(theta_off, p.theta.len())
+                .copy_from(&(gt.columns(k * s, s).column_sum() / s as f64));
+        }
+        for &(j, sign) in &self.tree.paths[k] {
+            l += self.sigmoid_term(p, sigma, root, k, (j, sign), &mut g);
+        }
+        if !l.is_finite() {
+            l = f64::NEG_INFINITY;
+        }
+        (l, g)
+    }
+
+    /// E_qk[log σ(sign (aⱼᵀw + bⱼ))], adding its gradient into `g`. With v = L_kᵀ a
+    /// (a ⊙ σ for a diagonal root), u has sd ‖v‖ and ∂sd/∂a = L v / sd,
+    /// ∂sd/∂L_ij = a_i v_j / sd.
     fn sigmoid_term(
         &self,
         p: &Params,
         sigma: &DVector<f64>,
+        root: Option<&DMatrix<f64>>,
         k: usize,
-        j: usize,
-        sign: f64,
+        (j, sign): (usize, f64),
         g: &mut DVector<f64>,
     ) -> f64 {
         let d = self.z.nrows();
         let a = &p.a[j];
-        let a_sig = a.component_mul(sigma);
-        let sd = (a_sig.norm_squared() + VAR_FLOOR).sqrt();
+        let v = match root {
+            Some(l) => l.tr_mul(a),
+            None => a.component_mul(sigma),
+        };
+        let lv = match root {
+            Some(l) => l * &v,
+            None => v.component_mul(sigma),
+        };
+        let sd = (v.norm_squared() + VAR_FLOOR).sqrt();
         let mu = a.dot(&p.m[k]) + p.b[j];
         let (val, d_mu, d_sd) = self.gh.expect_log_sigmoid(mu, sd, sign);
+        let c = d_sd / sd;
         let node = j * (d + 1);
-        let leaf = self.tree.nodes * (d + 1) + k * 2 * d;
-        // ∂sd/∂a_d = a_d σ_d² / sd, ∂sd/∂log σ_d = a_d² σ_d² / sd.
-        let da = &p.m[k] * d_mu + a_sig.component_mul(sigma) * (d_sd / sd);
+        let leaf = self.tree.leaf_off(d, k);
         let mut ga = g.rows_mut(node, d);
-        ga += da;
+        ga += &p.m[k] * d_mu + lv * c;
         g[node + d] += d_mu;
         let mut gm = g.rows_mut(leaf, d);
         gm += a * d_mu;
         let mut gs = g.rows_mut(leaf + d, d);
-        gs += a_sig.component_mul(&a_sig) * (d_sd / sd);
+        gs += a.component_mul(&v).component_mul(sigma) * c;
+        if root.is_some() {
+            for (idx, (r, q)) in lower_indices(d).enumerate() {
+                g[leaf + 2 * d + idx] += a[r] * v[q] * c;
+            }
+        }
         val
     }
 }

@@ -188,3 +188,59 @@ fn sizes_are_required_where_they_cannot_be_inferred() {
         Err(Error::SizeCount { .. })
     ));
 }
+
+#[test]
+fn else_may_start_the_next_line_and_crlf_ends_statements() {
+    let src = "model {\r\n  if a {\r\n    x ~ normal(0, 1)\r\n  }\r\n  else {\r\n    x ~ normal(0, 2)\r\n  }\r\n  y ~ normal(0, 1) // done\r\n}\r\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    let Item::Model(m) = &p.items[0] else { panic!() };
+    assert_eq!(m.stmts.len(), 2);
+    let Stmt::If { otherwise, .. } = &m.stmts[0] else {
+        panic!()
+    };
+    assert_eq!(otherwise.len(), 1);
+}
+
+#[test]
+fn reserved_words_are_not_names_but_target_still_increments() {
+    assert!(parse("let for = 1\n").is_err());
+    assert!(parse("param { model: real }").is_err());
+    let p = parse("model { target += 1 }").unwrap();
+    let Item::Model(m) = &p.items[0] else { panic!() };
+    assert!(matches!(m.stmts[0], Stmt::Target { .. }));
+}
+
+#[test]
+fn assigning_a_call_to_a_non_local_in_model_suggests_tilde() {
+    match parse("model {\n  y = normal(0, 1)\n}") {
+        Err(Error::AssignNotTilde { name, func, span }) => {
+            assert_eq!((name.as_str(), func.as_str()), ("y", "normal"));
+            assert_eq!((span.start, span.end), (12, 13));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(parse("model {\n  let mu = f(1)\n  mu = g(mu)\n}").is_ok());
+}
+
+#[test]
+fn tilde_lhs_may_be_sliced() {
+    let p = parse("model { y[K + 1:N] ~ normal(mu, sigma) }").unwrap();
+    let Item::Model(m) = &p.items[0] else { panic!() };
+    let Stmt::Tilde { lhs, .. } = &m.stmts[0] else {
+        panic!()
+    };
+    assert_eq!(compact(lhs), "y[(K + 1):N]");
+}
+
+#[test]
+fn opening_braces_may_stand_on_their_own_line() {
+    let src = "fn f(a: real) -> real\n{\n  if a > 0\n  {\n    return a\n  }\n  else\n  {\n    return -a\n  }\n}\nmodel\n{\n  for i in 1:N\n  {\n    x[i] ~ normal(0, 1)\n  }\n}\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(p.items.len(), 2);
+}
+
+#[test]
+fn empty_and_comment_only_files_are_empty_programs() {
+    assert!(parse("").unwrap().items.is_empty());
+    assert!(parse("// nothing\n/* at */ # all").unwrap().items.is_empty());
+}
