@@ -37,7 +37,7 @@ use rand::RngCore;
 pub struct Settings {
     /// Maximum number of bins K. Key `bins`, default 4.
     pub bins: usize,
-    /// Fixed Monte Carlo samples S per bin. Key `samples`, default 200.
+    /// Fixed Monte Carlo samples S per bin. Key `samples`, default 1000 (as every fixed-sample method).
     pub samples: usize,
     /// Optimiser iterations per growth stage. Key `max_iters`, default 1000.
     pub max_iters: usize,
@@ -57,7 +57,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             bins: 4,
-            samples: 200,
+            samples: 1000,
             max_iters: 1000,
             tol: 1e-9,
             optimizer: Optimizer::Lbfgs,
