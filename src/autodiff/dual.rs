@@ -9,7 +9,7 @@
 use nalgebra::{DMatrix, DVector};
 use num_dual::{Dual64, HyperDual64};
 
-use super::reverse::value_grad;
+use super::reverse::value_grad_with;
 use crate::graph::eval::{forward, lift_consts};
 use crate::graph::Graph;
 
@@ -21,7 +21,7 @@ fn lift_point<T: super::Scalar>(x: &[f64]) -> Vec<T> {
 pub fn hvp(graph: &Graph, theta: &[f64], w: &[f64], v: &[f64]) -> DVector<f64> {
     let consts = lift_consts::<Dual64>(graph);
     let wd: Vec<Dual64> = w.iter().zip(v).map(|(&x, &e)| Dual64::new(x, e)).collect();
-    let g = value_grad(graph, &consts, &lift_point(theta), &wd, 1);
+    let g = value_grad_with(graph, &consts, &lift_point(theta), &wd, 1, false);
     DVector::from_iterator(w.len(), g.grad_w.iter().map(|x| x.eps))
 }
 
@@ -57,7 +57,7 @@ pub fn hessian_raw(graph: &Graph, theta: &[f64], w: &[f64]) -> DMatrix<f64> {
                         .map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })),
                 );
             }
-            let g = value_grad(graph, &consts, &th, &wd, j1 - j0);
+            let g = value_grad_with(graph, &consts, &th, &wd, j1 - j0, false);
             (j0, j1, g.grad_w.iter().map(|x| x.eps).collect())
         })
         .collect();

@@ -10,6 +10,7 @@ pub mod dual;
 pub mod finite_diff;
 pub mod reverse;
 pub mod special;
+pub mod theta;
 
 use std::borrow::Cow;
 

@@ -3,11 +3,13 @@
 //! scalar (so running it on `Dual64` values gives forward-over-reverse H·v).
 //!
 //! Input: a graph, θ, W (D×S). Output: [`Grads`] — the S values, ∇_w (D×S) and ∇_θ (P×S).
-//! Cost: one forward sweep and one reverse sweep of about the same price.
+//! Cost: one forward sweep and one reverse sweep of about the same price. Adjoints always
+//! carry the batch dimension (∇_θ is per column), while values of nodes that do not depend on
+//! w are stored once; without ∇_θ those nodes get no adjoint at all.
 
 use std::borrow::Cow;
 
-use crate::graph::eval::{argext, forward, int_exponent, inv_logit, tri_solve_t, Tape};
+use crate::graph::eval::{argext, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape};
 use crate::graph::{Fun1, Fun2, Graph, NodeId, Op, GATHER_ZERO};
 
 use super::Scalar;
@@ -24,7 +26,7 @@ pub struct Grads<T> {
 }
 
 /// Value and gradient of the log joint at the S columns of `w` (D×S) by one forward and one
-/// reverse sweep.
+/// reverse sweep; ∇_θ per column included.
 pub fn value_grad<'a, T: Scalar>(
     graph: &'a Graph,
     consts: &'a [Cow<'a, [T]>],
@@ -32,9 +34,22 @@ pub fn value_grad<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Grads<T> {
+    value_grad_with(graph, consts, theta, w, s, true)
+}
+
+/// As [`value_grad`]; with `want_theta = false` the nodes that do not depend on w are skipped
+/// in the reverse sweep and ∇_θ comes back as zeros.
+pub fn value_grad_with<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+    want_theta: bool,
+) -> Grads<T> {
     let tape = forward(graph, consts, theta, w, s);
     let values = tape.target_values();
-    let (grad_w, grad_theta) = reverse(&tape);
+    let (grad_w, grad_theta) = reverse_with(&tape, want_theta);
     Grads {
         values,
         grad_w,
@@ -44,13 +59,30 @@ pub fn value_grad<'a, T: Scalar>(
 
 /// The reverse sweep: adjoints of w and θ given a forward tape, with output adjoint 1.
 pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
+    reverse_with(tape, true)
+}
+
+/// The reverse sweep; `want_theta = false` leaves out every node that does not depend on w
+/// (∇_θ is then zero).
+pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>, Vec<T>) {
     let g = tape.graph;
     let s = tape.s;
+    // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
+    // part (see `autodiff::theta`).
+    let by_tangents = want_theta && g.theta_dim > 0 && super::theta::supported(tape);
+    let frontier = if by_tangents {
+        theta_frontier(g, &tape.batched)
+    } else {
+        Vec::new()
+    };
     let mut adj: Vec<Vec<T>> = g
         .nodes
         .iter()
-        .map(|n| match n.op {
+        .enumerate()
+        .map(|(k, n)| match n.op {
             Op::Const(_) => Vec::new(),
+            _ if !want_theta && !tape.is_batched(NodeId(k)) => Vec::new(),
+            _ if by_tangents && !tape.is_batched(NodeId(k)) && !frontier[k] => Vec::new(),
             _ => vec![T::zero(); n.shape.size() * s],
         })
         .collect();
@@ -64,7 +96,7 @@ pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
     for k in (0..g.nodes.len()).rev() {
         let (lower, upper) = adj.split_at_mut(k);
         let ybar = &upper[0];
-        if ybar.is_empty() {
+        if ybar.is_empty() || (by_tangents && !tape.is_batched(NodeId(k))) {
             continue;
         }
         let size = g.nodes[k].shape.size();
@@ -73,6 +105,25 @@ pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
             Op::Param { offset } => scatter_input(ybar, &mut gw, g.dim, *offset, size, s),
             Op::Hyper { offset } => scatter_input(ybar, &mut gt, g.theta_dim, *offset, size, s),
             op => backprop(tape, k, op, ybar, lower),
+        }
+    }
+    if by_tangents {
+        let tangents = super::theta::tangents(tape);
+        let p = g.theta_dim;
+        for (k, vbar) in adj.iter().enumerate() {
+            if frontier[k] && !tangents[k].is_empty() {
+                // ∇_θ (P×S) += J_kᵀ V̄_k with J_k (size × P), V̄_k (size × S).
+                T::gemm(
+                    true,
+                    false,
+                    p,
+                    s,
+                    g.nodes[k].shape.size(),
+                    &tangents[k],
+                    vbar,
+                    &mut gt,
+                );
+            }
         }
     }
     (gw, gt)
@@ -89,15 +140,28 @@ fn scatter_input<T: Scalar>(ybar: &[T], out: &mut [T], d: usize, offset: usize, 
 /// Add node k's contribution to its inputs' adjoints.
 fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &mut [Vec<T>]) {
     let s = tape.s;
-    let y = &tape.vals[k];
+    let y = tape.arg(NodeId(k));
     let shape = tape.graph.nodes[k].shape;
+    let n = shape.size();
     match op {
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {}
         Op::Unary(f, a) => {
             let x = tape.arg(*a);
             let xbar = &mut adj[a.0];
-            for j in 0..y.len() {
-                xbar[j] += ybar[j] * d_unary(*f, x.data[j], y[j]);
+            if !x.batched {
+                // The same value in every column: the derivative once, then scaled per column.
+                let d: Vec<T> = (0..n).map(|i| d_unary(*f, x.at(i, 0), y.at(i, 0))).collect();
+                for c in 0..s {
+                    for i in 0..n {
+                        xbar[i + c * n] += ybar[i + c * n] * d[i];
+                    }
+                }
+                return;
+            }
+            for c in 0..s {
+                for i in 0..n {
+                    xbar[i + c * n] += ybar[i + c * n] * d_unary(*f, x.at(i, c), y.at(i, c));
+                }
             }
         }
         Op::Binary(f, a, b) => back_binary(tape, *f, *a, *b, y, ybar, adj),
@@ -141,7 +205,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             }
         }
         Op::Sum(a) => back_reduce(tape, *a, ybar, adj, |_, _, _| T::one()),
-        Op::LogSumExp(a) => back_reduce(tape, *a, ybar, adj, |x, i, c| (x[i] - y[c]).exp()),
+        Op::LogSumExp(a) => back_reduce(tape, *a, ybar, adj, |x, i, c| (x[i] - y.at(0, c)).exp()),
         Op::Max(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, true) == i)),
         Op::Min(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, false) == i)),
         Op::LogSumExpRows(a) => {
@@ -152,7 +216,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             for c in 0..s {
                 for j in 0..cols {
                     for i in 0..rows {
-                        let e = (x.at(i + j * rows, c) - y[i + c * rows]).exp();
+                        let e = (x.at(i + j * rows, c) - y.at(i, c)).exp();
                         xbar[i + j * rows + c * x.size] += ybar[i + c * rows] * e;
                     }
                 }
@@ -191,7 +255,7 @@ fn back_reduce<T: Scalar>(
 }
 
 /// ∂f/∂x in terms of x and y = f(x).
-fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
+pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
     let one = T::one();
     match f {
         Fun1::Neg => -one,
@@ -223,7 +287,7 @@ fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
 }
 
 /// (∂f/∂a, ∂f/∂b) in terms of a, b and y = f(a, b).
-fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (T, T) {
+pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (T, T) {
     let (one, zero) = (T::one(), T::zero());
     match f {
         Fun2::Add => (one, one),
@@ -257,12 +321,21 @@ fn back_binary<T: Scalar>(
     f: Fun2,
     a: NodeId,
     b: NodeId,
-    y: &[T],
+    y: Arg<'_, T>,
     ybar: &[T],
     adj: &mut [Vec<T>],
 ) {
     let (aa, bb) = (tape.arg(a), tape.arg(b));
-    let n = y.len() / tape.s;
+    let n = y.size;
+    // Neither operand depends on w: the partials are the same in every column.
+    let fixed: Option<Vec<(T, T)>> = (!aa.batched && !bb.batched).then(|| {
+        (0..n)
+            .map(|i| {
+                let (ia, ib) = (if aa.size == 1 { 0 } else { i }, if bb.size == 1 { 0 } else { i });
+                d_binary(f, aa.at(ia, 0), bb.at(ib, 0), y.at(i, 0), bb.constant)
+            })
+            .collect()
+    });
     // one pass per operand that needs an adjoint (constants need none), so the common
     // constant-times-batched case computes each partial once
     for (target, first) in [(a, true), (b, false)] {
@@ -275,7 +348,10 @@ fn back_binary<T: Scalar>(
             for i in 0..n {
                 let ia = if aa.size == 1 { 0 } else { i };
                 let ib = if bb.size == 1 { 0 } else { i };
-                let (da, db) = d_binary(f, aa.at(ia, c), bb.at(ib, c), y[i + c * n], !bb.batched);
+                let (da, db) = match &fixed {
+                    Some(p) => p[i],
+                    None => d_binary(f, aa.at(ia, c), bb.at(ib, c), y.at(i, c), bb.constant),
+                };
                 let (k, d) = if first { (ia, da) } else { (ib, db) };
                 out[k + c * size] += ybar[i + c * n] * d;
             }
@@ -335,13 +411,13 @@ fn back_matmul<T: Scalar>(
 
 /// Adjoint of the Cholesky factor (input treated as symmetric):
 /// Ā = ½(S + Sᵀ), S = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, Φ = lower triangle with the diagonal halved.
-fn back_cholesky<T: Scalar>(y: &[T], ybar: &[T], abar: &mut [T], n: usize, s: usize) {
+fn back_cholesky<T: Scalar>(y: Arg<'_, T>, ybar: &[T], abar: &mut [T], n: usize, s: usize) {
     if abar.is_empty() {
         return;
     }
     let nn = n * n;
     for c in 0..s {
-        let l = &y[c * nn..(c + 1) * nn];
+        let l = y.col(c);
         let mut lbar = ybar[c * nn..(c + 1) * nn].to_vec();
         for j in 0..n {
             for i in 0..j {
@@ -383,7 +459,7 @@ fn back_tri_solve<T: Scalar>(
     tape: &Tape<'_, T>,
     l: NodeId,
     b: NodeId,
-    x: &[T],
+    x: Arg<'_, T>,
     xbar: &[T],
     adj: &mut [Vec<T>],
     m: usize,
@@ -398,7 +474,7 @@ fn back_tri_solve<T: Scalar>(
             }
         }
         if !adj[l.0].is_empty() {
-            let xc = &x[c * m * n..(c + 1) * m * n];
+            let xc = x.col(c);
             for j in 0..m {
                 for i in j..m {
                     let mut v = T::zero();
@@ -418,6 +494,38 @@ mod tests {
     use crate::graph::eval::lift_consts;
     use crate::graph::{Constraint, Shape};
     use approx::assert_relative_eq;
+
+    #[test]
+    fn theta_only_nodes_are_evaluated_once_and_keep_per_column_theta_gradients() {
+        // f(w, θ) = Σ (exp(θ) ⊙ v)ᵀ w with v = [1, 2]: the left factor depends on θ only.
+        let mut g = Graph::new(2, 1);
+        let w = g.param_slice(0, Shape::Vector(2), &Constraint::NONE).unwrap();
+        let t = g.hyper_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+        let e = g.unary(Fun1::Exp, t);
+        let v = g.constant(Shape::Vector(2), vec![1.0, 2.0]);
+        let ev = g.mul(e, v).unwrap();
+        let sq = g.unary(Fun1::Square, ev);
+        let p = g.mul(sq, w).unwrap();
+        let s = g.sum(p);
+        g.add_target(s).unwrap();
+        let consts = lift_consts::<f64>(&g);
+        let theta = [0.3];
+        let ws = [1.0, -1.0, 0.5, 2.0, -0.2, 0.0];
+        let tape = forward(&g, &consts, &theta, &ws, 3);
+        assert!(!tape.is_batched(sq) && tape.is_batched(p));
+        assert_eq!(tape.vals[sq.0].len(), 2, "a θ-only node is stored once");
+        let r = value_grad(&g, &consts, &theta, &ws, 3);
+        let k = (2.0 * theta[0]).exp();
+        for c in 0..3 {
+            let (w1, w2) = (ws[2 * c], ws[2 * c + 1]);
+            assert_relative_eq!(r.values[c], k * (w1 + 4.0 * w2), epsilon = 1e-12);
+            assert_relative_eq!(r.grad_theta[c], 2.0 * k * (w1 + 4.0 * w2), epsilon = 1e-12);
+            assert_relative_eq!(r.grad_w[2 * c + 1], 4.0 * k, epsilon = 1e-12);
+        }
+        let no_theta = value_grad_with(&g, &consts, &theta, &ws, 3, false);
+        assert_eq!(no_theta.grad_w, r.grad_w);
+        assert!(no_theta.grad_theta.iter().all(|x| x.abs() < f64::MIN_POSITIVE));
+    }
 
     #[test]
     fn gradient_of_quadratic_is_linear() {

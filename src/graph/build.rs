@@ -41,6 +41,7 @@ impl Graph {
                         data: v,
                         size: v.len(),
                         batched: false,
+                        constant: true,
                     },
                     _ => unreachable!("all inputs were checked to be constant"),
                 }
@@ -100,6 +101,9 @@ impl Graph {
     /// [`Error::Shape`] when neither is a scalar and the shapes differ.
     pub fn binary(&mut self, f: Fun2, a: NodeId, b: NodeId) -> Result<NodeId, Error> {
         let (sa, sb) = (self.shape(a), self.shape(b));
+        if let Some(same) = self.identity_operand(f, a, b) {
+            return Ok(same);
+        }
         let shape = if sa.size() == 1 && sa == Shape::Scalar {
             sb
         } else if sb == Shape::Scalar || sa == sb {
@@ -108,6 +112,22 @@ impl Graph {
             return Err(shape_err("an elementwise operation", sa, sb));
         };
         Ok(self.add(Op::Binary(f, a, b), shape))
+    }
+
+    /// The operand that `f(a, b)` equals when the other is a scalar constant identity
+    /// (`x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `x / 1`), so no node is added.
+    #[allow(clippy::float_cmp)] // exact identities only: any other constant keeps its node
+    fn identity_operand(&self, f: Fun2, a: NodeId, b: NodeId) -> Option<NodeId> {
+        let is = |id: NodeId, v: f64| {
+            self.shape(id) == Shape::Scalar && self.const_value(id).is_some_and(|c| c[0] == v)
+        };
+        match f {
+            Fun2::Add if is(a, 0.0) => Some(b),
+            Fun2::Add | Fun2::Sub if is(b, 0.0) => Some(a),
+            Fun2::Mul if is(a, 1.0) => Some(b),
+            Fun2::Mul | Fun2::Div if is(b, 1.0) => Some(a),
+            _ => None,
+        }
     }
 
     /// `a + b`.
@@ -323,6 +343,9 @@ impl Graph {
 
     /// `sum(x)`.
     pub fn sum(&mut self, a: NodeId) -> NodeId {
+        if self.shape(a) == Shape::Scalar {
+            return a;
+        }
         self.add(Op::Sum(a), Shape::Scalar)
     }
 

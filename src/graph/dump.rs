@@ -78,7 +78,11 @@ pub fn dump_graph(g: &Graph) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "graph D={} P={} nodes={}", g.dim, g.theta_dim, g.nodes.len());
     for (i, n) in g.nodes.iter().enumerate() {
-        let _ = writeln!(out, "%{i} = {} : {}", op_text(&n.op), shape_text(n.shape));
+        let name = g
+            .label_of(super::NodeId(i))
+            .map(|l| format!("  // {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "%{i} = {} : {}{name}", op_text(&n.op), shape_text(n.shape));
     }
     let t: Vec<String> = g.targets.iter().map(|i| format!("%{}", i.0)).collect();
     let _ = writeln!(out, "target = {}", t.join(" + "));

@@ -1,9 +1,10 @@
 //! Batched forward evaluation of a [`Graph`], generic over the scalar type.
 //!
 //! Input: the graph, θ and a D×S block of columns of W. Output: a [`Tape`] holding every
-//! non-constant node's value as a (size × S) column-major matrix (constants once, without a
-//! batch dimension) and the S target values. `X * w` with X constant and w batched is one
-//! matrix product X·W. Callers split large batches into chunks ([`CHUNK`]) and run them in
+//! node that depends on w as a (size × S) column-major matrix, and every node that does not
+//! (constants, θ and nodes computed from θ and data only, such as RBF features with a
+//! hyperparameter width) once, without a batch dimension, plus the S target values. `X * w`
+//! with X constant (or θ-only) and w batched is one matrix product X·W. Callers split large batches into chunks ([`CHUNK`]) and run them in
 //! parallel; no loop over samples surrounds the graph.
 
 use std::borrow::Cow;
@@ -19,7 +20,10 @@ pub const CHUNK: usize = 256;
 pub(crate) struct Arg<'a, T> {
     pub data: &'a [T],
     pub size: usize,
+    /// One value per batch column (the node depends on w); otherwise one value for all.
     pub batched: bool,
+    /// A constant of the graph (data or literal), not merely the same for every column.
+    pub constant: bool,
 }
 
 impl<'a, T: Copy> Arg<'a, T> {
@@ -52,6 +56,8 @@ pub struct Tape<'a, T: Scalar> {
     pub s: usize,
     pub(crate) consts: &'a [Cow<'a, [T]>],
     pub(crate) vals: Vec<Vec<T>>,
+    /// Per node: whether it depends on w (and so has a batch dimension).
+    pub(crate) batched: Vec<bool>,
 }
 
 impl<'a, T: Scalar> Tape<'a, T> {
@@ -63,13 +69,20 @@ impl<'a, T: Scalar> Tape<'a, T> {
                 data: &self.consts[id.0],
                 size,
                 batched: false,
+                constant: true,
             },
             _ => Arg {
                 data: &self.vals[id.0],
                 size,
-                batched: true,
+                batched: self.batched[id.0],
+                constant: false,
             },
         }
+    }
+
+    /// Whether node `id` depends on w (one value per batch column).
+    pub fn is_batched(&self, id: NodeId) -> bool {
+        self.batched[id.0]
     }
 
     /// Entry i of node `id` at batch column s.
@@ -102,7 +115,40 @@ pub fn lift_consts<T: Scalar>(graph: &Graph) -> Vec<Cow<'_, [T]>> {
         .collect()
 }
 
-/// Evaluate every node at the S columns of `w` (D×S column-major) and θ.
+/// Per node: whether it depends on w. Nodes that do not (constants, θ, and what is computed
+/// from them alone) are the same for every batch column and are evaluated once.
+pub fn batched_mask(graph: &Graph) -> Vec<bool> {
+    let mut out: Vec<bool> = Vec::with_capacity(graph.nodes.len());
+    for node in &graph.nodes {
+        let b = match &node.op {
+            Op::Param { .. } => true,
+            Op::Const(_) | Op::Hyper { .. } => false,
+            op => super::build::inputs(op).iter().any(|i| out[i.0]),
+        };
+        out.push(b);
+    }
+    out
+}
+
+/// Per node: whether it does not depend on w but is read by a node that does, or is a target
+/// term (where ∇_θ leaves the part of the graph that is the same for every column).
+pub fn theta_frontier(graph: &Graph, batched: &[bool]) -> Vec<bool> {
+    let mut out = vec![false; graph.nodes.len()];
+    for (k, node) in graph.nodes.iter().enumerate() {
+        if batched[k] {
+            for i in super::build::inputs(&node.op) {
+                out[i.0] |= !batched[i.0] && !matches!(graph.nodes[i.0].op, Op::Const(_));
+            }
+        }
+    }
+    for t in &graph.targets {
+        out[t.0] |= !batched[t.0] && !matches!(graph.nodes[t.0].op, Op::Const(_));
+    }
+    out
+}
+
+/// Evaluate every node at the S columns of `w` (D×S column-major) and θ; nodes that do not
+/// depend on w are evaluated once.
 pub fn forward<'a, T: Scalar>(
     graph: &'a Graph,
     consts: &'a [Cow<'a, [T]>],
@@ -115,16 +161,17 @@ pub fn forward<'a, T: Scalar>(
         s,
         consts,
         vals: Vec::with_capacity(graph.nodes.len()),
+        batched: batched_mask(graph),
     };
-    for node in &graph.nodes {
+    for (k, node) in graph.nodes.iter().enumerate() {
         let v = match &node.op {
             Op::Const(_) => Vec::new(),
             Op::Param { offset } => slice_columns(w, graph.dim, *offset, node.shape.size(), s),
-            Op::Hyper { offset } => {
-                let one = &theta[*offset..*offset + node.shape.size()];
-                (0..s).flat_map(|_| one.iter().copied()).collect()
+            Op::Hyper { offset } => theta[*offset..*offset + node.shape.size()].to_vec(),
+            op => {
+                let cols = if tape.batched[k] { s } else { 1 };
+                eval_op(op, node.shape, &|id| tape.arg(id), cols)
             }
-            op => eval_op(op, node.shape, &|id| tape.arg(id), s),
         };
         tape.vals.push(v);
     }
@@ -310,7 +357,7 @@ fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -
         for i in 0..n {
             let x = ac[if a.size == 1 { 0 } else { i }];
             let y = bc[if b.size == 1 { 0 } else { i }];
-            out.push(binary(f, x, y, !b.batched));
+            out.push(binary(f, x, y, b.constant));
         }
     }
     out

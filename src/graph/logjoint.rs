@@ -206,12 +206,13 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         .par_iter()
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
-            reverse::value_grad(
+            reverse::value_grad_with(
                 g,
                 &consts,
                 theta.as_slice(),
                 &w.as_slice()[c0 * d..c1 * d],
                 c1 - c0,
+                want.grad_theta,
             )
         })
         .collect();

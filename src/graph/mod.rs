@@ -12,12 +12,14 @@ pub mod diagnose;
 pub mod dump;
 pub mod eval;
 pub mod logjoint;
+pub mod lower;
 pub mod transform;
 
 pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
 pub use dump::dump_graph;
 pub use logjoint::{LogJoint, ParamInfo, Prediction};
+pub use lower::lower_model;
 pub use transform::Constraint;
 
 /// Index of a node in its graph.
@@ -214,6 +216,8 @@ pub struct Graph {
     pub dim: usize,
     /// P, the length of θ.
     pub theta_dim: usize,
+    /// Names from the model for some nodes (`let`s, params, data), for `dump_graph`.
+    pub labels: Vec<(NodeId, String)>,
 }
 
 impl Graph {
@@ -263,6 +267,22 @@ impl Graph {
             loglik,
             quantity,
         });
+    }
+
+    /// Name a node after the model value it holds (shown by `dump_graph`); a node keeps its
+    /// first name.
+    pub fn label(&mut self, id: NodeId, name: &str) {
+        if !self.labels.iter().any(|(n, _)| *n == id) {
+            self.labels.push((id, name.to_string()));
+        }
+    }
+
+    /// The model name of a node, if it has one.
+    pub fn label_of(&self, id: NodeId) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| *n == id)
+            .map(|(_, s)| s.as_str())
     }
 
     pub(crate) fn push(&mut self, op: Op, shape: Shape) -> NodeId {

@@ -1,0 +1,408 @@
+//! Lowering: a checked [`TypedModel`] with its bound data → a [`LogJoint`].
+//!
+//! Input: the typed model (every name resolved, shapes concrete, loops unrolled, `if`
+//! conditions on data). Output: the log-joint graph over w and θ — data as constants (created
+//! on first use), data-only subexpressions folded to constants by the builder, `hyper` and
+//! `param` slots as transform nodes (log-Jacobians for params only), top-level and block
+//! `let`s, inlined user functions, updated locals, every `~` and `target +=` summed into the
+//! target — plus, when the model has a `predict` block, a second graph over the same w and θ
+//! with one pointwise output per `~` statement.
+//!
+//! What the next stage can rely on: every parameter has a transform to ℝ and its log-Jacobian
+//! node; `params` tile w in declaration order; top-level `let`s that depend on a param are
+//! `reported`; data outcomes of every `~` and `_lpmf` have been checked against the family's
+//! support (a [`Diagnostic`] pointing at the outcome otherwise).
+
+// `Diagnostic` is the project's one user-facing error type and is returned by value by design.
+#![allow(clippy::result_large_err)]
+
+mod calls;
+mod exprs;
+mod stmts;
+
+use std::collections::HashMap;
+
+use nalgebra::DVector;
+
+use super::{Constraint, Graph, LogJoint, NodeId, ParamInfo, Shape};
+use crate::check::Shape as TShape;
+use crate::check::{Slot, Stage, TExpr, Transform, TypedModel};
+use crate::data::Value;
+use crate::diagnostic::Diagnostic;
+use crate::syntax::span::Span;
+
+/// Lower a checked model to its log joint (and its `predict` graph).
+///
+/// # Errors
+/// A data outcome outside its distribution's support (e.g. a label 2 for
+/// `bernoulli_logit`), with the span of the outcome and a help line; an internal shape
+/// problem the checker should have ruled out, pointing at the expression.
+pub fn lower_model(model: &TypedModel) -> Result<LogJoint, Diagnostic> {
+    let mut main = Lowerer::new(model, false);
+    let (params, hypers) = main.declare_slots()?;
+    main.lower_lets()?;
+    let reported = main.reported_lets();
+    main.block(&model.model)?;
+    let theta0 = main.theta0()?;
+    let predict = if model.has_predict {
+        let mut p = Lowerer::new(model, true);
+        p.declare_slots()?;
+        p.lower_lets()?;
+        p.block(&model.predict)?;
+        Some(p.g)
+    } else {
+        None
+    };
+    let (graph, params, hypers, reported) = prune(main.g, params, hypers, reported);
+    let predict = predict.map(|g| prune(g, Vec::new(), Vec::new(), Vec::new()).0);
+    let mut lj = LogJoint::new(graph, params, hypers);
+    lj.reported = reported;
+    lj.theta0 = theta0;
+    lj.predict = predict;
+    Ok(lj)
+}
+
+/// The graph shape of a checked shape (ints are real vectors, int scalars real scalars).
+pub fn graph_shape(s: TShape) -> Shape {
+    match s {
+        TShape::Int | TShape::Real => Shape::Scalar,
+        TShape::Vector(n) | TShape::Ints(n) => Shape::Vector(n),
+        TShape::Matrix(r, c) => Shape::Matrix(r, c),
+    }
+}
+
+/// The bounds of a transform.
+pub fn constraint_of(t: Transform) -> Constraint {
+    match t {
+        Transform::Identity => Constraint::NONE,
+        Transform::Lower(a) => Constraint::lower(a),
+        Transform::Upper(b) => Constraint {
+            lower: None,
+            upper: Some(b),
+        },
+        Transform::LowerUpper(a, b) => Constraint::interval(a, b),
+    }
+}
+
+/// The lowering state for one graph.
+pub(crate) struct Lowerer<'m> {
+    pub(crate) model: &'m TypedModel,
+    pub(crate) g: Graph,
+    /// Data, sizes, hypers, params and top-level lets by name.
+    globals: HashMap<String, NodeId>,
+    /// Local scopes, innermost last; an inlined function body starts a fresh stack.
+    pub(crate) scopes: Vec<HashMap<String, NodeId>>,
+    /// Building the `predict` graph: `~` registers pointwise outputs.
+    pub(crate) predict: bool,
+    /// The call site of the outermost inlined function being lowered (spans inside a
+    /// function body point into its own file).
+    pub(crate) call_site: Option<Span>,
+}
+
+impl<'m> Lowerer<'m> {
+    fn new(model: &'m TypedModel, predict: bool) -> Self {
+        Lowerer {
+            model,
+            g: Graph::new(model.dim, model.hyper_dim),
+            globals: HashMap::new(),
+            scopes: vec![HashMap::new()],
+            predict,
+            call_site: None,
+        }
+    }
+
+    /// A span in the model file: the expression's own, or the call site inside a function.
+    pub(crate) fn span(&self, e: &TExpr) -> Span {
+        self.call_site.unwrap_or(e.span)
+    }
+
+    /// An internal problem (a shape the checker should have rejected) at `span`.
+    pub(crate) fn internal(&self, span: Span, err: impl std::fmt::Display) -> Diagnostic {
+        Diagnostic::error(
+            "mvi::lower::internal",
+            format!("cannot build the log-joint graph: {err}"),
+            self.model.source.clone(),
+        )
+        .with_label(span, "while lowering this")
+        .with_help("this is a bug in mvi's checker or lowering; please report it with the model")
+    }
+
+    fn declare_slots(&mut self) -> Result<(Vec<ParamInfo>, Vec<ParamInfo>), Diagnostic> {
+        let mut hypers = Vec::new();
+        for h in &self.model.hypers {
+            let c = constraint_of(h.transform);
+            let v = self
+                .g
+                .hyper_slice(h.offset, graph_shape(h.shape), &c)
+                .map_err(|e| self.internal(Span::default(), e))?;
+            self.g.label(v, &h.name);
+            self.globals.insert(h.name.clone(), v);
+            hypers.push(info(h, c, v));
+        }
+        let mut params = Vec::new();
+        for p in &self.model.params {
+            let c = constraint_of(p.transform);
+            let v = self
+                .g
+                .param_slice(p.offset, graph_shape(p.shape), &c)
+                .map_err(|e| self.internal(Span::default(), e))?;
+            self.g.label(v, &p.name);
+            self.globals.insert(p.name.clone(), v);
+            params.push(info(p, c, v));
+        }
+        Ok((params, hypers))
+    }
+
+    fn lower_lets(&mut self) -> Result<(), Diagnostic> {
+        for (name, e) in &self.model.lets {
+            let v = self.expr(e)?;
+            self.g.label(v, name);
+            self.globals.insert(name.clone(), v);
+        }
+        Ok(())
+    }
+
+    /// Top-level lets that depend on a param, reported like parameters.
+    fn reported_lets(&self) -> Vec<ParamInfo> {
+        self.model
+            .lets
+            .iter()
+            .filter(|(_, e)| e.stage == Stage::Param)
+            .map(|(name, e)| ParamInfo {
+                name: name.clone(),
+                offset: 0,
+                shape: graph_shape(e.shape),
+                constraint: Constraint::NONE,
+                value: self.globals[name],
+            })
+            .collect()
+    }
+
+    /// θ₀ on the unconstrained scale from the hypers' initial values.
+    fn theta0(&mut self) -> Result<DVector<f64>, Diagnostic> {
+        let mut theta = DVector::zeros(self.model.hyper_dim);
+        for h in &self.model.hypers {
+            let init = match (&h.init, &h.init_expr) {
+                (Some(v), _) => v.clone(),
+                (None, Some(e)) => self.const_values(e)?,
+                (None, None) => continue,
+            };
+            let c = constraint_of(h.transform);
+            for i in 0..h.len {
+                let x = if init.len() == 1 { init[0] } else { init[i] };
+                theta[h.offset + i] = c.unconstrain(x);
+            }
+        }
+        Ok(theta)
+    }
+
+    /// The node of a name visible here.
+    pub(crate) fn name(&mut self, name: &str, e: &TExpr) -> Result<NodeId, Diagnostic> {
+        if let Some(v) = self.scopes.iter().rev().find_map(|s| s.get(name)) {
+            return Ok(*v);
+        }
+        if let Some(v) = self.globals.get(name) {
+            return Ok(*v);
+        }
+        let node = self
+            .data_node(name)
+            .ok_or_else(|| self.internal(self.span(e), format!("`{name}` has no value")))?;
+        self.g.label(node, name);
+        self.globals.insert(name.to_string(), node);
+        Ok(node)
+    }
+
+    /// A data value or size variable as a constant node.
+    fn data_node(&mut self, name: &str) -> Option<NodeId> {
+        let data = &self.model.data;
+        if let Some(v) = data.get(name) {
+            let (shape, values) = match v {
+                Value::Int(i) => (Shape::Scalar, vec![*i as f64]),
+                Value::Real(x) => (Shape::Scalar, vec![*x]),
+                Value::Vector(v) => (Shape::Vector(v.len()), v.as_slice().to_vec()),
+                Value::Matrix(m) => (Shape::Matrix(m.nrows(), m.ncols()), m.as_slice().to_vec()),
+                Value::Ints(v) => (Shape::Vector(v.len()), v.iter().map(|&k| k as f64).collect()),
+            };
+            return Some(self.g.constant(shape, values));
+        }
+        data.size(name).map(|n| self.g.scalar(n as f64))
+    }
+
+    /// The values of an expression that must be data-only (conditions, indices, sizes).
+    pub(crate) fn const_values(&mut self, e: &TExpr) -> Result<Vec<f64>, Diagnostic> {
+        let node = self.expr(e)?;
+        self.g.const_value(node).map(<[f64]>::to_vec).ok_or_else(|| {
+            self.internal(
+                self.span(e),
+                "a value the checker marked as data depends on a parameter",
+            )
+        })
+    }
+
+    /// Bind a new local in the innermost scope.
+    pub(crate) fn bind_local(&mut self, name: &str, node: NodeId) {
+        self.scopes
+            .last_mut()
+            .expect("the scope stack always holds one scope")
+            .insert(name.to_string(), node);
+    }
+
+    /// Rebind an existing local where it was declared (after an update).
+    pub(crate) fn rebind_local(&mut self, name: &str, node: NodeId) {
+        match self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
+            Some(scope) => {
+                scope.insert(name.to_string(), node);
+            }
+            None => self.bind_local(name, node),
+        }
+    }
+}
+
+/// Drop the nodes nothing needs (constants left over from folding, unused lets): a node is
+/// kept when it is a target term, a pointwise output, a declared value, or an input of a kept
+/// node. Node ids are renumbered in order, so the graph stays topologically sorted.
+fn prune(
+    g: Graph,
+    params: Vec<ParamInfo>,
+    hypers: Vec<ParamInfo>,
+    reported: Vec<ParamInfo>,
+) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
+    let mut live = vec![false; g.nodes.len()];
+    let roots = g.targets.iter().chain(
+        g.pointwise
+            .iter()
+            .flat_map(|p| std::iter::once(&p.loglik).chain(p.quantity.as_ref())),
+    );
+    for id in roots.chain(params.iter().chain(&hypers).chain(&reported).map(|p| &p.value)) {
+        live[id.0] = true;
+    }
+    for k in (0..g.nodes.len()).rev() {
+        if live[k] {
+            for i in super::build::inputs(&g.nodes[k].op) {
+                live[i.0] = true;
+            }
+        }
+    }
+    let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
+    let mut out = Graph::new(g.dim, g.theta_dim);
+    for (k, node) in g.nodes.into_iter().enumerate() {
+        if live[k] {
+            map[k] = NodeId(out.nodes.len());
+            out.nodes.push(super::Node {
+                op: remap(node.op, &map),
+                shape: node.shape,
+            });
+        }
+    }
+    let m = |id: NodeId| map[id.0];
+    out.targets = g.targets.iter().map(|&t| m(t)).collect();
+    out.pointwise = g
+        .pointwise
+        .into_iter()
+        .map(|p| super::PointwiseOutput {
+            loglik: m(p.loglik),
+            quantity: p.quantity.map(m),
+            ..p
+        })
+        .collect();
+    out.labels = g
+        .labels
+        .into_iter()
+        .filter(|(id, _)| live[id.0])
+        .map(|(id, l)| (m(id), l))
+        .collect();
+    let fix = |v: Vec<ParamInfo>| {
+        v.into_iter()
+            .map(|p| ParamInfo {
+                value: m(p.value),
+                ..p
+            })
+            .collect::<Vec<_>>()
+    };
+    (out, fix(params), fix(hypers), fix(reported))
+}
+
+/// An operation with its inputs renumbered.
+fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
+    use super::Op;
+    let m = |id: NodeId| map[id.0];
+    match op {
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => op,
+        Op::Unary(f, a) => Op::Unary(f, m(a)),
+        Op::Binary(f, a, b) => Op::Binary(f, m(a), m(b)),
+        Op::MatMul(a, b) => Op::MatMul(m(a), m(b)),
+        Op::Transpose(a) => Op::Transpose(m(a)),
+        Op::Gather(a, idx) => Op::Gather(m(a), idx),
+        Op::Pack(ids) => Op::Pack(ids.into_iter().map(m).collect()),
+        Op::Sum(a) => Op::Sum(m(a)),
+        Op::LogSumExp(a) => Op::LogSumExp(m(a)),
+        Op::LogSumExpRows(a) => Op::LogSumExpRows(m(a)),
+        Op::Max(a) => Op::Max(m(a)),
+        Op::Min(a) => Op::Min(m(a)),
+        Op::Cholesky(a) => Op::Cholesky(m(a)),
+        Op::TriSolve(a, b) => Op::TriSolve(m(a), m(b)),
+        Op::Support {
+            x,
+            lower,
+            upper,
+            strict,
+        } => Op::Support {
+            x: m(x),
+            lower,
+            upper,
+            strict,
+        },
+    }
+}
+
+fn info(s: &Slot, c: Constraint, v: NodeId) -> ParamInfo {
+    ParamInfo {
+        name: s.name.clone(),
+        offset: s.offset,
+        shape: graph_shape(s.shape),
+        constraint: c,
+        value: v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Op;
+
+    #[test]
+    fn transforms_map_to_their_bounds() {
+        assert_eq!(constraint_of(Transform::Identity), Constraint::NONE);
+        assert_eq!(constraint_of(Transform::Lower(1.0)), Constraint::lower(1.0));
+        assert_eq!(constraint_of(Transform::Upper(2.0)).upper, Some(2.0));
+        assert_eq!(
+            constraint_of(Transform::LowerUpper(-1.0, 1.0)),
+            Constraint::interval(-1.0, 1.0)
+        );
+        assert_eq!(graph_shape(TShape::Ints(4)), Shape::Vector(4));
+        assert_eq!(graph_shape(TShape::Int), Shape::Scalar);
+    }
+
+    #[test]
+    fn prune_drops_unused_nodes_and_renumbers_inputs() {
+        let mut g = Graph::new(1, 0);
+        let x = g.param_slice(0, Shape::Scalar, &Constraint::NONE).unwrap();
+        let _unused = g.scalar(7.0);
+        let e = g.unary(crate::graph::Fun1::Exp, x);
+        g.label(e, "e");
+        g.add_target(e).unwrap();
+        let p = ParamInfo {
+            name: "x".into(),
+            offset: 0,
+            shape: Shape::Scalar,
+            constraint: Constraint::NONE,
+            value: x,
+        };
+        let (pruned, params, _, _) = prune(g, vec![p], Vec::new(), Vec::new());
+        assert_eq!(pruned.nodes.len(), 2);
+        assert!(matches!(pruned.nodes[1].op, Op::Unary(_, NodeId(0))));
+        assert_eq!(pruned.targets, vec![NodeId(1)]);
+        assert_eq!(params[0].value, NodeId(0));
+        assert_eq!(pruned.label_of(NodeId(1)), Some("e"));
+    }
+}

@@ -1,0 +1,182 @@
+//! Lowering built-in function calls (`check::builtins` names → graph operations) and the
+//! distribution forms (`~`, `_lpdf`/`_lpmf`, `_lcdf`, `_lccdf`), with the data-outcome check.
+
+use super::{graph_shape, Lowerer};
+use crate::check::{DistForm, TExpr};
+use crate::diagnostic::Diagnostic;
+use crate::dist::{self, Outcome};
+use crate::graph::{Fun1, Fun2, Graph, NodeId, Shape, GATHER_ZERO};
+
+type R = Result<NodeId, Diagnostic>;
+
+impl Lowerer<'_> {
+    /// A built-in function call.
+    pub(crate) fn call(&mut self, e: &TExpr, name: &str, args: &[TExpr]) -> R {
+        if matches!(name, "rows" | "cols" | "size") {
+            let n = match (name, args[0].shape) {
+                ("cols", crate::check::Shape::Matrix(_, c)) => c,
+                ("rows" | "size", crate::check::Shape::Matrix(r, _)) => r,
+                (_, s) => s.len(),
+            };
+            return Ok(self.g.scalar(n as f64));
+        }
+        let ids = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+        let shape = graph_shape(e.shape);
+        self.wrap(e, |g| builtin(g, name, &ids, shape))
+    }
+
+    /// `dist_lpdf(x | …)`, `dist_lcdf`, `dist_lccdf`: the summed value.
+    pub(crate) fn dist_expr(&mut self, e: &TExpr, name: &str, form: DistForm, args: &[TExpr]) -> R {
+        let x = self.expr(&args[0])?;
+        let ps = args[1..]
+            .iter()
+            .map(|a| self.expr(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.check_outcome(name, &args[0], x, &ps)?;
+        self.wrap(e, |g| match form {
+            DistForm::Lpdf => dist::lpdf(g, name, x, &ps),
+            DistForm::Lcdf => dist::lcdf(g, name, x, &ps, false),
+            DistForm::Lccdf => dist::lcdf(g, name, x, &ps, true),
+        })
+    }
+
+    /// A data outcome outside the family's support is the user's problem: a diagnostic at the
+    /// outcome.
+    pub(crate) fn check_outcome(
+        &self,
+        name: &str,
+        outcome: &TExpr,
+        x: NodeId,
+        params: &[NodeId],
+    ) -> Result<(), Diagnostic> {
+        let Some(values) = self.g.const_value(x) else {
+            return Ok(());
+        };
+        let Some(entry) = dist::lookup(name) else {
+            return Ok(());
+        };
+        // Continuous outcomes that are constants may legitimately sit outside the support
+        // (the density is then −∞); only discrete data are checked, as in Stan.
+        if !matches!(
+            entry.outcome,
+            Outcome::Binary | Outcome::Count | Outcome::Category
+        ) {
+            return Ok(());
+        }
+        let checked =
+            dist::check_outcome(name, values).and_then(|()| self.check_categories(name, values, params));
+        let Err(msg) = checked else { return Ok(()) };
+        let help = match entry.outcome {
+            Outcome::Binary => format!("`{name}` takes labels 0 and 1; recode the data (e.g. labels 1/2 as 0/1)"),
+            Outcome::Count => format!("`{name}` takes counts 0, 1, 2, …; check the data for negative or fractional values"),
+            _ => format!("`{name}` takes categories 1..K as in Stan (K the number of logits); recode 0-based labels by adding 1"),
+        };
+        Err(Diagnostic::error(
+            "mvi::lower::outcome_out_of_support",
+            msg,
+            self.model.source.clone(),
+        )
+        .with_label(self.span(outcome), "these data")
+        .with_help(help))
+    }
+}
+
+impl Lowerer<'_> {
+    /// Categories must also be at most K, the number of logits (columns of a matrix).
+    fn check_categories(&self, name: &str, values: &[f64], params: &[NodeId]) -> Result<(), String> {
+        let Some(&beta) = params.first().filter(|_| name == "categorical_logit") else {
+            return Ok(());
+        };
+        let k = match self.g.shape(beta) {
+            Shape::Matrix(_, k) => k,
+            s => s.size(),
+        };
+        match values.iter().position(|&v| v > k as f64) {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "`{name}` outcome {} (entry {}) is outside its support: expected categories 1, 2, ..., {k}",
+                values[i],
+                i + 1
+            )),
+        }
+    }
+}
+
+/// The graph operation(s) of a built-in function; `shape` is the checked result shape.
+fn builtin(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> Result<NodeId, crate::graph::Error> {
+    match (name, a) {
+        ("log1m", [x]) => {
+            let n = g.neg(*x);
+            Ok(g.unary(Fun1::Log1p, n))
+        }
+        ("inv", [x]) => {
+            let one = g.scalar(1.0);
+            g.div(one, *x)
+        }
+        ("tan", [x]) => {
+            let (s, c) = (g.unary(Fun1::Sin, *x), g.unary(Fun1::Cos, *x));
+            g.div(s, c)
+        }
+        ("atan", [x]) => Ok(g.unary(Fun1::Atan, *x)),
+        ("pow", [x, y]) => g.binary(Fun2::Pow, *x, *y),
+        ("fmin", [x, y]) => g.binary(Fun2::Min, *x, *y),
+        ("fmax", [x, y]) => g.binary(Fun2::Max, *x, *y),
+        ("to_vector", [x]) => {
+            let n = g.shape(*x).size();
+            g.gather_flat(*x, (0..n as u32).collect(), Shape::Vector(n))
+        }
+        ("rep_vector", [x, _]) if g.shape(*x) != Shape::Scalar => Ok(*x),
+        ("rep_matrix", [v, _]) => {
+            let (m, n) = (shape.rows(), shape.cols());
+            let idx = (0..n).flat_map(|_| 0..m as u32).collect();
+            g.gather_flat(*v, idx, shape)
+        }
+        ("append_col" | "append_row", [x, y]) => concat(g, name == "append_col", *x, *y, shape),
+        ("sum", [x]) if g.shape(*x) == Shape::Scalar => Ok(*x),
+        _ => g.call(name, a),
+    }
+}
+
+/// `append_col` / `append_row`: each part gathered into the result's layout (zeros
+/// elsewhere), then added.
+fn concat(
+    g: &mut Graph,
+    by_col: bool,
+    x: NodeId,
+    y: NodeId,
+    shape: Shape,
+) -> Result<NodeId, crate::graph::Error> {
+    let (rows, cols) = (shape.rows(), shape.cols());
+    let (sx, sy) = (g.shape(x), g.shape(y));
+    let mut ix = vec![GATHER_ZERO; rows * cols];
+    let mut iy = vec![GATHER_ZERO; rows * cols];
+    for c in 0..cols {
+        for r in 0..rows {
+            let k = r + c * rows;
+            if by_col {
+                if c < sx.cols() {
+                    ix[k] = (r + c * sx.rows()) as u32;
+                } else {
+                    let cy = c - sx.cols();
+                    iy[k] = if sy == Shape::Scalar {
+                        0
+                    } else {
+                        (r + cy * rows) as u32
+                    };
+                }
+            } else if r < sx.rows() {
+                ix[k] = (r + c * sx.rows()) as u32;
+            } else {
+                let (ry, ny) = (r - sx.rows(), sy.rows());
+                iy[k] = if sy == Shape::Scalar {
+                    0
+                } else {
+                    (ry + c * ny) as u32
+                };
+            }
+        }
+    }
+    let gx = g.gather_flat(x, ix, shape)?;
+    let gy = g.gather_flat(y, iy, shape)?;
+    g.add_nodes(gx, gy)
+}
