@@ -32,9 +32,11 @@ pub const EXIT_DIAGNOSE_FAILED: i32 = 1;
 /// mvi: fast, trustworthy approximate Bayesian inference for models written in `.mvi`.
 #[derive(Debug, Parser)]
 #[command(name = "mvi", version, about, long_about = None)]
-#[command(after_help = "Examples:\n  mvi check examples/eight_schools.mvi --data examples/data/eight_schools.json\n  \
+#[command(
+    after_help = "Examples:\n  mvi check examples/eight_schools.mvi --data examples/data/eight_schools.json\n  \
 mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banana.json --method mvi_eig\n  \
-mvi compare examples/cauchy_rbf.mvi --data examples/data/cauchy_rbf.json --methods laplace,mvi_lr,vi_diag")]
+mvi compare examples/cauchy_rbf.mvi --data examples/data/cauchy_rbf.json --methods laplace,mvi_lr,vi_diag"
+)]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]
@@ -45,7 +47,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check a model and its data; print the parameter layout, D, hyperparameters and options.
-    #[command(after_help = "Example:\n  mvi check examples/eight_schools.mvi --data examples/data/eight_schools.json")]
+    #[command(
+        after_help = "Example:\n  mvi check examples/eight_schools.mvi --data examples/data/eight_schools.json"
+    )]
     Check(ModelArgs),
     /// Print an intermediate form: the AST, the typed model, or the log-joint graph.
     #[command(after_help = "Examples:\n  mvi dump ast examples/mixture_2d.mvi\n  \
@@ -59,16 +63,22 @@ mvi dump graph examples/linear_regression.mvi --data examples/data/linear_regres
     },
     /// Check derivatives at a point: reverse mode vs num-dual vs finite differences, and the
     /// Hessian's symmetry and agreement. Exits 1 when they disagree beyond tolerance.
-    #[command(after_help = "Example:\n  mvi diagnose examples/eight_schools.mvi --data examples/data/eight_schools.json --seed 3")]
+    #[command(
+        after_help = "Example:\n  mvi diagnose examples/eight_schools.mvi --data examples/data/eight_schools.json --seed 3"
+    )]
     Diagnose(DiagnoseArgs),
     /// Fit a model with the method of its `infer` block (or `--method`) and print a summary.
-    #[command(after_help = "Examples:\n  mvi run examples/linear_regression.mvi --data examples/data/linear_regression.json\n  \
+    #[command(
+        after_help = "Examples:\n  mvi run examples/linear_regression.mvi --data examples/data/linear_regression.json\n  \
 mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banana.json \\\n      \
---method mvi_lr --set samples=500 --output-dir out/")]
+--method mvi_lr --set samples=500 --output-dir out/"
+    )]
     Run(RunArgs),
     /// Fit several methods to one model and print one comparison table.
-    #[command(after_help = "Example:\n  mvi compare examples/cauchy_rbf.mvi --data examples/data/cauchy_rbf.json \\\n      \
---methods laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag")]
+    #[command(
+        after_help = "Example:\n  mvi compare examples/cauchy_rbf.mvi --data examples/data/cauchy_rbf.json \\\n      \
+--methods laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag"
+    )]
     Compare(CompareArgs),
 }
 
@@ -145,7 +155,11 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Comma-separated methods to fit.
-    #[arg(long, value_delimiter = ',', default_value = "laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag,vi_full")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag,vi_full"
+    )]
     pub methods: Vec<String>,
     /// Options shared with `run`.
     #[command(flatten)]
@@ -264,9 +278,11 @@ fn run_options(typed: &TypedModel, method: Option<&str>, set: &[String]) -> Resu
     }
     for s in set {
         let Some((k, v)) = s.split_once('=') else {
-            return Err(Diagnostic::plain("mvi::cli::bad_set", format!("`--set {s}` is not KEY=VALUE"))
-                .with_help("write e.g. `--set samples=500`")
-                .into());
+            return Err(
+                Diagnostic::plain("mvi::cli::bad_set", format!("`--set {s}` is not KEY=VALUE"))
+                    .with_help("write e.g. `--set samples=500`")
+                    .into(),
+            );
         };
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
@@ -301,7 +317,10 @@ fn fit_one(
 }
 
 fn run_info(m: &ModelArgs) -> RunInfo {
-    RunInfo { model_file: m.model.display().to_string(), data_files: m.data.clone() }
+    RunInfo {
+        model_file: m.model.display().to_string(),
+        data_files: m.data.clone(),
+    }
 }
 
 fn cmd_run(a: &RunArgs) -> Result<(), Failure> {

@@ -34,7 +34,13 @@ pub struct RunInfo {
 
 /// The value of an integer option, or its default.
 pub fn option_int(options: &InferOptions, key: &str, default: u64) -> u64 {
-    match options.entries.iter().rev().find(|e| e.key == key).map(|e| &e.value) {
+    match options
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.key == key)
+        .map(|e| &e.value)
+    {
         Some(OptionValue::Int(v)) if *v >= 0 => *v as u64,
         _ => default,
     }
@@ -42,7 +48,13 @@ pub fn option_int(options: &InferOptions, key: &str, default: u64) -> u64 {
 
 /// The chosen method's name (`laplace` when none is given).
 pub fn method_name(options: &InferOptions) -> String {
-    match options.entries.iter().rev().find(|e| e.key == "method").map(|e| &e.value) {
+    match options
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.key == "method")
+        .map(|e| &e.value)
+    {
         Some(OptionValue::Ident(m)) => m.clone(),
         _ => "laplace".to_string(),
     }
@@ -88,11 +100,15 @@ pub fn fit(
     obs: &mut dyn Observer,
 ) -> Result<(Posterior, FitReport), Diagnostic> {
     let method = registry::build(options)?;
-    method.supports(model).map_err(|e| method_error(method.name(), &e))?;
+    method
+        .supports(model)
+        .map_err(|e| method_error(method.name(), &e))?;
     let seed = option_int(options, "seed", 0);
     let mut rng = StdRng::seed_from_u64(seed);
     let start = Instant::now();
-    let post = method.fit(model, &mut rng, obs).map_err(|e| method_error(method.name(), &e))?;
+    let post = method
+        .fit(model, &mut rng, obs)
+        .map_err(|e| method_error(method.name(), &e))?;
     let interrupted = post.notes.iter().any(|n| n.contains("interrupted"));
     let report = assemble(model, options, info, &post, &mut rng, start, interrupted);
     Ok((post, report))
@@ -125,7 +141,12 @@ fn assemble(
 ) -> FitReport {
     let n_draws = option_int(options, "draws", 1000).max(1) as usize;
     let w = post.draw(n_draws, rng);
-    let lp: Vec<f64> = model.eval(&post.theta, &w, Want::VALUE).values.iter().copied().collect();
+    let lp: Vec<f64> = model
+        .eval(&post.theta, &w, Want::VALUE)
+        .values
+        .iter()
+        .copied()
+        .collect();
     let log_q: Option<Vec<f64>> = post.log_q(&w).map(|v| v.iter().copied().collect());
     let khat = log_q.as_ref().and_then(|lq| {
         let ratios: Vec<f64> = lp.iter().zip(lq).map(|(p, q)| p - q).collect();
@@ -137,7 +158,10 @@ fn assemble(
         .or_else(|| log_q.as_ref().map(|lq| draw_elbo(&lp, lq)));
     let (columns, draws) = constrained_draws(model, &post.theta, &w);
     let test_draws = option_int(options, "test_draws", 10_000).max(1) as usize;
-    let predict = model.predict.as_ref().map(|_| run_predict(model, post, test_draws, rng));
+    let predict = model
+        .predict
+        .as_ref()
+        .map(|_| run_predict(model, post, test_draws, rng));
     let mut notes = post.notes.clone();
     if let Some(k) = khat {
         if k > psis::KHAT_OK {
@@ -166,7 +190,11 @@ fn assemble(
         lp,
         log_q,
         approx: ApproxSummary::from_approximation(&post.approx),
-        elbo_train: if post.method == "laplace" { None } else { post.objective },
+        elbo_train: if post.method == "laplace" {
+            None
+        } else {
+            post.objective
+        },
         elbo_fresh,
         log_evidence: post.log_evidence,
         theta: theta_values(model, &post.theta),
@@ -191,9 +219,18 @@ fn draw_elbo(lp: &[f64], log_q: &[f64]) -> Estimate {
 
 /// CmdStan column names and the constrained draws (n_draws × columns) of every parameter
 /// and reported `let`.
-fn constrained_draws(model: &LogJoint, theta: &DVector<f64>, w: &DMatrix<f64>) -> (Vec<String>, DMatrix<f64>) {
+fn constrained_draws(
+    model: &LogJoint,
+    theta: &DVector<f64>,
+    w: &DMatrix<f64>,
+) -> (Vec<String>, DMatrix<f64>) {
     let blocks = model.constrain(theta, w);
-    let shapes: Vec<Shape> = model.params.iter().chain(&model.reported).map(|p| p.shape).collect();
+    let shapes: Vec<Shape> = model
+        .params
+        .iter()
+        .chain(&model.reported)
+        .map(|p| p.shape)
+        .collect();
     let mut names = Vec::new();
     for ((name, _), shape) in blocks.iter().zip(&shapes) {
         names.extend(crate::report::cmdstan_names(name, &shape_dims(*shape)));
@@ -252,7 +289,9 @@ fn run_predict(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRng) -
     while done < n {
         let c = PREDICT_CHUNK.min(n - done);
         let w = post.draw(c, rng);
-        let pred = model.predict(&post.theta, &w).expect("the model has a predict graph");
+        let pred = model
+            .predict(&post.theta, &w)
+            .expect("the model has a predict graph");
         if point_lse.is_empty() {
             point_lse = vec![Vec::new(); pred.loglik.nrows()];
             observed = pred.observed.clone();
@@ -288,7 +327,10 @@ fn run_predict(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRng) -
 
 fn accumulate_quantities(sum: &mut Vec<(String, Vec<f64>)>, chunk: &[(String, Vec<f64>)], weight: f64) {
     if sum.is_empty() {
-        *sum = chunk.iter().map(|(n, v)| (n.clone(), vec![0.0; v.len()])).collect();
+        *sum = chunk
+            .iter()
+            .map(|(n, v)| (n.clone(), vec![0.0; v.len()]))
+            .collect();
     }
     for ((_, acc), (_, v)) in sum.iter_mut().zip(chunk) {
         for (a, x) in acc.iter_mut().zip(v) {
