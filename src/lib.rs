@@ -11,6 +11,7 @@
 
 pub mod autodiff;
 pub mod check;
+pub mod cli;
 pub mod data;
 pub mod density;
 pub mod diagnostic;
@@ -21,4 +22,5 @@ pub mod infer;
 pub mod posterior;
 pub mod progress;
 pub mod report;
+pub mod run;
 pub mod syntax;

@@ -1,3 +1,23 @@
-//! The `mvi` command-line program.
+//! The `mvi` command-line program: parses arguments and hands over to [`mvi::cli`].
 
-fn main() {}
+use clap::Parser;
+use mvi::cli::{execute, print_diagnostics, Cli, Failure, EXIT_USER_ERROR};
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USER_ERROR } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    match execute(cli) {
+        Ok(()) => {}
+        Err(Failure::User(diags)) => {
+            print_diagnostics(&diags);
+            std::process::exit(EXIT_USER_ERROR);
+        }
+        Err(Failure::Code(code)) => std::process::exit(code),
+    }
+}

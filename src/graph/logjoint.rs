@@ -54,6 +54,8 @@ pub struct Prediction {
     /// For each pointwise output: its name and the predictive quantity (probability, class
     /// probabilities or location) averaged over the draws, flattened column-major.
     pub quantities: Vec<(String, Vec<f64>)>,
+    /// The observed outcomes of each pointwise output with a quantity, in the same order.
+    pub observed: Vec<super::Observed>,
 }
 
 /// Coordinate names of one declared value: `name`, `name.i` or `name.i.j`.
@@ -91,6 +93,16 @@ impl LogJoint {
         items.iter().map(|p| p.name.clone()).zip(blocks).collect()
     }
 
+    /// The hyperparameters on their constrained scale, one vector (column-major) per `hyper`.
+    pub fn constrain_theta(&self, theta: &DVector<f64>) -> Vec<Vec<f64>> {
+        let ids: Vec<NodeId> = self.hypers.iter().map(|p| p.value).collect();
+        let w = DMatrix::zeros(self.graph.dim, 1);
+        eval_nodes(&self.graph, theta.as_slice(), &w, &ids)
+            .into_iter()
+            .map(|m| m.iter().copied().collect())
+            .collect()
+    }
+
     /// The `predict` outputs at the draws W (D×S′), evaluated in chunks of columns.
     ///
     /// Returns `None` when the model has no `predict` block.
@@ -116,7 +128,17 @@ impl LogJoint {
             .zip(qs)
             .map(|(n, m)| (n, m.column_mean().iter().copied().collect()))
             .collect();
-        Some(Prediction { loglik, quantities })
+        let observed = g
+            .pointwise
+            .iter()
+            .filter(|p| p.quantity.is_some())
+            .map(|p| p.observed.clone())
+            .collect();
+        Some(Prediction {
+            loglik,
+            quantities,
+            observed,
+        })
     }
 }
 

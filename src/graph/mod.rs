@@ -173,6 +173,26 @@ pub struct PointwiseOutput {
     /// Per-observation predictive quantity (probability, class probabilities as an N×K
     /// matrix, or location), when the distribution has one.
     pub quantity: Option<NodeId>,
+    /// The observed outcomes, for error rates and mean squared errors.
+    pub observed: Observed,
+}
+
+/// The observed outcomes of a `predict` statement, by the kind of prediction they allow.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    /// 0/1 labels (`bernoulli*`): the quantity is P(y = 1).
+    Binary(Vec<i64>),
+    /// Categories 1..K (`categorical_logit`): the quantity is an N×K matrix of probabilities.
+    Categorical {
+        /// The labels, 1-based.
+        y: Vec<i64>,
+        /// The number of categories K.
+        k: usize,
+    },
+    /// Real-valued (or count) outcomes whose quantity is a location: MSE applies.
+    Continuous(Vec<f64>),
+    /// Nothing to compare (multivariate outcomes, binomial counts).
+    Other,
 }
 
 /// A problem building the graph: a bug in lowering (the checker rules these out) or in a
@@ -266,7 +286,15 @@ impl Graph {
             name: name.to_string(),
             loglik,
             quantity,
+            observed: Observed::Other,
         });
+    }
+
+    /// Record the observed outcomes of the last pointwise output.
+    pub fn observe_last(&mut self, observed: Observed) {
+        if let Some(p) = self.pointwise.last_mut() {
+            p.observed = observed;
+        }
     }
 
     /// Name a node after the model value it holds (shown by `dump_graph`); a node keeps its

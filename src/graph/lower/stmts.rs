@@ -8,7 +8,7 @@ use super::Lowerer;
 use crate::check::{TExpr, TExprKind, TStmt};
 use crate::diagnostic::Diagnostic;
 use crate::dist;
-use crate::graph::{Fun2, GATHER_ZERO};
+use crate::graph::{Fun2, NodeId, GATHER_ZERO};
 use crate::syntax::ast::AssignOp;
 
 impl Lowerer<'_> {
@@ -71,6 +71,8 @@ impl Lowerer<'_> {
             let ll = self.wrap(lhs, |g| dist::pointwise(g, name, x, &ps))?;
             let q = self.wrap(lhs, |g| dist::quantity(g, name, x, &ps))?;
             self.g.add_pointwise(&label, ll, Some(q));
+            let observed = observed_outcomes(&self.g, name, x, q);
+            self.g.observe_last(observed);
             return Ok(());
         }
         self.wrap(lhs, |g| dist::tilde(g, name, x, &ps).map(|()| x))
@@ -139,5 +141,30 @@ impl Lowerer<'_> {
         self.g.label(updated, &name);
         self.rebind_local(&name, updated);
         Ok(())
+    }
+}
+
+/// What a `predict` statement's data outcome allows comparing its prediction with.
+fn observed_outcomes(
+    g: &crate::graph::Graph,
+    dist_name: &str,
+    x: NodeId,
+    q: NodeId,
+) -> crate::graph::Observed {
+    use crate::dist::registry::Outcome;
+    use crate::graph::Observed;
+    let (Some(values), Some(entry)) = (g.const_value(x), dist::lookup(dist_name)) else {
+        return Observed::Other;
+    };
+    let ints = || values.iter().map(|v| v.round() as i64).collect::<Vec<i64>>();
+    match entry.outcome {
+        Outcome::Binary => Observed::Binary(ints()),
+        Outcome::Category => Observed::Categorical {
+            y: ints(),
+            k: g.shape(q).cols(),
+        },
+        Outcome::Count if dist_name.starts_with("binomial") => Observed::Other,
+        Outcome::RealVector => Observed::Other,
+        _ => Observed::Continuous(values.to_vec()),
     }
 }

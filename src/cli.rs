@@ -1,0 +1,374 @@
+//! Command-line arguments and the subcommands of the `mvi` program.
+//!
+//! Every subcommand calls the same library functions the REPL and the tests use
+//! (`check::load_model`, `graph::lower_model`, `run::fit`, the `report` renderers) and turns
+//! every user-facing problem into a rendered [`Diagnostic`] with exit code 2. Results files
+//! are written atomically (`fsutil`).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use nalgebra::DVector;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Uniform};
+
+use crate::check::{self, TypedModel};
+use crate::diagnostic::Diagnostic;
+use crate::graph::{self, LogJoint};
+use crate::infer::InferOptions;
+use crate::progress::Progress;
+use crate::report::{self, FitReport};
+use crate::run::{self, RunInfo};
+
+/// Exit code for problems in the user's model, data or command.
+pub const EXIT_USER_ERROR: i32 = 2;
+/// Exit code when `diagnose` finds derivatives that disagree.
+pub const EXIT_DIAGNOSE_FAILED: i32 = 1;
+
+/// mvi: fast, trustworthy approximate Bayesian inference for models written in `.mvi`.
+#[derive(Debug, Parser)]
+#[command(name = "mvi", version, about, long_about = None)]
+#[command(
+    after_help = "Examples:\n  mvi check examples/eight_schools.mvi --data examples/data/eight_schools.json\n  \
+mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banana.json --method mvi_eig\n  \
+mvi compare examples/cauchy_rbf.mvi --data examples/data/cauchy_rbf.json --methods laplace,mvi_lr,vi_diag"
+)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a model and its data; print the parameter layout, D, hyperparameters and options.
+    #[command(
+        after_help = "Example:\n  mvi check examples/eight_schools.mvi --data examples/data/eight_schools.json"
+    )]
+    Check(ModelArgs),
+    /// Print an intermediate form: the AST, the typed model, or the log-joint graph.
+    #[command(after_help = "Examples:\n  mvi dump ast examples/mixture_2d.mvi\n  \
+mvi dump graph examples/linear_regression.mvi --data examples/data/linear_regression.json")]
+    Dump {
+        /// Which form to print.
+        form: DumpForm,
+        /// The model and its data.
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Check derivatives at a point: reverse mode vs num-dual vs finite differences, and the
+    /// Hessian's symmetry and agreement. Exits 1 when they disagree beyond tolerance.
+    #[command(
+        after_help = "Example:\n  mvi diagnose examples/eight_schools.mvi --data examples/data/eight_schools.json --seed 3"
+    )]
+    Diagnose(DiagnoseArgs),
+    /// Fit a model with the method of its `infer` block (or `--method`) and print a summary.
+    #[command(
+        after_help = "Examples:\n  mvi run examples/linear_regression.mvi --data examples/data/linear_regression.json\n  \
+mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banana.json \\\n      \
+--method mvi_lr --set samples=500 --output-dir out/"
+    )]
+    Run(RunArgs),
+    /// Fit several methods to one model and print one comparison table.
+    #[command(
+        after_help = "Example:\n  mvi compare examples/cauchy_rbf.mvi --data examples/data/cauchy_rbf.json \\\n      \
+--methods laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag"
+    )]
+    Compare(CompareArgs),
+}
+
+/// Intermediate forms `dump` prints.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DumpForm {
+    /// The parsed syntax tree.
+    Ast,
+    /// The checked model with shapes and stages.
+    Typed,
+    /// The lowered log-joint graph.
+    Graph,
+}
+
+/// A model file and its data.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// The `.mvi` model file.
+    pub model: PathBuf,
+    /// Data: a Stan-style JSON file, or `NAME=file.csv` for one variable (repeatable).
+    #[arg(long = "data", short = 'd', value_name = "FILE|NAME=FILE")]
+    pub data: Vec<String>,
+}
+
+/// Arguments of `diagnose`.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// The model and its data.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Seed of the random point (uniform in [−2, 2] per unconstrained coordinate).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Evaluate at w = 0 instead of a random point.
+    #[arg(long)]
+    pub zero: bool,
+}
+
+/// Options shared by `run` and `compare`.
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// Override an `infer` option, e.g. `--set samples=500` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the result as one JSON object instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write draws.csv, fit.json, posterior.svg and trace.svg into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The model and its data.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The inference method (overrides the model's `infer { method = … }`).
+    #[arg(long, short = 'm')]
+    pub method: Option<String>,
+    /// Options shared with `compare`.
+    #[command(flatten)]
+    pub fit: FitArgs,
+}
+
+/// Arguments of `compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The model and its data.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Comma-separated methods to fit.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag,vi_full"
+    )]
+    pub methods: Vec<String>,
+    /// Options shared with `run`.
+    #[command(flatten)]
+    pub fit: FitArgs,
+}
+
+/// A failed command: diagnostics to print (exit 2), or a plain exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// Problems in the user's input.
+    User(Vec<Diagnostic>),
+    /// Exit with this code after output was printed.
+    Code(i32),
+}
+
+impl From<Diagnostic> for Failure {
+    fn from(d: Diagnostic) -> Self {
+        Failure::User(vec![d])
+    }
+}
+
+impl From<Vec<Diagnostic>> for Failure {
+    fn from(d: Vec<Diagnostic>) -> Self {
+        Failure::User(d)
+    }
+}
+
+/// Run one parsed command line, printing results to stdout.
+///
+/// # Errors
+/// [`Failure`] with the diagnostics or exit code for `main` to report.
+pub fn execute(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Check(m) => cmd_check(&m),
+        Command::Dump { form, model } => cmd_dump(form, &model),
+        Command::Diagnose(a) => cmd_diagnose(&a),
+        Command::Run(a) => cmd_run(&a),
+        Command::Compare(a) => cmd_compare(&a),
+    }
+}
+
+/// Print diagnostics to stderr, with colour only on a terminal.
+pub fn print_diagnostics(diags: &[Diagnostic]) {
+    let color = std::io::stderr().is_terminal();
+    for d in diags {
+        if color {
+            eprintln!("{:?}", miette::Report::new(d.clone()));
+        } else {
+            eprint!("{}", d.render_plain(100));
+        }
+    }
+}
+
+fn load(m: &ModelArgs) -> Result<TypedModel, Failure> {
+    Ok(check::load_model(&m.model, &m.data)?)
+}
+
+fn load_and_lower(m: &ModelArgs) -> Result<(TypedModel, LogJoint), Failure> {
+    let typed = load(m)?;
+    let joint = graph::lower_model(&typed)?;
+    Ok((typed, joint))
+}
+
+fn cmd_check(m: &ModelArgs) -> Result<(), Failure> {
+    let typed = load(m)?;
+    graph::lower_model(&typed)?;
+    print!("{}", check::layout_report(&typed));
+    Ok(())
+}
+
+fn cmd_dump(form: DumpForm, m: &ModelArgs) -> Result<(), Failure> {
+    match form {
+        DumpForm::Ast => {
+            let text = std::fs::read_to_string(&m.model).map_err(|e| unreadable(&m.model, &e))?;
+            let program = crate::syntax::parse_program(&text, &m.model.display().to_string())?;
+            print!("{}", crate::syntax::dump_ast(&program));
+        }
+        DumpForm::Typed => print!("{}", check::dump_typed(&load(m)?)),
+        DumpForm::Graph => print!("{}", graph::dump_graph(&load_and_lower(m)?.1.graph)),
+    }
+    Ok(())
+}
+
+fn unreadable(path: &Path, e: &std::io::Error) -> Diagnostic {
+    Diagnostic::plain(
+        "mvi::cli::unreadable_model",
+        format!("cannot read model file `{}`: {e}", path.display()),
+    )
+    .with_help("check the path; model files end in `.mvi`")
+}
+
+fn cmd_diagnose(a: &DiagnoseArgs) -> Result<(), Failure> {
+    let (_, joint) = load_and_lower(&a.model)?;
+    let d = crate::density::LogDensity::dim(&joint);
+    let w = if a.zero {
+        DVector::zeros(d)
+    } else {
+        let mut rng = StdRng::seed_from_u64(a.seed);
+        let u = Uniform::new(-2.0, 2.0).expect("a valid range");
+        DVector::from_fn(d, |_, _| u.sample(&mut rng))
+    };
+    let rep = graph::diagnose(&joint, &joint.theta0, &w, graph::Tolerances::default());
+    print!("{rep}");
+    if rep.passed() {
+        Ok(())
+    } else {
+        Err(Failure::Code(EXIT_DIAGNOSE_FAILED))
+    }
+}
+
+/// The run's options: the model's `infer` block, then `--method`, then `--set` overrides.
+fn run_options(typed: &TypedModel, method: Option<&str>, set: &[String]) -> Result<InferOptions, Failure> {
+    let mut overrides = Vec::new();
+    if let Some(m) = method {
+        overrides.push(("method".to_string(), m.to_string()));
+    }
+    for s in set {
+        let Some((k, v)) = s.split_once('=') else {
+            return Err(
+                Diagnostic::plain("mvi::cli::bad_set", format!("`--set {s}` is not KEY=VALUE"))
+                    .with_help("write e.g. `--set samples=500`")
+                    .into(),
+            );
+        };
+        overrides.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok(check::infer_options(typed, &overrides)?)
+}
+
+/// A Ctrl-C flag: the first Ctrl-C asks the running fit to stop at its next iteration.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    // A second handler cannot be installed (the REPL or a test may have one): then Ctrl-C
+    // keeps its default meaning.
+    let _ = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    flag
+}
+
+fn fit_one(
+    joint: &LogJoint,
+    options: &InferOptions,
+    info: &RunInfo,
+    quiet: bool,
+    flag: &Arc<AtomicBool>,
+) -> Result<FitReport, Failure> {
+    let mut progress = Progress::new(quiet, flag.clone());
+    let (_, report) = run::fit(joint, options, info, &mut progress)?;
+    progress.finish();
+    Ok(report)
+}
+
+fn run_info(m: &ModelArgs) -> RunInfo {
+    RunInfo {
+        model_file: m.model.display().to_string(),
+        data_files: m.data.clone(),
+    }
+}
+
+fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
+    let (typed, joint) = load_and_lower(&a.model)?;
+    let options = run_options(&typed, a.method.as_deref(), &a.fit.set)?;
+    let flag = interrupt_flag();
+    let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+    if let Some(dir) = &a.fit.output_dir {
+        write_outputs(dir, &report)?;
+    }
+    if a.fit.json {
+        println!("{}", report::render_json(&report));
+    } else {
+        print!("{}", report::render_summary(&report));
+    }
+    Ok(())
+}
+
+fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
+    let (typed, joint) = load_and_lower(&a.model)?;
+    let flag = interrupt_flag();
+    let mut reports = Vec::new();
+    for method in &a.methods {
+        let options = run_options(&typed, Some(method), &a.fit.set)?;
+        let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+        if let Some(dir) = &a.fit.output_dir {
+            write_outputs(&dir.join(method), &report)?;
+        }
+        reports.push(report);
+        if flag.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    if a.fit.json {
+        println!("{}", report::render_compare_json(&reports));
+    } else {
+        print!("{}", report::render_compare(&reports));
+    }
+    Ok(())
+}
+
+fn write_outputs(dir: &Path, report: &FitReport) -> Result<(), Failure> {
+    crate::fsutil::write_output_dir(dir, report, true).map_err(|e| {
+        Diagnostic::plain(
+            "mvi::cli::output_dir",
+            format!("cannot write results to `{}`: {e}", dir.display()),
+        )
+        .with_help("check that the directory can be created and written")
+        .into()
+    })
+}
