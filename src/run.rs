@@ -69,7 +69,9 @@ pub fn options_with_defaults(options: &InferOptions) -> Vec<(String, String)> {
         let text = match given.map(|e| &e.value) {
             Some(v) => option_text(v),
             None if spec.key == "method" => method.clone(),
-            None => spec.default.unwrap_or("(per parameter)").to_string(),
+            None => infer_keys::default_for(spec, &method)
+                .unwrap_or("(one block per parameter)")
+                .to_string(),
         };
         out.push((spec.key.to_string(), text));
     }

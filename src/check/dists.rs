@@ -155,9 +155,12 @@ impl DistSpec {
 
     /// The valid function suffixes.
     pub fn forms(&self) -> &'static [&'static str] {
+        // The CDFs exist where the density library provides them (not every continuous
+        // family has one: student_t, gamma, inv_gamma and beta need incomplete beta/gamma).
+        let has_cdf = crate::dist::lookup(self.name).is_some_and(|e| e.lcdf.is_some());
         match (self.discrete, self.family) {
             (true, _) => &["_lpmf"],
-            (false, Family::Univariate) => &["_lpdf", "_lcdf", "_lccdf"],
+            (false, Family::Univariate) if has_cdf => &["_lpdf", "_lcdf", "_lccdf"],
             (false, _) => &["_lpdf"],
         }
     }

@@ -230,7 +230,7 @@ fn check_method_value(e: &Entry, value: &OptionValue) -> Result<(), Diagnostic> 
 fn show(v: &OptionValue) -> String {
     match v {
         OptionValue::Int(i) => format!("`{i}`"),
-        OptionValue::Real(x) => format!("`{x}`"),
+        OptionValue::Real(x) => format!("`{x:?}`"),
         OptionValue::Ident(w) => format!("`{w}`"),
         OptionValue::Blocks(b) => format!(
             "a list of {} block{}",

@@ -170,7 +170,7 @@ fn infer_section(model: &TypedModel, out: &mut String) {
             .iter()
             .find(|k| k.key == key)
             .expect("keys_for returns keys of KEYS");
-        let (value, note) = match (given(key), spec.default) {
+        let (value, note) = match (given(key), crate::check::infer_keys::default_for(spec, &method)) {
             (Some(v), _) => (v, ""),
             (None, Some(d)) => (d.to_string(), "  (default)"),
             (None, None) if key == "blocks" => (

@@ -178,6 +178,6 @@ impl fmt::Display for DiagnoseReport {
             verdict(self.hess_err_fd, t.finite_diff),
             t.finite_diff
         )?;
-        write!(f, "{}", if self.passed() { "PASS" } else { "FAIL" })
+        writeln!(f, "{}", if self.passed() { "PASS" } else { "FAIL" })
     }
 }
