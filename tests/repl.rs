@@ -44,7 +44,8 @@ fn a_session_loads_fits_summarises_evaluates_and_quits() {
     let mut p = spawn_repl(&dir);
 
     p.send_line(":fit").unwrap();
-    p.expect(Regex("laplace: converged after [0-9]+ iterations")).unwrap();
+    p.expect(Regex("laplace: converged after [0-9]+ iterations"))
+        .unwrap();
     p.expect("mvi> ").unwrap();
 
     p.send_line(":summary").unwrap();
@@ -55,7 +56,8 @@ fn a_session_loads_fits_summarises_evaluates_and_quits() {
 
     // w₂'s posterior mean is -1.956 with sd 0.063.
     p.send_line("w[2] * 2").unwrap();
-    p.expect(Regex(r"mean -3\.9[0-9]+\s+sd 0\.1[0-9]+\s+90% \[")).unwrap();
+    p.expect(Regex(r"mean -3\.9[0-9]+\s+sd 0\.1[0-9]+\s+90% \["))
+        .unwrap();
     p.expect("mvi> ").unwrap();
 
     p.send_line("foo + 1").unwrap();
@@ -92,6 +94,40 @@ fn a_block_spans_lines_and_ctrl_c_clears_the_line_and_ctrl_d_quits() {
     p.expect("mvi> ").unwrap();
 
     p.send(ControlCode::EndOfTransmission).unwrap();
+    p.expect(Eof).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ctrl-C while `:fit` runs stops the fit at its next iteration, not the REPL. It needs a
+/// fit that runs for a while (the banana example with `vi_diag` takes about a minute in a
+/// debug build), so it is not part of the default run:
+/// `cargo test --test repl -- --ignored ctrl_c_during_a_fit`.
+#[test]
+#[ignore = "slow: runs a long fit to interrupt it"]
+fn ctrl_c_during_a_fit_cancels_the_fit_not_the_repl() {
+    let dir = scratch("interrupt");
+    let mut p = spawn_repl(&dir);
+    p.set_expect_timeout(Some(Duration::from_secs(300)));
+    p.send_line(":data examples/data/logistic_rbf_banana.json")
+        .unwrap();
+    p.expect("mvi> ").unwrap();
+    p.send_line(":load examples/logistic_rbf_banana.mvi").unwrap();
+    p.expect("D = 31").unwrap();
+    p.expect("mvi> ").unwrap();
+    p.send_line(":method vi_diag").unwrap();
+    p.expect("mvi> ").unwrap();
+    // Few test draws: the work after the interrupt (predict) stays short.
+    p.send_line(":set test_draws=10").unwrap();
+    p.expect("mvi> ").unwrap();
+    p.send_line(":fit").unwrap();
+    // The progress line shows once the fit has run for a second.
+    p.expect("vi_diag from").unwrap();
+    p.send(ControlCode::EndOfText).unwrap();
+    p.expect("vi_diag: interrupted after").unwrap();
+    p.expect("mvi> ").unwrap();
+    p.send_line(":summary").unwrap();
+    p.expect("interrupted").unwrap();
+    p.send_line(":quit").unwrap();
     p.expect(Eof).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

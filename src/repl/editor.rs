@@ -56,6 +56,9 @@ pub fn history_path() -> Option<PathBuf> {
 /// # Errors
 /// The terminal cannot be set up ([`Failure::User`] with a diagnostic).
 pub fn run_repl(args: &ReplArgs) -> Result<(), Failure> {
+    // The editor first: creating it replaces the SIGINT handler (rustyline's own), and the
+    // Ctrl-C handler installed after it must be the one that runs during a fit.
+    let mut rl = editor()?;
     let mut session = Session::new(interrupt_flag(), super::use_color());
     if !args.data.is_empty() {
         print!("{}", session.eval_line(&format!(":data {}", args.data.join(" "))));
@@ -63,7 +66,6 @@ pub fn run_repl(args: &ReplArgs) -> Result<(), Failure> {
     if let Some(model) = &args.model {
         print!("{}", session.eval_line(&format!(":load {}", model.display())));
     }
-    let mut rl = editor()?;
     let history = history_path();
     if let Some(h) = &history {
         let _ = rl.load_history(h);
@@ -141,7 +143,7 @@ impl Completer for ReplHelper {
 
     fn complete(&self, line: &str, pos: usize, ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
         let before = &line[..pos];
-        let command = before.trim_start().split_whitespace().next().unwrap_or("");
+        let command = before.split_whitespace().next().unwrap_or("");
         let in_first_word = !before.trim_start().contains(char::is_whitespace);
         if command.starts_with(':') && !in_first_word {
             if matches!(command, ":load" | ":l" | ":data" | ":d" | ":plot") {
