@@ -72,7 +72,7 @@ fn a_session_loads_fits_summarises_evaluates_and_quits() {
 }
 
 #[test]
-fn a_block_spans_lines_and_ctrl_c_clears_the_line_and_ctrl_d_quits() {
+fn a_block_spans_lines_tab_completes_ctrl_c_clears_the_line_and_ctrl_d_quits() {
     let dir = scratch("block");
     let mut p = spawn_repl(&dir);
 
@@ -91,6 +91,16 @@ fn a_block_spans_lines_and_ctrl_c_clears_the_line_and_ctrl_d_quits() {
     p.expect("mvi> ").unwrap();
     p.send_line("twice(w[1])").unwrap();
     p.expect(Regex(r"mean 1\.9[0-9]+")).unwrap();
+    p.expect("mvi> ").unwrap();
+
+    // Tab completes a command and a model name (`sig` → `sigma`, 0.5 in the data).
+    p.send(":summ\t").unwrap();
+    p.send_line("").unwrap();
+    p.expect(Regex(r"w\.1\s+0\.95")).unwrap();
+    p.expect("mvi> ").unwrap();
+    p.send("sig\t").unwrap();
+    p.send_line(" * 4").unwrap();
+    p.expect(Regex(r"mean 2\.0000\s+sd 0\.0000")).unwrap();
     p.expect("mvi> ").unwrap();
 
     p.send(ControlCode::EndOfTransmission).unwrap();
