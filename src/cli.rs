@@ -80,6 +80,12 @@ mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banan
 --methods laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag"
     )]
     Compare(CompareArgs),
+    /// An interactive session: load, fit, summarise, plot, and evaluate expressions over the
+    /// posterior draws.
+    #[command(
+        after_help = "Example:\n  mvi repl examples/linear_regression.mvi --data examples/data/linear_regression.json"
+    )]
+    Repl(crate::repl::ReplArgs),
 }
 
 /// Intermediate forms `dump` prints.
@@ -198,6 +204,7 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Diagnose(a) => cmd_diagnose(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Compare(a) => cmd_compare(&a),
+        Command::Repl(a) => crate::repl::run_repl(&a),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod graph;
 pub mod infer;
 pub mod posterior;
 pub mod progress;
+pub mod repl;
 pub mod report;
 pub mod run;
 pub mod syntax;

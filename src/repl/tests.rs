@@ -1,0 +1,205 @@
+use super::editor::{bracket_depth, candidates};
+use super::expr::entry_summary;
+use super::*;
+use crate::posterior::Approximation;
+
+fn example(rel: &str) -> String {
+    format!("{}/examples/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A session with the linear regression example and its data loaded.
+fn linear_session() -> Session {
+    let mut s = Session::default();
+    let out = s.eval_line(&format!(":data {}", example("data/linear_regression.json")));
+    assert!(out.starts_with("data:"), "{out}");
+    let out = s.eval_line(&format!(":load {}", example("linear_regression.mvi")));
+    assert!(out.contains("D = 3"), "{out}");
+    s
+}
+
+fn fitted_session() -> Session {
+    let mut s = linear_session();
+    let out = s.eval_line(":fit");
+    assert!(out.starts_with("laplace: converged"), "{out}");
+    s
+}
+
+fn posterior_mean(s: &Session) -> Vec<f64> {
+    match &s.last.as_ref().unwrap().posterior.approx {
+        Approximation::Gaussian(g) => g.mean.iter().copied().collect(),
+        other => panic!("laplace gives a Gaussian, got {other:?}"),
+    }
+}
+
+/// Parse `mean X   sd Y   90% [A, B]`.
+fn parse_summary(line: &str) -> (f64, f64, f64, f64) {
+    let nums: Vec<f64> = line
+        .split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == ',')
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    assert_eq!(nums.len(), 4, "{line}");
+    (nums[0], nums[1], nums[2], nums[3])
+}
+
+#[test]
+fn summary_after_fit_lists_every_parameter() {
+    let mut s = fitted_session();
+    let out = s.eval_line(":summary");
+    for name in ["w.1", "w.2", "w.3", "log evidence"] {
+        assert!(out.contains(name), "{name} missing from\n{out}");
+    }
+}
+
+#[test]
+fn linear_expression_has_the_posterior_mean_and_sd() {
+    let mut s = fitted_session();
+    let m = posterior_mean(&s);
+    let (mean, sd, lo, hi) = parse_summary(&s.eval_line("2 * w[1] + 1"));
+    // 1000 draws: the mean's Monte Carlo error is sd/√1000 ≈ 0.0044; allow 5 of them.
+    assert!(
+        (mean - (2.0 * m[0] + 1.0)).abs() < 0.03,
+        "{mean} vs {}",
+        2.0 * m[0] + 1.0
+    );
+    assert!((sd - 2.0 * 0.069).abs() < 0.02, "sd {sd}");
+    assert!(lo < mean && mean < hi);
+}
+
+#[test]
+fn vector_expression_prints_one_line_per_entry() {
+    let mut s = fitted_session();
+    let out = s.eval_line("exp(w)");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[2].starts_with("[3]"), "{out}");
+}
+
+#[test]
+fn data_only_expression_has_zero_spread() {
+    let mut s = fitted_session();
+    let (mean, sd, lo, hi) = parse_summary(&s.eval_line("sigma * 2"));
+    assert!((mean - 1.0).abs() < 1e-12 && sd.abs() < 1e-12, "{mean} {sd}");
+    assert!((lo - 1.0).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn unknown_name_prints_a_diagnostic_and_the_session_goes_on() {
+    let mut s = fitted_session();
+    let out = s.eval_line("foo + 1");
+    assert!(out.contains("unknown name `foo`"), "{out}");
+    assert!(s.eval_line("w[2]").starts_with("mean -1.9"));
+}
+
+#[test]
+fn expression_before_a_fit_asks_for_one() {
+    let mut s = linear_session();
+    assert!(s.eval_line("w[1]").contains("there is no fit yet"));
+}
+
+#[test]
+fn definitions_extend_the_model_and_its_names() {
+    let mut s = fitted_session();
+    let out = s.eval_line("let z = 2 * w[1]");
+    assert!(out.contains("model extended"), "{out}");
+    assert!(s.names().contains(&"z".to_string()));
+    let block = "fn sq(x: real) -> real {\n  return x * x\n}";
+    assert!(s.eval_line(block).contains("model extended"));
+    let m = posterior_mean(&s);
+    let (mean, _, _, _) = parse_summary(&s.eval_line("sq(z)"));
+    // E[(2 w₁)²] = 4 (m² + sd²) with sd ≈ 0.069.
+    let exact = 4.0 * (m[0] * m[0] + 0.069 * 0.069);
+    assert!((mean - exact).abs() < 0.05, "{mean} vs {exact}");
+}
+
+#[test]
+fn a_definition_that_does_not_check_is_rejected() {
+    let mut s = fitted_session();
+    let before = s.eval_line(":model");
+    let out = s.eval_line("let q = nope * 2");
+    assert!(out.contains("unknown name `nope`"), "{out}");
+    assert_eq!(s.eval_line(":model"), before);
+    assert!(!s.names().contains(&"q".to_string()));
+}
+
+#[test]
+fn an_unknown_method_is_rejected_and_the_old_one_kept() {
+    let mut s = linear_session();
+    assert!(s.eval_line(":method bogus").contains("unknown inference method"));
+    assert_eq!(s.eval_line(":method"), "method = laplace\n");
+    assert_eq!(s.eval_line(":method vi_diag"), "method = vi_diag\n");
+    assert!(s.eval_line(":set samples=50").contains("samples = 50"));
+    assert!(s.eval_line(":set").contains("samples = 50"));
+}
+
+#[test]
+fn compare_skips_options_another_method_does_not_take() {
+    let mut s = linear_session();
+    s.eval_line(":method vi_diag");
+    s.eval_line(":set samples=50");
+    let out = s.eval_line(":compare laplace,vi_diag");
+    assert!(out.contains("laplace") && out.contains("vi_diag"), "{out}");
+    assert!(!out.contains("does not apply"), "{out}");
+}
+
+#[test]
+fn plot_writes_an_svg_file() {
+    let mut s = fitted_session();
+    let dir = std::env::temp_dir().join(format!("mvi_repl_plot_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("p.svg");
+    let out = s.eval_line(&format!(":plot {}", path.display()));
+    assert!(out.starts_with("wrote"), "{out}");
+    assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unknown_command_and_missing_model_are_diagnostics() {
+    let mut s = Session::default();
+    assert!(s
+        .eval_line(":frobnicate")
+        .contains("unknown command `:frobnicate`"));
+    assert!(s.eval_line(":fit").contains("no model is loaded"));
+    assert!(s
+        .eval_line(":load /nonexistent/m.mvi")
+        .contains("cannot read model file"));
+    assert!(!s.wants_quit());
+    s.eval_line(":quit");
+    assert!(s.wants_quit());
+}
+
+#[test]
+fn definitions_are_told_from_expressions() {
+    assert!(is_definition("let x = 1"));
+    assert!(is_definition("fn f(x: real) -> real { return x }"));
+    assert!(is_definition("predict {\n y ~ normal(0, 1)\n}"));
+    assert!(!is_definition("letter + 1"));
+    assert!(!is_definition("model_fit * 2"));
+}
+
+#[test]
+fn brackets_left_open_continue_the_input() {
+    assert_eq!(bracket_depth("fn f(x: real) -> real {"), 1);
+    assert_eq!(bracket_depth("dot(X[1], w)"), 0);
+    assert_eq!(bracket_depth("let a = 1 // {"), 0);
+    assert_eq!(bracket_depth("import \"a{\""), 0);
+    assert_eq!(bracket_depth("model {\n  w ~ normal(0, 1)\n}"), 0);
+}
+
+#[test]
+fn completion_offers_words_with_the_typed_prefix() {
+    let words = vec!["tau".to_string(), "theta".to_string(), "w".to_string()];
+    let (start, pairs) = candidates("exp(th", words);
+    assert_eq!(start, 4);
+    let got: Vec<&str> = pairs.iter().map(|p| p.replacement.as_str()).collect();
+    assert_eq!(got, ["theta"]);
+}
+
+#[test]
+fn entry_summary_interpolates_quantiles() {
+    let x: Vec<f64> = (0..=100).map(f64::from).collect();
+    let e = entry_summary(&x);
+    assert!((e.mean - 50.0).abs() < 1e-12);
+    assert!((e.q05 - 5.0).abs() < 1e-12 && (e.q95 - 95.0).abs() < 1e-12);
+    assert!((e.sd - 29.3002).abs() < 1e-4);
+}
