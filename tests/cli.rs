@@ -70,7 +70,10 @@ fn examples() -> Vec<(String, Vec<String>)> {
         })
         .collect();
     out.sort();
-    assert!(out.len() >= 8, "expected the eight examples of examples/README.md");
+    assert!(
+        out.len() >= 8,
+        "expected the eight examples of examples/README.md"
+    );
     out
 }
 
@@ -208,19 +211,30 @@ fn compare_prints_one_row_per_method_and_marks_the_exact_one_best() {
         assert!(lines.iter().any(|l| l.starts_with(m)), "no row for {m}:\n{out}");
     }
     // Laplace is the exact posterior here, so its fresh ELBO (first value column) is best.
-    let laplace = lines.iter().find(|l| l.starts_with("laplace")).expect("a laplace row");
+    let laplace = lines
+        .iter()
+        .find(|l| l.starts_with("laplace"))
+        .expect("a laplace row");
     let elbo_cell = laplace
         .split_whitespace()
         .nth(3)
         .expect("method, value, ±, se cells");
-    assert!(elbo_cell.ends_with('*'), "laplace's ELBO is not marked best:\n{out}");
+    assert!(
+        elbo_cell.ends_with('*'),
+        "laplace's ELBO is not marked best:\n{out}"
+    );
     assert!(out.contains("* best"), "no legend:\n{out}");
 }
 
 /// A bad input must exit 2 and print a diagnostic (a code line and a help line), no panic.
 fn assert_user_error(o: &Output, what: &str, message: &str) {
     let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{what}: exit {:?}\n{err}", o.status.code());
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{what}: exit {:?}\n{err}",
+        o.status.code()
+    );
     assert!(!err.contains("panicked"), "{what} panicked:\n{err}");
     assert!(err.contains("mvi::"), "{what}: no diagnostic code:\n{err}");
     assert!(err.contains(message), "{what}: no `{message}` in\n{err}");
@@ -262,7 +276,14 @@ fn a_bad_set_exits_2() {
         assert_user_error(&o, &format!("--set {set}"), message);
     }
     let o = mvi(&[
-        "run", LINREG, "--data", LINREG_DATA, "--method", "mvi_lr", "--set", "rank=abc",
+        "run",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "--method",
+        "mvi_lr",
+        "--set",
+        "rank=abc",
     ]);
     assert_user_error(&o, "--set rank=abc", "rank");
 }
@@ -323,7 +344,10 @@ fn every_subcommand_help_shows_an_example() {
         let o = mvi(&[cmd.as_str(), "--help"]);
         assert_ok(&o, &format!("{cmd} --help"));
         let out = stdout(&o);
-        assert!(out.contains("Example"), "`mvi {cmd} --help` has no example:\n{out}");
+        assert!(
+            out.contains("Example"),
+            "`mvi {cmd} --help` has no example:\n{out}"
+        );
         assert!(
             out.contains(&format!("mvi {cmd} ")),
             "`mvi {cmd} --help` shows no `mvi {cmd}` command line:\n{out}"

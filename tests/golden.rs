@@ -80,9 +80,8 @@ fn fit_example(stem: &str, overrides: &[(String, String)]) -> Result<FitReport, 
         .iter()
         .map(|d| root().join(d).display().to_string())
         .collect();
-    let render = |ds: &[mvi::diagnostic::Diagnostic]| -> String {
-        ds.iter().map(|d| d.render_plain(100)).collect()
-    };
+    let render =
+        |ds: &[mvi::diagnostic::Diagnostic]| -> String { ds.iter().map(|d| d.render_plain(100)).collect() };
     let typed = check::load_model(&root().join(&model_rel), &data_abs).map_err(|ds| render(&ds))?;
     let joint = graph::lower_model(&typed).map_err(|d| render(&[d]))?;
     let options = check::infer_options(&typed, overrides).map_err(|d| render(&[d]))?;
@@ -151,7 +150,11 @@ fn number_end(chars: &[char], mut i: usize) -> usize {
         i = digits(i + 1);
     }
     if chars.get(i) == Some(&'e') {
-        let j = if chars.get(i + 1) == Some(&'-') { i + 2 } else { i + 1 };
+        let j = if chars.get(i + 1) == Some(&'-') {
+            i + 2
+        } else {
+            i + 1
+        };
         if chars.get(j).is_some_and(char::is_ascii_digit) {
             i = digits(j);
         }
@@ -175,7 +178,8 @@ fn round_json(v: &mut Value) {
         Value::Number(n) if n.is_f64() => {
             let x = n.as_f64().expect("an f64 number");
             let r = round_sig(x);
-            *v = serde_json::Number::from_f64(if r == 0.0 { 0.0 } else { r }).map_or(Value::Null, Value::Number);
+            *v = serde_json::Number::from_f64(if r == 0.0 { 0.0 } else { r })
+                .map_or(Value::Null, Value::Number);
         }
         Value::Array(items) => items.iter_mut().for_each(round_json),
         Value::Object(map) => map.values_mut().for_each(round_json),
@@ -200,7 +204,8 @@ fn summary_snapshot(report: &FitReport) -> String {
 
 /// `fit.json` as snapshot: rounded numbers, pretty-printed.
 fn fit_json_snapshot(report: &FitReport) -> String {
-    let mut v: Value = serde_json::from_str(&report::render_fit_json(report)).expect("fit.json is valid JSON");
+    let mut v: Value =
+        serde_json::from_str(&report::render_fit_json(report)).expect("fit.json is valid JSON");
     round_json(&mut v);
     let mut out = String::new();
     write_json(&v, 0, &mut out);

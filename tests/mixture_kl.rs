@@ -74,8 +74,15 @@ fn over_grid(pts: &DMatrix<f64>, f: impl Fn(&DMatrix<f64>) -> Vec<f64>) -> Vec<f
 }
 
 /// log p on the grid: the model's log p̃ minus its numerical log normaliser.
-fn log_p_on_grid(joint: &LogJoint, theta: &nalgebra::DVector<f64>, pts: &DMatrix<f64>, area: f64) -> Vec<f64> {
-    let lp = over_grid(pts, |w| joint.eval(theta, w, Want::VALUE).values.iter().copied().collect());
+fn log_p_on_grid(
+    joint: &LogJoint,
+    theta: &nalgebra::DVector<f64>,
+    pts: &DMatrix<f64>,
+    area: f64,
+) -> Vec<f64> {
+    let lp = over_grid(pts, |w| {
+        joint.eval(theta, w, Want::VALUE).values.iter().copied().collect()
+    });
     let log_z = log_sum_exp(&lp) + area.ln();
     lp.into_iter().map(|v| v - log_z).collect()
 }
@@ -129,7 +136,14 @@ fn the_model_density_is_normalised_as_its_comment_says() {
     let (_, joint) = load();
     let (pts, area) = grid();
     let theta = nalgebra::DVector::zeros(0);
-    let lp = over_grid(&pts, |w| joint.eval(&theta, w, Want::VALUE).values.iter().copied().collect());
+    let lp = over_grid(&pts, |w| {
+        joint
+            .eval(&theta, w, Want::VALUE)
+            .values
+            .iter()
+            .copied()
+            .collect()
+    });
     let log_z = log_sum_exp(&lp) + area.ln();
     assert!(log_z.abs() < 1e-6, "∫ p = {}", log_z.exp());
 }

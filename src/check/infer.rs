@@ -131,7 +131,11 @@ fn validate(entries: &[Entry], params: &[String]) -> Vec<Diagnostic> {
 /// The help line of a bad value: what the key takes and its default.
 fn value_help(spec: &KeySpec) -> String {
     match spec.default {
-        Some(d) => format!("`{}` takes {}; its default is {d}", spec.key, spec.kind.describe()),
+        Some(d) => format!(
+            "`{}` takes {}; its default is {d}",
+            spec.key,
+            spec.kind.describe()
+        ),
         None => format!("`{}` takes {}", spec.key, spec.kind.describe()),
     }
 }
