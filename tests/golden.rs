@@ -50,10 +50,7 @@ fn reduced_settings(stem: &str) -> Option<(Vec<(String, String)>, &'static str)>
             "_reduced_fixed_hyper_s200_test_draws1000",
         )),
         "stochastic_volatility" => Some((
-            vec![
-                ("max_iters".into(), "25".into()),
-                ("subset".into(), "4".into()),
-            ],
+            vec![("max_iters".into(), "25".into()), ("subset".into(), "4".into())],
             "_reduced_max_iters25_subset4",
         )),
         _ => None,
@@ -222,13 +219,15 @@ fn fit_json_snapshot(report: &FitReport) -> String {
     out
 }
 
-/// JSON text for review: an array or object whose compact form fits in [`INLINE_WIDTH`]
-/// characters stays on one line (matrix rows, trace records), others are broken per item.
+/// JSON text for review: an array of numbers (a vector, a matrix row) and any array or
+/// object whose compact form fits in [`INLINE_WIDTH`] characters (trace records) stays on
+/// one line; others are broken per item.
 fn write_json(v: &Value, indent: usize, out: &mut String) {
     let compact = v.to_string();
     let pad = "  ".repeat(indent + 1);
+    let numbers = |items: &[Value]| items.iter().all(|x| x.is_number() || x.is_null());
     match v {
-        Value::Array(items) if compact.len() > INLINE_WIDTH && !items.is_empty() => {
+        Value::Array(items) if compact.len() > INLINE_WIDTH && !numbers(items) => {
             out.push_str("[\n");
             for (k, item) in items.iter().enumerate() {
                 out.push_str(&pad);
@@ -308,4 +307,8 @@ fn rounding_keeps_names_and_integers_and_rounds_decimals() {
     let mut text = String::new();
     write_json(&v, 0, &mut text);
     assert_eq!(text, r#"{"a":1.235,"n":7,"z":[0.0,12350.0]}"#);
+    let long = serde_json::json!({"row": vec![1.5; 40], "nested": [vec![1.5; 40], vec![2.5; 40]]});
+    let mut text = String::new();
+    write_json(&long, 0, &mut text);
+    assert_eq!(text.lines().count(), 7, "{text}");
 }
