@@ -57,13 +57,16 @@ fn reduced_settings(stem: &str) -> Option<(Vec<(String, String)>, &'static str)>
     }
 }
 
-/// Examples that may fail to fit on this branch, with the reason to print when they do.
-fn known_failure(stem: &str) -> Option<&'static str> {
+/// Examples that may fail to fit on this branch: the text their known failure contains and
+/// the reason to print when skipping. Any other failure fails the test. Remove the entry
+/// once the fix is merged.
+fn known_failure(stem: &str) -> Option<(&'static str, &'static str)> {
     match stem {
-        "stochastic_volatility" => Some(
-            "pmfvb's start (a Laplace fit at a point whose Hessian is not negative definite) \
-             is being fixed on another branch",
-        ),
+        "stochastic_volatility" => Some((
+            "pmfvb failed: Hessian at the mode is not negative definite",
+            "pmfvb's start (a Laplace fit on a model with no proper mode) is being fixed on \
+             another branch",
+        )),
         _ => None,
     }
 }
@@ -261,11 +264,11 @@ fn every_example_matches_its_golden_summary_and_fit_json() {
         let (overrides, suffix) = reduced_settings(stem).unwrap_or((Vec::new(), ""));
         let report = match (fit_example(stem, &overrides), known_failure(stem)) {
             (Ok(r), _) => r,
-            (Err(e), Some(reason)) => {
+            (Err(e), Some((known, reason))) if e.contains(known) => {
                 eprintln!("skipping {stem}: it does not fit yet ({reason}):\n{e}");
                 return;
             }
-            (Err(e), None) => panic!("{stem} does not fit as written:\n{e}"),
+            (Err(e), _) => panic!("{stem} does not fit:\n{e}"),
         };
         insta::assert_snapshot!(format!("summary{suffix}"), summary_snapshot(&report));
         insta::assert_snapshot!(format!("fit_json{suffix}"), fit_json_snapshot(&report));
