@@ -2,7 +2,7 @@
 //! block and from command-line overrides (`--method`, `--set key=value`).
 
 use super::error::did_you_mean;
-use super::infer_keys::{key_spec, keys_for, ValueKind, KEYS, METHODS};
+use super::infer_keys::{key_spec, keys_for, KeySpec, ValueKind, KEYS, METHODS};
 use super::TypedModel;
 use crate::diagnostic::Diagnostic;
 use crate::infer::{InferOption, InferOptions, OptionValue};
@@ -128,6 +128,18 @@ fn validate(entries: &[Entry], params: &[String]) -> Vec<Diagnostic> {
     errors
 }
 
+/// The help line of a bad value: what the key takes and its default.
+fn value_help(spec: &KeySpec) -> String {
+    match spec.default {
+        Some(d) => format!(
+            "`{}` takes {}; its default is {d}",
+            spec.key,
+            spec.kind.describe()
+        ),
+        None => format!("`{}` takes {}", spec.key, spec.kind.describe()),
+    }
+}
+
 fn validate_entry(e: &Entry, method: Option<&str>, params: &[String]) -> Result<(), Diagnostic> {
     let err = |code, msg: String| Diagnostic::error(code, msg, e.src.clone());
     let Some(spec) = key_spec(&e.key) else {
@@ -154,7 +166,8 @@ fn validate_entry(e: &Entry, method: Option<&str>, params: &[String]) -> Result<
                 "mvi::check::bad_infer_value",
                 format!("`{}` expects {}", e.key, spec.kind.describe()),
             )
-            .with_label(e.value_span, m.clone()))
+            .with_label(e.value_span, m.clone())
+            .with_help(value_help(spec)))
         }
     };
     if spec.kind == ValueKind::Method {
@@ -188,7 +201,8 @@ fn validate_entry(e: &Entry, method: Option<&str>, params: &[String]) -> Result<
                 show(value)
             ),
         )
-        .with_label(e.value_span, "this value"));
+        .with_label(e.value_span, "this value")
+        .with_help(value_help(spec)));
     }
     if let OptionValue::Blocks(blocks) = value {
         for n in blocks.iter().flatten() {
