@@ -278,8 +278,8 @@ pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
         Fun1::Atan => (one + x * x).recip(),
         Fun1::InvLogit => y * (one - y),
         Fun1::Logit => (x * (one - x)).recip(),
-        // 1 − σ(x) = −expm1(log σ(x)): one expm1 of the stored value, no division
-        Fun1::LogInvLogit => -y.exp_m1(),
+        // 1 − σ(x) = σ(−x): one exp and one division, cheaper than expm1 of the stored value
+        Fun1::LogInvLogit => inv_logit(-x),
         Fun1::Log1mInvLogit => -inv_logit(x),
         Fun1::Lgamma => x.digamma(),
         Fun1::LogPhi => x.dlog_phi(),
