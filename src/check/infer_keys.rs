@@ -142,7 +142,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "tol",
         methods: Methods::All,
         kind: ValueKind::PositiveReal,
-        default: Some("1e-9 (pmfvb: 0.01)"),
+        default: Some("1e-11 (pmfvb: 0.01)"),
         meaning: "relative change of the objective at which to stop (pmfvb: smallest gain between smoothing windows)",
     },
     KeySpec {

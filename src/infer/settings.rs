@@ -142,8 +142,7 @@ fn label(d: Diagnostic, e: &InferOption, text: impl Into<String>) -> Diagnostic 
 pub struct Common {
     /// `max_iters` (default 1000).
     pub max_iters: usize,
-    /// `tol`: relative change of the objective (default 1e-9: far below the Monte Carlo error
-    /// of any ELBO, and the gradient-norm test still applies).
+    /// `tol`: relative change of the objective (default 1e-11).
     pub tol: f64,
     /// `optimizer` (default lbfgs).
     pub optimizer: Optimizer,
@@ -155,7 +154,7 @@ impl Default for Common {
     fn default() -> Self {
         Common {
             max_iters: 1000,
-            tol: 1e-9,
+            tol: 1e-11,
             optimizer: Optimizer::Lbfgs,
             learn_hyper: true,
         }
