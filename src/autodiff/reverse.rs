@@ -386,7 +386,10 @@ fn back_binary_fast<T: Scalar>(
     if !(fits(aa, a) && fits(bb, b) && (f != Fun2::Mul || plain(aa) && plain(bb))) {
         return false;
     }
-    for (target, other, sign) in [(a, bb, T::one()), (b, aa, if f == Fun2::Sub { -T::one() } else { T::one() })] {
+    for (target, other, sign) in [
+        (a, bb, T::one()),
+        (b, aa, if f == Fun2::Sub { -T::one() } else { T::one() }),
+    ] {
         let out = &mut adj[target.0];
         if out.is_empty() {
             continue;
