@@ -158,10 +158,9 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
                 }
                 return;
             }
-            for c in 0..s {
-                for i in 0..n {
-                    xbar[i + c * n] += ybar[i + c * n] * d_unary(*f, x.at(i, c), y.at(i, c));
-                }
+            // x and y = f(x) both batched, n × S side by side: one pass over the slices
+            for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.data.iter().zip(y.data)) {
+                *xb += yb * d_unary(*f, xv, yv);
             }
         }
         Op::Binary(f, a, b) => back_binary(tape, *f, *a, *b, y, ybar, adj),
@@ -255,6 +254,7 @@ fn back_reduce<T: Scalar>(
 }
 
 /// ∂f/∂x in terms of x and y = f(x).
+#[inline(always)]
 pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
     let one = T::one();
     match f {
@@ -278,8 +278,8 @@ pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
         Fun1::Atan => (one + x * x).recip(),
         Fun1::InvLogit => y * (one - y),
         Fun1::Logit => (x * (one - x)).recip(),
-        // 1 − σ(x) = −expm1(log σ(x)): one expm1 of the stored value, no division
-        Fun1::LogInvLogit => -y.exp_m1(),
+        // 1 − σ(x) = σ(−x): one exp and one division, cheaper than expm1 of the stored value
+        Fun1::LogInvLogit => inv_logit(-x),
         Fun1::Log1mInvLogit => -inv_logit(x),
         Fun1::Lgamma => x.digamma(),
         Fun1::LogPhi => x.dlog_phi(),
@@ -327,6 +327,9 @@ fn back_binary<T: Scalar>(
 ) {
     let (aa, bb) = (tape.arg(a), tape.arg(b));
     let n = y.size;
+    if back_binary_fast(f, aa, bb, n, ybar, a, b, adj) {
+        return;
+    }
     // Neither operand depends on w: the partials are the same in every column.
     let fixed: Option<Vec<(T, T)>> = (!aa.batched && !bb.batched).then(|| {
         (0..n)
@@ -357,6 +360,62 @@ fn back_binary<T: Scalar>(
             }
         }
     }
+}
+
+/// The common cases of `+`, `−` and `*` in one pass over slices, without a call per entry:
+/// an operand that needs an adjoint is batched and of the result's size, and the partial is
+/// ±1 or the other operand (batched of the same size, or the same in every column: of the
+/// same size or one value). Returns false (nothing done) otherwise.
+#[allow(clippy::too_many_arguments)]
+fn back_binary_fast<T: Scalar>(
+    f: Fun2,
+    aa: Arg<'_, T>,
+    bb: Arg<'_, T>,
+    n: usize,
+    ybar: &[T],
+    a: NodeId,
+    b: NodeId,
+    adj: &mut [Vec<T>],
+) -> bool {
+    if !matches!(f, Fun2::Add | Fun2::Sub | Fun2::Mul) {
+        return false;
+    }
+    let fits = |arg: Arg<'_, T>, id: NodeId| adj[id.0].is_empty() || (arg.batched && arg.size == n);
+    // the partial's source: the other operand for `*`, else none (a sign)
+    let plain = |arg: Arg<'_, T>| arg.size == n || (!arg.batched && arg.size == 1);
+    if !(fits(aa, a) && fits(bb, b) && (f != Fun2::Mul || plain(aa) && plain(bb))) {
+        return false;
+    }
+    for (target, other, sign) in [
+        (a, bb, T::one()),
+        (b, aa, if f == Fun2::Sub { -T::one() } else { T::one() }),
+    ] {
+        let out = &mut adj[target.0];
+        if out.is_empty() {
+            continue;
+        }
+        match (f, other.batched) {
+            (Fun2::Mul, true) => {
+                for ((o, &yb), &v) in out.iter_mut().zip(ybar).zip(other.data) {
+                    *o += yb * v;
+                }
+            }
+            (Fun2::Mul, false) if other.size == 1 => {
+                let v = other.data[0];
+                out.iter_mut().zip(ybar).for_each(|(o, &yb)| *o += yb * v);
+            }
+            (Fun2::Mul, false) => {
+                // the same n values in every column
+                for (oc, yc) in out.chunks_exact_mut(n).zip(ybar.chunks_exact(n)) {
+                    for ((o, &yb), &v) in oc.iter_mut().zip(yc).zip(other.data) {
+                        *o += yb * v;
+                    }
+                }
+            }
+            _ => out.iter_mut().zip(ybar).for_each(|(o, &yb)| *o += yb * sign),
+        }
+    }
+    true
 }
 
 /// C = A·B: Ā += C̄ Bᵀ, B̄ += Aᵀ C̄ (one product over the batch when A is constant).

@@ -309,9 +309,9 @@ pub(crate) fn inv_logit<T: Scalar>(x: T) -> T {
 /// log(1 / (1 + e^{−x})), without overflow.
 pub(crate) fn log_inv_logit<T: Scalar>(x: T) -> T {
     if x.real() >= 0.0 {
-        -((-x).exp().ln_1p())
+        -((-x).exp().ln_1p_unit())
     } else {
-        x - x.exp().ln_1p()
+        x - x.exp().ln_1p_unit()
     }
 }
 

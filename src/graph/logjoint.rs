@@ -109,7 +109,11 @@ impl LogJoint {
     pub fn predict(&self, theta: &DVector<f64>, w: &DMatrix<f64>) -> Option<Prediction> {
         let g = self.predict.as_ref()?;
         let ll_ids: Vec<NodeId> = g.pointwise.iter().map(|p| p.loglik).collect();
-        let lls = eval_nodes(g, theta.as_slice(), w, &ll_ids);
+        let q_ids: Vec<NodeId> = g.pointwise.iter().filter_map(|p| p.quantity).collect();
+        // One forward sweep for the log-likelihoods and the quantities together.
+        let all_ids: Vec<NodeId> = ll_ids.iter().chain(&q_ids).copied().collect();
+        let mut lls = eval_nodes(g, theta.as_slice(), w, &all_ids);
+        let qs = lls.split_off(ll_ids.len());
         let rows: usize = lls.iter().map(|m| m.nrows()).sum();
         let mut loglik = DMatrix::zeros(rows, w.ncols());
         let mut r0 = 0;
@@ -117,8 +121,6 @@ impl LogJoint {
             loglik.rows_mut(r0, m.nrows()).copy_from(&m.map(clean));
             r0 += m.nrows();
         }
-        let q_ids: Vec<NodeId> = g.pointwise.iter().filter_map(|p| p.quantity).collect();
-        let qs = eval_nodes(g, theta.as_slice(), w, &q_ids);
         let names = g
             .pointwise
             .iter()
@@ -156,8 +158,8 @@ pub fn eval_nodes(g: &Graph, theta: &[f64], w: &DMatrix<f64>, ids: &[NodeId]) ->
             let tape = forward(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0);
             ids.iter()
                 .map(|&id| {
-                    let n = g.shape(id).size();
-                    (0..(c1 - c0) * n).map(|j| tape.value(id, j % n, j / n)).collect()
+                    let a = tape.arg(id);
+                    (0..c1 - c0).flat_map(|c| a.col(c).iter().copied()).collect()
                 })
                 .collect()
         })

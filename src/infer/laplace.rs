@@ -257,6 +257,9 @@ pub fn curvature(
     Ok((c, log_det))
 }
 
+/// Relative-change tolerance of the mode fits inside the θ search.
+const INNER_TOL: f64 = 1e-11;
+
 /// θ maximising the Laplace log evidence, by Nelder–Mead; each θ re-finds the mode from
 /// the last one.
 fn search_theta(
@@ -267,8 +270,13 @@ fn search_theta(
 ) -> DVector<f64> {
     let mut warm = start.clone();
     let d = start.len() as f64;
+    // The search compares evidences to 1e-10; the inner modes must be tighter than that.
+    let inner = optim::Options {
+        rel_tol: opts.rel_tol.min(INNER_TOL),
+        ..*opts
+    };
     let evidence = |theta: &DVector<f64>| {
-        let out = find_mode(model, theta, warm.clone(), opts, &mut Silent);
+        let out = find_mode(model, theta, warm.clone(), &inner, &mut Silent);
         if !out.value.is_finite() {
             return f64::NEG_INFINITY;
         }
