@@ -2,13 +2,13 @@
 //! results, marked as interrupted, rather than nothing or a half-written file.
 #![cfg(unix)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A logistic regression big enough that `vi_full` runs for many seconds: N = 2000,
 /// D = 60, S = 4000 (each objective evaluation multiplies 2000×60 by 60×4000).
-fn write_big_model(dir: &PathBuf) -> (PathBuf, PathBuf) {
+fn write_big_model(dir: &Path) -> (PathBuf, PathBuf) {
     let (n, d) = (2000usize, 60usize);
     let mut state = 12345u64;
     let mut next = || {
