@@ -3,6 +3,11 @@
 //! q(w) = Π_j q_j(w_j) over mean-field blocks j (from `infer { blocks = [[...], ...] }`,
 //! default one block per declared parameter); each q_j is a set of P particles, drawn
 //! initially from the Laplace posterior N(w*, Σ_LA). θ stays at its starting value.
+//! When the Laplace fit fails or is degenerate (models without a proper mode, such as the
+//! stochastic volatility example), the start is a vi_diag fit from the initial point
+//! instead ([`start`]), and Algorithm 1 then preconditions each block with the inverse of
+//! its regularised mean curvature −H̄_jj over a few particles (refreshed every `window`
+//! sweeps) rather than the diagonal of the start's covariance.
 //!
 //! Algorithm 1, one sweep: for each block j in turn and every particle i one preconditioned
 //! Langevin step
@@ -198,6 +203,9 @@ pub fn resolve_blocks(
     Ok(out)
 }
 
+/// Particles whose Hessians are averaged for the curvature preconditioner.
+const CURVATURE_PARTICLES: usize = 8;
+
 /// The state of one pmfvb run.
 struct Run<'a> {
     model: &'a dyn LogDensity,
@@ -254,10 +262,21 @@ impl<'a> Run<'a> {
         run
     }
 
-    /// Recompute each block's curvature preconditioner at the particle mean.
+    /// Recompute each block's curvature preconditioner: the Hessian of E_q[log p̃],
+    /// estimated as the mean Hessian at [`CURVATURE_PARTICLES`] particles (a Hessian at
+    /// the particle mean would miss E_q[1/σ²] ≥ 1/E_q[σ]² and step too far).
     fn refresh_roots(&mut self) {
-        let mean = self.x.column_mean();
-        let h = self.model.hessian(&self.theta, &mean);
+        let k = CURVATURE_PARTICLES.min(self.x.ncols());
+        let d = self.x.nrows();
+        let mut h = DMatrix::zeros(d, d);
+        for i in 0..k {
+            let col = self.x.column(i).into_owned();
+            let hi = self.model.hessian(&self.theta, &col);
+            if hi.iter().all(|v| v.is_finite()) {
+                h += hi;
+            }
+        }
+        h /= k as f64;
         let roots = self
             .blocks
             .iter()

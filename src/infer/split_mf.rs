@@ -8,6 +8,10 @@
 //! hyperplanes, means and log standard deviations (and θ with `learn_hyper`) are optimised
 //! jointly by L-BFGS (or SCG).
 //!
+//! Start: the Laplace fit, or when it fails or is degenerate (no proper mode, e.g. the
+//! stochastic volatility model) a `vi_diag` fit from the initial point
+//! ([`crate::infer::pmfvb::start`]).
+//!
 //! Growth: K = 1 is vi_diag's objective on the same samples. Then the heaviest bin is split
 //! along its widest axis (hyperplane through m_k normal to that axis, children at
 //! m_k ± ½√v_k), everything is re-optimised, and the split is kept only if the bound
@@ -23,9 +27,9 @@ mod bound;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
-use crate::infer::laplace::fit_laplace;
 use crate::infer::optim::{self, Optimizer};
-use crate::infer::settings::{Common, Reader};
+use crate::infer::pmfvb::start::robust_start;
+use crate::infer::settings::Reader;
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, Posterior};
 use bound::{lower_indices, Bound, GaussHermite, Params, Tree};
@@ -139,16 +143,9 @@ impl SplitMf {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<(Posterior, Growth), Error> {
-        let common = Common {
-            learn_hyper: self.settings.learn_hyper,
-            ..Common::default()
-        };
-        let laplace = fit_laplace(model, &common, obs)?;
-        let theta0 = laplace.theta.clone();
-        let start = Gaussian {
-            mean: laplace.mode,
-            root: laplace.chol,
-        };
+        let begin = robust_start(model, self.settings.learn_hyper, rng, obs)?;
+        let theta0 = begin.theta.clone();
+        let start = begin.gaussian;
         let z = standard_normal(model.dim(), self.settings.samples, rng);
         let gh = GaussHermite::standard();
         let ctx = Ctx {
@@ -159,7 +156,7 @@ impl SplitMf {
             settings: &self.settings,
         };
         let mut trace = Vec::new();
-        let mut notes = Vec::new();
+        let mut notes = begin.notes;
         obs.phase("split_mf: 1 bin");
         let full = self.settings.full_cov;
         let x0 = initial_params(&start, &theta0, full).pack(ctx.learn());
