@@ -298,3 +298,168 @@ impl LogDensity for PerCoefficient {
             .collect()
     }
 }
+
+/// The stochastic volatility example (`examples/stochastic_volatility.mvi`), lowered and
+/// ready to fit, with its `infer` options overridden by `overrides`.
+fn sv_example(overrides: &[(&str, &str)]) -> (mvi::graph::LogJoint, mvi::infer::InferOptions) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let data = dir.join("data/stochastic_volatility.json");
+    let typed = mvi::check::load_model(
+        &dir.join("stochastic_volatility.mvi"),
+        &[data.display().to_string()],
+    )
+    .unwrap_or_else(|e| panic!("the SV example loads: {e:?}"));
+    let model = mvi::graph::lower_model(&typed).expect("the SV example lowers");
+    let overrides: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let options = mvi::check::infer_options(&typed, &overrides).expect("valid options");
+    (model, options)
+}
+
+/// The data-generating values of the SV example: μ, φ, σ and the simulated h.
+fn sv_truth() -> (f64, f64, f64, Vec<f64>) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/data/stochastic_volatility_truth.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let num = |k: &str| v[k].as_f64().unwrap();
+    (num("mu"), num("phi"), num("sigma"), floats(&v["h"]))
+}
+
+/// Posterior mean and sd of each constrained parameter entry, by name.
+fn constrained_summary(model: &mvi::graph::LogJoint, post: &Posterior) -> Vec<(String, Vec<f64>, Vec<f64>)> {
+    let w = match &post.approx {
+        mvi::posterior::Approximation::Particles(x) => x.clone(),
+        other => panic!("pmfvb gives particles, not {other:?}"),
+    };
+    model
+        .constrain(&post.theta, &w)
+        .into_iter()
+        .map(|(name, block)| {
+            let n = block.ncols() as f64;
+            let mean: Vec<f64> = block.row_iter().map(|r| r.sum() / n).collect();
+            let sd = block
+                .row_iter()
+                .zip(&mean)
+                .map(|(r, m)| (r.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt())
+                .collect();
+            (name, mean, sd)
+        })
+        .collect()
+}
+
+fn correlation(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+/// Prints each phase with the time since the start (seen with `--nocapture`).
+struct PhaseTimer(std::time::Instant);
+
+impl mvi::infer::Observer for PhaseTimer {
+    fn iteration(&mut self, record: &mvi::posterior::IterRecord) -> bool {
+        if record.iter.is_multiple_of(50) {
+            eprintln!(
+                "{:>8.2?} iter {} objective {:.3}",
+                self.0.elapsed(),
+                record.iter,
+                record.objective
+            );
+        }
+        true
+    }
+    fn phase(&mut self, name: &str) {
+        eprintln!("{:>8.2?} {name}", self.0.elapsed());
+    }
+}
+
+/// Fit the SV example with pmfvb (blocks [[mu, phi, sigma], [h]] from its `infer` block)
+/// and check the posterior against the data-generating values.
+fn check_sv_recovers_truth(overrides: &[(&str, &str)]) {
+    let (model, options) = sv_example(overrides);
+    let method = mvi::infer::registry::build(&options).expect("the example's options build");
+    assert_eq!(method.name(), "pmfvb");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let start = std::time::Instant::now();
+    let mut timer = PhaseTimer(start);
+    let post = method.fit(&model, &mut rng, &mut timer).expect("pmfvb fits SV");
+    eprintln!(
+        "SV pmfvb: {} sweeps in {:.2?}; notes {:?}",
+        post.iterations,
+        start.elapsed(),
+        post.notes
+    );
+    let summary = constrained_summary(&model, &post);
+    let get = |n: &str| summary.iter().find(|(name, _, _)| name == n).unwrap();
+    let (mu, phi, sigma, h) = sv_truth();
+    for (name, truth) in [("mu", mu), ("phi", phi), ("sigma", sigma)] {
+        let (_, m, s) = get(name);
+        eprintln!("{name}: mean {:.3} sd {:.3} truth {truth}", m[0], s[0]);
+        // Within 3 posterior sds: T = 100 returns do not pin φ and σ down tightly.
+        assert!(
+            (m[0] - truth).abs() < 3.0 * s[0],
+            "{name}: mean {} sd {} truth {truth}",
+            m[0],
+            s[0]
+        );
+        assert!(s[0] > 0.0 && s[0].is_finite(), "{name}: sd {}", s[0]);
+    }
+    let (_, h_mean, _) = get("h");
+    let r = correlation(h_mean, &h);
+    eprintln!("corr(E[h], h_true) = {r:.3}");
+    assert!(r > 0.8, "posterior mean of h correlates with the true h: r = {r}");
+}
+
+/// The SV example as written (P = 200 particles, m = 10, up to 1000 sweeps), which has
+/// no proper mode (Laplace fails) and so starts from the vi_diag fallback. Slow (minutes in
+/// the test profile) and, at the time of writing, failing on σ: the fit ends near
+/// σ ≈ 0.7 (truth 0.25) while its bound is still rising; the σ–h coupling mixes slowly.
+/// Run: `cargo test --release --test pmfvb -- --ignored --nocapture stochastic_volatility_truth`
+#[test]
+#[ignore]
+fn pmfvb_recovers_the_stochastic_volatility_truth() {
+    check_sv_recovers_truth(&[]);
+}
+
+/// Fast variant: the SV example fits with pmfvb (its blocks [[mu, phi, sigma], [h]]) from
+/// the vi_diag fallback start, with finite particles; after a few sweeps μ lies within
+/// 3 posterior sds of the truth and E[h] tracks the simulated h. (φ and σ are not checked
+/// here: 25 sweeps leave them near the fully factorised vi_diag start, φ ≈ 0.72, σ ≈ 0.8;
+/// see the ignored test above.)
+#[test]
+fn pmfvb_fits_the_stochastic_volatility_example_from_the_fallback_start() {
+    let (model, options) = sv_example(&[("max_iters", "25"), ("subset", "4")]);
+    let method = mvi::infer::registry::build(&options).expect("the example's options build");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let post = method.fit(&model, &mut rng, &mut Silent).expect("pmfvb fits SV");
+    assert!(
+        post.notes.iter().any(|n| n.contains("vi_diag")),
+        "the Laplace start fails on SV, so the fallback is used: {:?}",
+        post.notes
+    );
+    let summary = constrained_summary(&model, &post);
+    assert!(summary
+        .iter()
+        .all(|(_, m, s)| m.iter().chain(s).all(|v| v.is_finite())));
+    let get = |n: &str| summary.iter().find(|(name, _, _)| name == n).unwrap();
+    let (mu, _, _, h) = sv_truth();
+    {
+        let (name, truth) = ("mu", mu);
+        let (_, m, s) = get(name);
+        eprintln!("{name}: mean {:.3} sd {:.3} truth {truth}", m[0], s[0]);
+        assert!(
+            (m[0] - truth).abs() < 3.0 * s[0],
+            "{name}: {} ± {} vs {truth}",
+            m[0],
+            s[0]
+        );
+    }
+    let r = correlation(&get("h").1, &h);
+    eprintln!("corr(E[h], h_true) = {r:.3}");
+    assert!(r > 0.7, "posterior mean of h correlates with the true h: r = {r}");
+}

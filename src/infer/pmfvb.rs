@@ -3,6 +3,11 @@
 //! q(w) = Π_j q_j(w_j) over mean-field blocks j (from `infer { blocks = [[...], ...] }`,
 //! default one block per declared parameter); each q_j is a set of P particles, drawn
 //! initially from the Laplace posterior N(w*, Σ_LA). θ stays at its starting value.
+//! When the Laplace fit fails or is degenerate (models without a proper mode, such as the
+//! stochastic volatility example), the start is a vi_diag fit from the initial point
+//! instead ([`start`]), and Algorithm 1 then preconditions each block with the inverse of
+//! its regularised mean curvature −H̄_jj over a few particles (refreshed every `window`
+//! sweeps) rather than the diagonal of the start's covariance.
 //!
 //! Algorithm 1, one sweep: for each block j in turn and every particle i one preconditioned
 //! Langevin step
@@ -25,11 +30,11 @@
 //! M.-N. Tran, P. Tseng, R. Kohn, "Particle Mean Field Variational Bayes", arXiv:2303.13930.
 
 pub(crate) mod keys;
+pub mod start;
 
 use crate::density::{LogDensity, Want};
 use crate::diagnostic::Diagnostic;
-use crate::infer::laplace::fit_laplace;
-use crate::infer::settings::{Common, Reader};
+use crate::infer::settings::Reader;
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, IterRecord, Posterior};
 use keys::Keys;
@@ -144,25 +149,17 @@ impl Method for Pmfvb {
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
         let blocks = resolve_blocks(model, self.settings.blocks.as_deref())?;
-        let (start, theta) = match &self.start {
-            Some(g) => (g.clone(), model.theta_init()),
+        let (start, theta, notes, curvature) = match &self.start {
+            Some(g) => (g.clone(), model.theta_init(), Vec::new(), false),
             None => {
-                let common = Common {
-                    learn_hyper: self.settings.learn_hyper,
-                    ..Common::default()
-                };
-                let fit = fit_laplace(model, &common, obs)?;
-                let g = Gaussian {
-                    mean: fit.mode,
-                    root: fit.chol,
-                };
-                (g, fit.theta)
+                let s = start::robust_start(model, self.settings.learn_hyper, rng, obs)?;
+                (s.gaussian, s.theta, s.notes, !s.from_laplace)
             }
         };
-        let mut run = Run::new(model, &self.settings, blocks, &start, theta, rng);
+        let mut run = Run::new(model, &self.settings, blocks, &start, theta, curvature, rng);
         obs.phase("pmfvb");
         run.sweeps(rng, obs);
-        Ok(run.into_posterior())
+        Ok(run.into_posterior(notes))
     }
 }
 
@@ -206,6 +203,9 @@ pub fn resolve_blocks(
     Ok(out)
 }
 
+/// Particles whose Hessians are averaged for the curvature preconditioner.
+const CURVATURE_PARTICLES: usize = 8;
+
 /// The state of one pmfvb run.
 struct Run<'a> {
     model: &'a dyn LogDensity,
@@ -217,6 +217,10 @@ struct Run<'a> {
     precond: DVector<f64>,
     /// Running mean of the squared gradient per coordinate (Algorithm 2).
     sq_grad: DVector<f64>,
+    /// Per block, a root R_j of a full preconditioner M_j = R_j R_jᵀ (Algorithm 1 after
+    /// the fallback start): the inverse of the block's regularised curvature −H_jj at the
+    /// particle mean, refreshed every `window` sweeps. `None`: diagonal `precond`.
+    roots: Option<Vec<DMatrix<f64>>>,
     theta: DVector<f64>,
     trace: Vec<IterRecord>,
     smoothed: Vec<f64>,
@@ -231,25 +235,54 @@ impl<'a> Run<'a> {
         blocks: Vec<Vec<usize>>,
         start: &Gaussian,
         theta: DVector<f64>,
+        curvature: bool,
         rng: &mut dyn RngCore,
     ) -> Self {
         let mut x = start.draw(settings.particles, rng);
         decouple_blocks(&mut x, &blocks, rng);
         let precond = start.cov().diagonal().map(|v| v.max(1e-12));
         let sq_grad = precond.map(|v| 1.0 / v);
-        Run {
+        let mut run = Run {
             model,
             settings,
             blocks,
             x,
             precond,
             sq_grad,
+            roots: None,
             theta,
             trace: Vec::new(),
             smoothed: Vec::new(),
             converged: false,
             stopped_by_observer: false,
+        };
+        if curvature && settings.algorithm == 1 {
+            run.refresh_roots();
         }
+        run
+    }
+
+    /// Recompute each block's curvature preconditioner: the Hessian of E_q[log p̃],
+    /// estimated as the mean Hessian at [`CURVATURE_PARTICLES`] particles (a Hessian at
+    /// the particle mean would miss E_q[1/σ²] ≥ 1/E_q[σ]² and step too far).
+    fn refresh_roots(&mut self) {
+        let k = CURVATURE_PARTICLES.min(self.x.ncols());
+        let d = self.x.nrows();
+        let mut h = DMatrix::zeros(d, d);
+        for i in 0..k {
+            let col = self.x.column(i).into_owned();
+            let hi = self.model.hessian(&self.theta, &col);
+            if hi.iter().all(|v| v.is_finite()) {
+                h += hi;
+            }
+        }
+        h /= k as f64;
+        let roots = self
+            .blocks
+            .iter()
+            .map(|coords| curvature_root(&h, coords, &self.x))
+            .collect();
+        self.roots = Some(roots);
     }
 
     fn sweeps(&mut self, rng: &mut dyn RngCore, obs: &mut dyn Observer) {
@@ -266,9 +299,14 @@ impl<'a> Run<'a> {
                 self.stopped_by_observer = true;
                 return;
             }
-            if iter.is_multiple_of(self.settings.window) && self.window_done() {
-                self.converged = true;
-                return;
+            if iter.is_multiple_of(self.settings.window) {
+                if self.window_done() {
+                    self.converged = true;
+                    return;
+                }
+                if self.roots.is_some() {
+                    self.refresh_roots();
+                }
             }
         }
     }
@@ -326,7 +364,13 @@ impl<'a> Run<'a> {
             }
         }
         let coords = self.blocks[j].clone();
-        self.langevin(&coords, &mean_grad, rng)
+        match &self.roots {
+            Some(roots) => {
+                let root = roots[j].clone();
+                self.langevin_full(&coords, &root, &mean_grad, rng)
+            }
+            None => self.langevin(&coords, &mean_grad, rng),
+        }
     }
 
     /// Algorithm 2 for block j: a random half of its coordinates, the others at the mean.
@@ -374,6 +418,28 @@ impl<'a> Run<'a> {
         grad.column_iter().map(|c| c.norm()).sum::<f64>() / grad.ncols() as f64
     }
 
+    /// x ← x + (h/2)·R Rᵀ·grad + √h·R·ε on the rows `coords`; returns the mean ‖grad‖.
+    fn langevin_full(
+        &mut self,
+        coords: &[usize],
+        root: &DMatrix<f64>,
+        grad: &DMatrix<f64>,
+        rng: &mut dyn RngCore,
+    ) -> f64 {
+        let h = self.settings.step;
+        let eps = standard_normal(coords.len(), self.x.ncols(), rng);
+        let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
+        let drift = root * (root.transpose() * &finite) * (0.5 * h) + root * eps * h.sqrt();
+        for i in 0..self.x.ncols() {
+            if grad.column(i).iter().all(|g| g.is_finite()) {
+                for (r, &c) in coords.iter().enumerate() {
+                    self.x[(c, i)] += drift[(r, i)];
+                }
+            }
+        }
+        grad.column_iter().map(|c| c.norm()).sum::<f64>() / grad.ncols() as f64
+    }
+
     /// Particle mean of log p̃ plus the Gaussian entropy of each block's particles.
     fn bound_estimate(&self) -> f64 {
         let v = self.model.eval(&self.theta, &self.x, Want::VALUE).values;
@@ -386,11 +452,12 @@ impl<'a> Run<'a> {
                 .sum::<f64>()
     }
 
-    fn into_posterior(self) -> Posterior {
-        let mut notes = vec![
+    fn into_posterior(self, start_notes: Vec<String>) -> Posterior {
+        let mut notes = start_notes;
+        notes.extend([
             "PSIS k̂ not available: particles have no density".to_string(),
             "bound = particle mean of log p̃ + Gaussian entropy of each block's particle covariance (an estimate, not a bound)".to_string(),
-        ];
+        ]);
         if self.stopped_by_observer {
             notes.push("stopped early on request".to_string());
         } else if !self.converged {
@@ -417,6 +484,31 @@ impl<'a> Run<'a> {
             fresh_elbo: None,
         }
     }
+}
+
+/// R with R Rᵀ = (−H_jj)⁻¹ after clipping the eigenvalues of −H_jj (block `coords`) from
+/// below at 1 / (largest particle variance in the block): directions of flat or positive
+/// curvature then move on the scale of the particle spread, never faster.
+fn curvature_root(h: &DMatrix<f64>, coords: &[usize], x: &DMatrix<f64>) -> DMatrix<f64> {
+    let k = coords.len();
+    let neg_h = DMatrix::from_fn(k, k, |a, b| {
+        -0.5 * (h[(coords[a], coords[b])] + h[(coords[b], coords[a])])
+    });
+    let max_var = coords
+        .iter()
+        .map(|&c| {
+            let row = x.row(c);
+            let m = row.mean();
+            row.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.ncols().max(2) - 1) as f64
+        })
+        .fold(1e-12f64, f64::max);
+    let floor = 1.0 / max_var;
+    let eig = neg_h.symmetric_eigen();
+    let scale = eig.eigenvalues.map(|l| {
+        let l = if l.is_finite() { l.max(floor) } else { floor };
+        1.0 / l.sqrt()
+    });
+    eig.eigenvectors * DMatrix::from_diagonal(&scale)
 }
 
 /// ½ log det(2πe Ĉ) of the sample covariance Ĉ of rows `coords` of the particles.

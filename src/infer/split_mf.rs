@@ -8,10 +8,16 @@
 //! hyperplanes, means and log standard deviations (and θ with `learn_hyper`) are optimised
 //! jointly by L-BFGS (or SCG).
 //!
+//! Start: the Laplace fit, or when it fails or is degenerate (no proper mode, e.g. the
+//! stochastic volatility model) a `vi_diag` fit from the initial point
+//! ([`crate::infer::pmfvb::start`]).
+//!
 //! Growth: K = 1 is vi_diag's objective on the same samples. Then the heaviest bin is split
 //! along its widest axis (hyperplane through m_k normal to that axis, children at
 //! m_k ± ½√v_k), everything is re-optimised, and the split is kept only if the bound
-//! improves, up to `bins`.
+//! improves, up to `bins`. The first and last stages stop at `tol`; intermediate stages,
+//! which only choose and warm-start the next split, at max(`tol`, 10⁻⁶) (a stage where
+//! growth stops early is then finished at `tol`).
 //!
 //! Cost per objective evaluation: one batched `eval` of K·S columns with ∇_w, plus
 //! O(K · depth · D · GH nodes) for the sigmoid terms.
@@ -23,14 +29,17 @@ mod bound;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
-use crate::infer::laplace::fit_laplace;
 use crate::infer::optim::{self, Optimizer};
-use crate::infer::settings::{Common, Reader};
+use crate::infer::pmfvb::start::robust_start;
+use crate::infer::settings::Reader;
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, Posterior};
 use bound::{lower_indices, Bound, GaussHermite, Params, Tree};
 use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
+
+/// Relative tolerance of the intermediate growth stages (1 < K < `bins`).
+pub const INTERMEDIATE_TOL: f64 = 1e-6;
 
 /// The settings of `split_mf`.
 #[derive(Debug, Clone)]
@@ -139,16 +148,9 @@ impl SplitMf {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<(Posterior, Growth), Error> {
-        let common = Common {
-            learn_hyper: self.settings.learn_hyper,
-            ..Common::default()
-        };
-        let laplace = fit_laplace(model, &common, obs)?;
-        let theta0 = laplace.theta.clone();
-        let start = Gaussian {
-            mean: laplace.mode,
-            root: laplace.chol,
-        };
+        let begin = robust_start(model, self.settings.learn_hyper, rng, obs)?;
+        let theta0 = begin.theta.clone();
+        let start = begin.gaussian;
         let z = standard_normal(model.dim(), self.settings.samples, rng);
         let gh = GaussHermite::standard();
         let ctx = Ctx {
@@ -159,11 +161,11 @@ impl SplitMf {
             settings: &self.settings,
         };
         let mut trace = Vec::new();
-        let mut notes = Vec::new();
+        let mut notes = begin.notes;
         obs.phase("split_mf: 1 bin");
         let full = self.settings.full_cov;
         let x0 = initial_params(&start, &theta0, full).pack(ctx.learn());
-        let mut stage = ctx.optimise(Tree::root(full), x0, obs, &mut trace);
+        let mut stage = ctx.optimise(Tree::root(full), x0, ctx.settings.tol, obs, &mut trace);
         if !stage.bound.is_finite() {
             return Err(Error::NonFiniteStart { value: stage.bound });
         }
@@ -173,7 +175,7 @@ impl SplitMf {
             let k = stage.tree.bins() + 1;
             obs.phase(&format!("split_mf: {k} bins"));
             let (tree, x0) = ctx.split_heaviest(&stage);
-            let next = ctx.optimise(tree, x0, obs, &mut trace);
+            let next = ctx.optimise(tree, x0, ctx.stage_tol(k), obs, &mut trace);
             if next.bound > stage.bound {
                 report(obs, &mut notes, format!("bound with {k} bins: {:.6}", next.bound));
                 bounds.push(next.bound);
@@ -187,6 +189,20 @@ impl SplitMf {
                 );
                 report(obs, &mut notes, msg);
                 break;
+            }
+        }
+        if ctx.stage_tol(stage.tree.bins()) > self.settings.tol {
+            // Growth stopped at an intermediate stage: finish it at the full tolerance.
+            let polished = ctx.optimise(
+                stage.tree.clone(),
+                stage.x.clone(),
+                self.settings.tol,
+                obs,
+                &mut trace,
+            );
+            if polished.bound >= stage.bound {
+                *bounds.last_mut().expect("the first stage is always kept") = polished.bound;
+                stage = polished;
             }
         }
         let fresh = ctx.fresh_bound(&stage, rng);
@@ -215,6 +231,17 @@ impl Ctx<'_> {
         self.settings.learn_hyper && self.model.theta_dim() > 0
     }
 
+    /// The stopping tolerance of the stage with `bins` bins: `tol` for the first and the
+    /// last stage, at most [`INTERMEDIATE_TOL`] in between (an intermediate stage only
+    /// chooses the next split and warm-starts it; its bound is not reported as the result).
+    fn stage_tol(&self, bins: usize) -> f64 {
+        if bins == 1 || bins >= self.settings.bins {
+            self.settings.tol
+        } else {
+            self.settings.tol.max(INTERMEDIATE_TOL)
+        }
+    }
+
     fn bound<'b>(&'b self, tree: &'b Tree, z: &'b DMatrix<f64>) -> Bound<'b> {
         Bound {
             model: self.model,
@@ -230,13 +257,14 @@ impl Ctx<'_> {
         &self,
         tree: Tree,
         x0: DVector<f64>,
+        tol: f64,
         obs: &mut dyn Observer,
         trace: &mut Vec<crate::posterior::IterRecord>,
     ) -> Stage {
         let opts = optim::Options {
             optimizer: self.settings.optimizer,
             max_iters: self.settings.max_iters,
-            rel_tol: self.settings.tol,
+            rel_tol: tol,
             ..optim::Options::default()
         };
         let bound = self.bound(&tree, self.z);
