@@ -57,20 +57,6 @@ fn reduced_settings(stem: &str) -> Option<(Vec<(String, String)>, &'static str)>
     }
 }
 
-/// Examples that may fail to fit on this branch: the text their known failure contains and
-/// the reason to print when skipping. Any other failure fails the test. Remove the entry
-/// once the fix is merged.
-fn known_failure(stem: &str) -> Option<(&'static str, &'static str)> {
-    match stem {
-        "stochastic_volatility" => Some((
-            "pmfvb failed: Hessian at the mode is not negative definite",
-            "pmfvb's start (a Laplace fit on a model with no proper mode) is being fixed on \
-             another branch",
-        )),
-        _ => None,
-    }
-}
-
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -262,14 +248,7 @@ fn every_example_matches_its_golden_summary_and_fit_json() {
             .and_then(|s| s.to_str())
             .expect("example files have a UTF-8 name");
         let (overrides, suffix) = reduced_settings(stem).unwrap_or((Vec::new(), ""));
-        let report = match (fit_example(stem, &overrides), known_failure(stem)) {
-            (Ok(r), _) => r,
-            (Err(e), Some((known, reason))) if e.contains(known) => {
-                eprintln!("skipping {stem}: it does not fit yet ({reason}):\n{e}");
-                return;
-            }
-            (Err(e), _) => panic!("{stem} does not fit:\n{e}"),
-        };
+        let report = fit_example(stem, &overrides).unwrap_or_else(|e| panic!("{stem} does not fit:\n{e}"));
         insta::assert_snapshot!(format!("summary{suffix}"), summary_snapshot(&report));
         insta::assert_snapshot!(format!("fit_json{suffix}"), fit_json_snapshot(&report));
     });
