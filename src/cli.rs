@@ -138,6 +138,10 @@ pub struct FitArgs {
     /// No progress display.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Pairs of columns to plot against each other in posterior.svg, e.g. `--pairs mu:tau`
+    /// (repeatable; default: the first few parameters).
+    #[arg(long, value_name = "NAME:NAME")]
+    pub pairs: Vec<String>,
 }
 
 /// Arguments of `run`.
@@ -336,7 +340,7 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let flag = interrupt_flag();
     let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
     if let Some(dir) = &a.fit.output_dir {
-        write_outputs(dir, &report)?;
+        write_outputs(dir, &report, &a.fit.pairs)?;
     }
     if a.fit.json {
         println!("{}", report::render_json(&report));
@@ -354,7 +358,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
         let options = run_options(&typed, Some(method), &a.fit.set)?;
         let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
         if let Some(dir) = &a.fit.output_dir {
-            write_outputs(&dir.join(method), &report)?;
+            write_outputs(&dir.join(method), &report, &a.fit.pairs)?;
         }
         reports.push(report);
         if flag.load(Ordering::SeqCst) {
@@ -369,8 +373,39 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn write_outputs(dir: &Path, report: &FitReport) -> Result<(), Failure> {
-    crate::fsutil::write_output_dir(dir, report, true).map_err(|e| {
+/// Column indices of `--pairs a:b` arguments; the default pairs when none are given.
+fn plot_pairs(report: &FitReport, pairs: &[String]) -> Result<Vec<(usize, usize)>, Failure> {
+    if pairs.is_empty() {
+        return Ok(report::svg::default_pairs(report));
+    }
+    let column = |name: &str| {
+        report.columns.iter().position(|c| c == name).ok_or_else(|| {
+            let help = crate::check::error::did_you_mean(name, report.columns.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("columns: {}", report.columns.join(", ")));
+            Diagnostic::plain(
+                "mvi::cli::unknown_column",
+                format!("`--pairs` names `{name}`, which is not a column"),
+            )
+            .with_help(help)
+        })
+    };
+    let mut out = Vec::new();
+    for p in pairs {
+        let Some((a, b)) = p.split_once(':') else {
+            return Err(
+                Diagnostic::plain("mvi::cli::bad_pairs", format!("`--pairs {p}` is not NAME:NAME"))
+                    .with_help("write e.g. `--pairs mu:tau` or `--pairs w.1:w.2`")
+                    .into(),
+            );
+        };
+        out.push((column(a.trim())?, column(b.trim())?));
+    }
+    Ok(out)
+}
+
+fn write_outputs(dir: &Path, report: &FitReport, pairs: &[String]) -> Result<(), Failure> {
+    let pairs = plot_pairs(report, pairs)?;
+    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(&pairs)).map_err(|e| {
         Diagnostic::plain(
             "mvi::cli::output_dir",
             format!("cannot write results to `{}`: {e}", dir.display()),

@@ -74,14 +74,28 @@ fn sync_dir(path: &Path) {
 /// An I/O error from creating the directory or writing a file, or a plot that could not be
 /// drawn (as [`io::ErrorKind::Other`]). Files written before the failure stay complete.
 pub fn write_output_dir(dir: &Path, report: &FitReport, plots: bool) -> io::Result<()> {
+    let pairs = plots.then(|| report::svg::default_pairs(report));
+    write_output_dir_with_pairs(dir, report, pairs.as_deref())
+}
+
+/// As [`write_output_dir`], with the pair plots of `posterior.svg` drawn for the given
+/// column pairs; `None` writes no plots.
+///
+/// # Errors
+/// As [`write_output_dir`].
+pub fn write_output_dir_with_pairs(
+    dir: &Path,
+    report: &FitReport,
+    pairs: Option<&[(usize, usize)]>,
+) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     write_atomic(
         &dir.join("draws.csv"),
         report::render_draws_csv(report).as_bytes(),
     )?;
     write_atomic(&dir.join("fit.json"), report::render_fit_json(report).as_bytes())?;
-    if plots {
-        let posterior = report::render_posterior_svg(report).map_err(io::Error::other)?;
+    if let Some(pairs) = pairs {
+        let posterior = report::svg::render_posterior_svg_pairs(report, pairs).map_err(io::Error::other)?;
         write_atomic(&dir.join("posterior.svg"), posterior.as_bytes())?;
         let trace = report::render_trace_svg(report).map_err(io::Error::other)?;
         write_atomic(&dir.join("trace.svg"), trace.as_bytes())?;

@@ -404,3 +404,24 @@ fn laplace_through_the_cli_equals_the_exact_conjugate_posterior() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn pairs_choose_the_pair_plots_and_an_unknown_column_is_a_diagnostic() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_pairs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_str().unwrap();
+    let base = [
+        "run",
+        "examples/eight_schools.mvi",
+        "--data",
+        "examples/data/eight_schools.json",
+        "-q",
+    ];
+    let ok = mvi(&[&base[..], &["--output-dir", out, "--pairs", "mu:tau"]].concat());
+    assert_ok(&ok, "run --pairs mu:tau");
+    let svg = std::fs::read_to_string(dir.join("posterior.svg")).unwrap();
+    assert!(svg.contains("tau vs mu"), "the chosen pair is drawn");
+    let bad = mvi(&[&base[..], &["--output-dir", out, "--pairs", "mu:tauu"]].concat());
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("did you mean `tau`"), "{}", stderr(&bad));
+}
