@@ -120,35 +120,16 @@ fn unknown_method(options: &InferOptions, entry: &crate::infer::InferOption, nam
     if let Some(span) = entry.span {
         d = d.with_label(span, "not a known method");
     }
-    let close = known
-        .iter()
-        .map(|k| (edit_distance(k, name), *k))
-        .filter(|(dist, _)| *dist <= 2)
-        .min();
+    let close = crate::check::error::closest(name, known.iter().copied());
     let list = known
         .iter()
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ");
     match close {
-        Some((_, k)) => d.with_help(format!("did you mean `{k}`? known methods: {list}")),
+        Some(k) => d.with_help(format!("did you mean `{k}`? known methods: {list}")),
         None => d.with_help(format!("known methods: {list}")),
     }
-}
-
-/// Levenshtein distance between two strings (by chars).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
