@@ -14,28 +14,20 @@ use rand::RngCore;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::objective::{points, Family};
-use crate::infer::settings::{Reader, VI_KEYS};
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{Gaussian, Posterior};
 
-/// Options of `mvi_eig`.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Settings {
-    /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
-    pub vi: ViSettings,
-}
+/// Options of `mvi_eig`: `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
+pub type Settings = ViSettings;
 
 /// Read `mvi_eig`'s keys.
 ///
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(options, "mvi_eig", VI_KEYS)?;
     Ok(Box::new(MviEig {
-        settings: Settings {
-            vi: ViSettings::read(&r)?,
-        },
+        settings: ViSettings::from_options(options, "mvi_eig")?,
     }))
 }
 
@@ -57,7 +49,7 @@ impl Method for MviEig {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
-        let s = &self.settings.vi;
+        let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
         let eig = start.laplace.cov().symmetric_eigen();
         let log_r = eig.eigenvalues.map(|l| 0.5 * l.max(1e-300).ln());

@@ -13,28 +13,20 @@ use rand::RngCore;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::objective::{points, Family};
-use crate::infer::settings::{Reader, VI_KEYS};
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{Gaussian, Posterior};
 
-/// Options of `mvi_mu`.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Settings {
-    /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
-    pub vi: ViSettings,
-}
+/// Options of `mvi_mu`: `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
+pub type Settings = ViSettings;
 
 /// Read `mvi_mu`'s keys.
 ///
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(options, "mvi_mu", VI_KEYS)?;
     Ok(Box::new(MviMu {
-        settings: Settings {
-            vi: ViSettings::read(&r)?,
-        },
+        settings: ViSettings::from_options(options, "mvi_mu")?,
     }))
 }
 
@@ -56,7 +48,7 @@ impl Method for MviMu {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
-        let s = &self.settings.vi;
+        let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
         let family = MeanOnly::new(start.laplace.chol.clone(), &start.z);
         let run = vi::optimise(model, family, &start.laplace.mode.clone(), &start, s, obs);

@@ -15,8 +15,8 @@ use crate::diagnostic::Diagnostic;
 use crate::infer::laplace::{fit_laplace, not_converged, LaplaceFit, Recorder};
 use crate::infer::objective::{fresh_elbo, Elbo, Family};
 use crate::infer::optim::{self, Outcome};
-use crate::infer::settings::{Common, Reader};
-use crate::infer::{Error, Observer};
+use crate::infer::settings::{Common, Reader, VI_KEYS};
+use crate::infer::{Error, InferOptions, Observer};
 use crate::posterior::{standard_normal, Approximation, IterRecord, Posterior};
 
 /// Options shared by the Gaussian VI methods.
@@ -47,6 +47,15 @@ impl ViSettings {
             common: Common::read(r)?,
             samples: r.int("samples", 1, 1000)?,
         })
+    }
+
+    /// Read the options of a fixed-sample method that takes exactly the VI keys
+    /// (`mvi_mu`, `mvi_eig`, `vi_diag`, `vi_full`).
+    ///
+    /// # Errors
+    /// A diagnostic at an unknown key or a bad value.
+    pub fn from_options(options: &InferOptions, method: &'static str) -> Result<ViSettings, Diagnostic> {
+        ViSettings::read(&Reader::new(options, method, VI_KEYS)?)
     }
 }
 

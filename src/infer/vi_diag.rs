@@ -15,28 +15,20 @@ use rand::RngCore;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::mvi_eig::{stack, Scaled};
-use crate::infer::settings::{Reader, VI_KEYS};
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::Posterior;
 
-/// Options of `vi_diag`.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Settings {
-    /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
-    pub vi: ViSettings,
-}
+/// Options of `vi_diag`: `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
+pub type Settings = ViSettings;
 
 /// Read `vi_diag`'s keys.
 ///
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(options, "vi_diag", VI_KEYS)?;
     Ok(Box::new(ViDiag {
-        settings: Settings {
-            vi: ViSettings::read(&r)?,
-        },
+        settings: ViSettings::from_options(options, "vi_diag")?,
     }))
 }
 
@@ -61,7 +53,7 @@ impl Method for ViDiag {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
-        let s = &self.settings.vi;
+        let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
         let mode = &start.laplace.mode;
         let from_laplace = start.laplace.cov().diagonal().map(|v| 0.5 * v.ln());

@@ -14,28 +14,20 @@ use rand::RngCore;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::objective::{points, Family};
-use crate::infer::settings::{Reader, VI_KEYS};
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{Gaussian, Posterior};
 
-/// Options of `vi_full`.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Settings {
-    /// `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
-    pub vi: ViSettings,
-}
+/// Options of `vi_full`: `samples`, `max_iters`, `tol`, `optimizer`, `learn_hyper`.
+pub type Settings = ViSettings;
 
 /// Read `vi_full`'s keys.
 ///
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(options, "vi_full", VI_KEYS)?;
     Ok(Box::new(ViFull {
-        settings: Settings {
-            vi: ViSettings::read(&r)?,
-        },
+        settings: ViSettings::from_options(options, "vi_full")?,
     }))
 }
 
@@ -57,7 +49,7 @@ impl Method for ViFull {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
-        let s = &self.settings.vi;
+        let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
         let family = Triangular { z: start.z.clone() };
         let phi0 = family.pack(&start.laplace.mode, &start.laplace.chol);
