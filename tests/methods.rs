@@ -388,23 +388,13 @@ fn psis_khat_trusts_exact_laplace_and_flags_laplace_on_a_mixture() {
     assert!(k_mix > KHAT_OK, "k̂ = {k_mix}");
 }
 
-/// The MVI paper's §V-B Cauchy regression (Table II), with the data construction of
-/// `shared/peers/README.md` ("cauchy_rbf"), γ = 0.5, α learned. Slow: run with
-/// `cargo test --test methods -- --ignored cauchy --nocapture` (about 4 minutes, test profile).
-///
-/// Measured (20 sets, seeds 1000+i / 5000+i): eq. 13 per point −0.742, −0.743, −0.744,
-/// −0.743, −0.746 and pointwise lppd −0.814, −0.809, −0.818, −0.810, −0.855 for laplace,
-/// mvi_mu, mvi_eig, mvi_lr, vi_diag. The paper's ordering does NOT reproduce on this data
-/// construction (all Gaussian methods tie on eq. 13), so this test currently fails.
-#[test]
-#[ignore]
-fn cauchy_regression_median_test_lpd_follows_table_two() {
-    let methods = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag"];
-    let paper = [-0.818, -0.771, -0.722, -0.726, -0.736];
-    let mut per_method: Vec<Vec<(f64, f64)>> = vec![Vec::new(); methods.len()];
+/// Median over 20 generated data sets of the per-point test LPD (eq. 13, then the pointwise
+/// lppd) of each of [`TABLE_TWO`]'s methods on the MVI paper's §V-B Cauchy regression.
+fn cauchy_table_two_medians() -> (Vec<f64>, Vec<f64>) {
+    let mut per_method: Vec<Vec<(f64, f64)>> = vec![Vec::new(); TABLE_TWO.len()];
     for set in 0..20u64 {
         let (train, test) = (cauchy_data(50, 1000 + set), cauchy_data(1000, 5000 + set));
-        for (k, m) in methods.iter().enumerate() {
+        for (k, m) in TABLE_TWO.iter().enumerate() {
             let post = fit(&train, m, &[], set);
             per_method[k].push(test_lpd_per_point(&post, &test, 10_000, set));
         }
@@ -413,31 +403,59 @@ fn cauchy_regression_median_test_lpd_follows_table_two() {
         v.sort_by(f64::total_cmp);
         0.5 * (v[9] + v[10])
     };
-    let medians: Vec<f64> = per_method
-        .iter()
-        .map(|v| median(v.iter().map(|p| p.0).collect()))
-        .collect();
-    let pointwise: Vec<f64> = per_method
-        .iter()
-        .map(|v| median(v.iter().map(|p| p.1).collect()))
-        .collect();
-    for (k, m) in methods.iter().enumerate() {
+    let column = |pick: fn(&(f64, f64)) -> f64| -> Vec<f64> {
+        per_method
+            .iter()
+            .map(|v| median(v.iter().map(pick).collect()))
+            .collect()
+    };
+    let (eq13, pointwise) = (column(|p| p.0), column(|p| p.1));
+    let paper = [-0.818, -0.771, -0.722, -0.726, -0.736];
+    for (k, m) in TABLE_TWO.iter().enumerate() {
         eprintln!(
             "{m:8} median test LPD per point: eq. 13 {:.3} (paper {:.3}), pointwise lppd {:.3}",
-            medians[k], paper[k], pointwise[k]
+            eq13[k], paper[k], pointwise[k]
         );
     }
-    assert!(medians[0] < medians[1] && medians[1] < medians[2], "{medians:?}");
-    assert!(medians[4] < medians[2], "{medians:?}");
+    (eq13, pointwise)
 }
 
-/// y ~ Cauchy(X w, γ = 0.5), w ~ N(0, α⁻¹ I), θ = log α learned.
+/// The methods of the paper's Table II, in its column order.
+const TABLE_TWO: [&str; 5] = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag"];
+
+/// The MVI paper's §V-B Cauchy regression (Table II): data as in
+/// `examples/data/make_cauchy_rbf.py` (γ = 0.1, the value whose numbers match the paper's
+/// level), α learned, 20 data sets, 10⁴ test draws. Slow: run with
+/// `cargo test --release --test methods -- --ignored follows_table_two --nocapture` (minutes).
+///
+/// Measured: eq. 13 per point laplace −0.785 < mvi_mu −0.769 < mvi_eig −0.743 ≈ mvi_lr
+/// −0.749 (paper −0.818, −0.771, −0.722, −0.726), the paper's ordering (259 s, release).
+#[test]
+#[ignore]
+fn cauchy_regression_median_test_lpd_follows_table_two() {
+    let (m, _) = cauchy_table_two_medians();
+    assert!(m[0] < m[1] && m[1] < m[2], "laplace < mvi_mu < mvi_eig: {m:?}");
+    assert!((m[2] - m[3]).abs() < 0.02, "mvi_eig ≈ mvi_lr: {m:?}");
+}
+
+/// Table II's last clause, vi_diag below mvi_eig, does NOT reproduce: vi_diag's narrow,
+/// mean-field q (its ELBO is about 15 nats below mvi_eig's) scores the best eq. 13 (median
+/// −0.730) on this construction, so this test fails; it documents the gap (docs/results.md).
+/// Run: `cargo test --release --test methods -- --ignored vi_diag_below --nocapture`.
+#[test]
+#[ignore]
+fn cauchy_regression_vi_diag_below_mvi_eig_as_in_table_two() {
+    let (m, _) = cauchy_table_two_medians();
+    assert!(m[4] < m[2], "vi_diag < mvi_eig: {m:?}");
+}
+
+/// y ~ Cauchy(X w, γ = 0.1), w ~ N(0, α⁻¹ I), θ = log α learned.
 struct Cauchy {
     x: DMatrix<f64>,
     y: DVector<f64>,
 }
 
-const GAMMA: f64 = 0.5;
+const GAMMA: f64 = 0.1;
 
 /// x ~ U[−10, 10], y = 0.3 x sin(0.7 x) − 0.03 x² + U(−0.5, 0.5); features 1 and 15 RBFs.
 fn cauchy_data(n: usize, seed: u64) -> Cauchy {

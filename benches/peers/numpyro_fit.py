@@ -20,7 +20,7 @@ models' initial values, so run mvi with `--set learn_hyper=false` to compare lik
                  standardised with the training means/sds (sd with n − 1), W (4 × 3) and
                  b (3) ~ N(0, 1), categorical logits Xs W + 1 bᵀ (D = 15).
   cauchy_rbf     examples/cauchy_rbf.mvi on examples/data/cauchy_rbf.json: 15 RBFs r = 1.5
-                 plus the bias, w ~ N(0, 1), y ~ Cauchy(Phi w, 0.5) (D = 16).
+                 plus the bias, w ~ N(0, 1), y ~ Cauchy(Phi w, gamma = 0.1) (D = 16).
 
 Methods: laplace = AutoLaplaceApproximation (MAP by BFGS, gtol 1e-8, restarted from where it
 stopped until ‖∇‖∞ < 1e-5, since jax's BFGS line search often stops early; then jax.hessian);
