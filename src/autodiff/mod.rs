@@ -76,6 +76,16 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         self.ln_1p()
     }
 
+    /// (log σ(x), σ(−x)): the log-sigmoid and its derivative, for the fused
+    /// `bernoulli_logit` likelihood. f64 overrides it with one `exp`, one `ln` and one
+    /// division.
+    fn log_sigmoid_d(self) -> (Self, Self) {
+        (
+            crate::graph::eval::log_inv_logit(self),
+            crate::graph::eval::inv_logit(-self),
+        )
+    }
+
     /// φ(x)/Φ(x), the derivative of log Φ.
     fn dlog_phi(self) -> Self {
         let x = self.real();
@@ -107,6 +117,17 @@ impl Scalar for f64 {
 
     fn lift(c: &[f64]) -> Cow<'_, [Self]> {
         Cow::Borrowed(c)
+    }
+
+    /// With e = e^{−|x|} ∈ (0, 1]: log σ(x) = min(x, 0) − log(1 + e), and σ(−x) is e/(1 + e)
+    /// for x ≥ 0, 1/(1 + e) otherwise.
+    #[inline]
+    fn log_sigmoid_d(self) -> (Self, Self) {
+        let e = (-self.abs()).exp();
+        let one_e = 1.0 + e;
+        let v = self.min(0.0) - e.ln_1p_unit();
+        let d = if self >= 0.0 { e / one_e } else { 1.0 / one_e };
+        (v, d)
     }
 
     /// One call of matrixmultiply's dgemm: the transposes are passed as strides, so
