@@ -110,7 +110,15 @@ fn bernoulli_logit<T: Scalar>(
     s: usize,
     aux: Option<&mut [T]>,
 ) -> Vec<T> {
-    let parts = aux.filter(|_| !eta.constant);
+    let mut parts = aux.filter(|_| !eta.constant);
+    if y.size == n && eta.size == n {
+        return (0..s)
+            .map(|c| {
+                let d = parts.as_deref_mut().map(|p| &mut p[c * n..(c + 1) * n]);
+                T::bernoulli_logit_col(y.col(c), eta.col(c), d)
+            })
+            .collect();
+    }
     run(y, eta, n, s, parts, |y, e| {
         if y.real() > 0.5 {
             e.log_sigmoid_d()
