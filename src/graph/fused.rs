@@ -145,7 +145,8 @@ fn normal<T: Scalar>(args: &[Arg<'_, T>], n: usize, s: usize, mut aux: Option<&m
     let mut out = Vec::with_capacity(s);
     for c in 0..s {
         let sd = sigma.at(0, c);
-        if !(sd.real() > 0.0) {
+        // σ ≤ 0 or NaN: outside the support, as the unfused `support` check
+        if sd.real().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             out.push(T::from(f64::NEG_INFINITY));
             continue;
         }
