@@ -740,3 +740,90 @@ fn invalid_parameters_give_minus_infinity_not_nan() {
     assert!(e.values[2].is_finite());
     assert!(e.grad_w.unwrap().iter().all(|v| v.is_finite()));
 }
+
+/// One likelihood over w ∈ R⁴ and θ ∈ R¹ (θ > 0), built fused or from elementary nodes.
+type LikCase = (
+    &'static str,
+    fn(&mut Graph, NodeId, NodeId) -> (NodeId, Vec<NodeId>),
+);
+
+fn lik_cases() -> Vec<LikCase> {
+    vec![
+        ("bernoulli_logit", |g, x, t| {
+            let y = g.constant(Shape::Vector(4), vec![1.0, 0.0, 1.0, 1.0]);
+            (y, vec![g.mul(x, t).unwrap()])
+        }),
+        ("bernoulli_logit", |g, x, _| (g.scalar(0.0), vec![x])),
+        ("poisson_log", |g, x, _| {
+            (g.constant(Shape::Vector(4), vec![0.0, 3.0, 1.0, 7.0]), vec![x])
+        }),
+        ("poisson_log", |g, _, t| {
+            (g.constant(Shape::Vector(3), vec![2.0, 0.0, 5.0]), vec![t])
+        }),
+        ("normal", |g, x, t| {
+            let sd = pos_idx(g, x, 1);
+            (x, vec![t, sd])
+        }),
+        ("normal", |g, x, t| {
+            (
+                g.constant(Shape::Vector(4), vec![0.5, -1.0, 2.0, 0.1]),
+                vec![x, t],
+            )
+        }),
+        ("normal", |g, _, t| {
+            (g.constant(Shape::Vector(2), vec![0.5, -1.0]), vec![t, t])
+        }),
+        ("normal", |g, x, _| (x, vec![g.scalar(0.0), g.scalar(2.0)])),
+    ]
+}
+
+fn lik_graph(case: &LikCase, unfused: bool) -> Graph {
+    let mut g = Graph::new(4, 1);
+    g.unfused = unfused;
+    let x = g.param_slice(0, Shape::Vector(4), &Constraint::NONE).unwrap();
+    let t = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+    let (y, args) = (case.1)(&mut g, x, t);
+    dist::tilde(&mut g, case.0, y, &args).unwrap();
+    let sq = g.unary(Fun1::Square, x);
+    let s = g.sum(sq);
+    let h = g.scalar(-0.5);
+    let p = g.mul(h, s).unwrap();
+    g.add_target(p).unwrap();
+    g
+}
+
+#[test]
+fn fused_likelihoods_equal_the_unfused_graph_and_agree_three_ways() {
+    let (w, t) = (vec![0.3, -0.8, 1.1, 0.45], 0.7);
+    let s = 3;
+    let big: Vec<f64> = (0..s)
+        .flat_map(|c| w.iter().map(move |x| x - 0.4 * c as f64))
+        .collect();
+    for case in lik_cases() {
+        let (fused, plain) = (lik_graph(&case, false), lik_graph(&case, true));
+        let has = |g: &Graph| g.nodes.iter().any(|n| matches!(n.op, mvi::graph::Op::LikSum(..)));
+        assert!(has(&fused) && !has(&plain), "{}: fusion switch", case.0);
+        let (cf, cp) = (lift_consts::<f64>(&fused), lift_consts::<f64>(&plain));
+        let rf = reverse::value_grad(&fused, &cf, &[t], &big, s);
+        let rp = reverse::value_grad(&plain, &cp, &[t], &big, s);
+        assert_close(case.0, &rf.values, &rp.values, EXACT_TOL);
+        assert_close(case.0, &rf.grad_w, &rp.grad_w, EXACT_TOL);
+        assert_close(case.0, &rf.grad_theta, &rp.grad_theta, EXACT_TOL);
+        let (hf, hp) = (dual::hessian(&fused, &[t], &w), dual::hessian(&plain, &[t], &w));
+        assert_close(case.0, hf.as_slice(), hp.as_slice(), EXACT_TOL);
+        check_all(&fused, &[t], &w);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn fused_likelihoods_agree_three_ways((w, t) in point()) {
+        for case in lik_cases() {
+            let g = lik_graph(&case, false);
+            let r = std::panic::catch_unwind(|| check_all(&g, &[t], &w));
+            prop_assert!(r.is_ok(), "fused `{}` failed at w = {:?}, theta = {}", case.0, w, t);
+        }
+    }
+}

@@ -112,8 +112,51 @@ pub fn pointwise(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> R {
 /// # Errors
 /// As [`pointwise`].
 pub fn lpdf(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> R {
+    if !g.unfused {
+        check_arity(entry(dist)?, args)?;
+        if let Some(id) = fused_lpdf(g, dist, x, args) {
+            return Ok(id);
+        }
+    }
     let p = pointwise(g, dist, x, args)?;
     Ok(g.sum(p))
+}
+
+/// Whether two operands broadcast elementwise (as [`Graph::binary`] allows): one is a
+/// scalar or the shapes agree.
+fn broadcasts(g: &Graph, a: NodeId, b: NodeId) -> bool {
+    let (sa, sb) = (g.shape(a), g.shape(b));
+    sa == Shape::Scalar || sb == Shape::Scalar || sa == sb
+}
+
+/// The summed log density as one fused [`Op::LikSum`](crate::graph::Op::LikSum) node, for
+/// the families and argument shapes that have one; `None` otherwise (the caller builds the
+/// elementary nodes). Equal to the unfused sum up to rounding (tests/derivatives.rs).
+fn fused_lpdf(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> Option<NodeId> {
+    use crate::graph::Lik;
+    let data = g.const_value(x);
+    match dist {
+        "bernoulli_logit" if broadcasts(g, x, args[0]) => {
+            #[allow(clippy::float_cmp)] // labels are exactly 0 or 1 (else: unfused, checked at binding)
+            let labels = data?.iter().all(|&v| v == 0.0 || v == 1.0);
+            labels.then(|| g.lik_sum(Lik::BernoulliLogit, &[x, args[0]]))
+        }
+        "poisson_log" if broadcasts(g, x, args[0]) => {
+            let k = data?.to_vec();
+            let n = g.shape(x).size().max(g.shape(args[0]).size());
+            // −Σ log k!, a constant: broadcast over the observations as the unfused sum does
+            let lf: f64 = (0..n)
+                .map(|i| -crate::autodiff::special::lgamma(k[if k.len() == 1 { 0 } else { i }] + 1.0))
+                .sum();
+            let main = g.lik_sum(Lik::PoissonLog, &[x, args[0]]);
+            let c = g.scalar(lf);
+            g.add_nodes(main, c).ok()
+        }
+        "normal" if g.shape(args[1]) == Shape::Scalar && broadcasts(g, x, args[0]) => {
+            Some(g.lik_sum(Lik::Normal, &[x, args[0], args[1]]))
+        }
+        _ => None,
+    }
 }
 
 /// `x ~ dist(args)`: add the summed log density to the target.

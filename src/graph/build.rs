@@ -21,7 +21,7 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         | Op::Cholesky(a) => vec![*a],
         Op::Support { x, .. } => vec![*x],
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
-        Op::Pack(ids) => ids.clone(),
+        Op::Pack(ids) | Op::LikSum(_, ids) => ids.clone(),
     }
 }
 
@@ -473,6 +473,12 @@ impl Graph {
             return Err(shape_err("a triangular solve", sl, sb));
         }
         Ok(self.add(Op::TriSolve(l, b), sb))
+    }
+
+    /// The summed log density of a fused likelihood (operands as [`super::Lik`] lists them,
+    /// each of one size or one value); constant-folded when every operand is constant.
+    pub fn lik_sum(&mut self, lik: super::Lik, args: &[NodeId]) -> NodeId {
+        self.add(Op::LikSum(lik, args.to_vec()), Shape::Scalar)
     }
 
     /// 0 when every entry of x lies in the interval, −∞ otherwise.

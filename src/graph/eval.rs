@@ -58,6 +58,9 @@ pub struct Tape<'a, T: Scalar> {
     pub(crate) vals: Vec<Vec<T>>,
     /// Per node: whether it depends on w (and so has a batch dimension).
     pub(crate) batched: Vec<bool>,
+    /// Per node: partial derivatives cached by the forward pass for the reverse sweep (the
+    /// fused likelihoods of [`super::fused`]); empty for other nodes.
+    pub(crate) aux: Vec<Vec<T>>,
 }
 
 impl<'a, T: Scalar> Tape<'a, T> {
@@ -162,10 +165,17 @@ pub fn forward<'a, T: Scalar>(
         consts,
         vals: Vec::with_capacity(graph.nodes.len()),
         batched: batched_mask(graph),
+        aux: Vec::with_capacity(graph.nodes.len()),
     };
     for (k, node) in graph.nodes.iter().enumerate() {
+        let mut aux = Vec::new();
         let v = match &node.op {
             Op::Const(_) => Vec::new(),
+            Op::LikSum(lik, ids) => {
+                let args: Vec<Arg<T>> = ids.iter().map(|&i| tape.arg(i)).collect();
+                let cols = if tape.batched[k] { s } else { 1 };
+                super::fused::forward(*lik, &args, cols, Some(&mut aux))
+            }
             Op::Param { offset } => slice_columns(w, graph.dim, *offset, node.shape.size(), s),
             Op::Hyper { offset } => theta[*offset..*offset + node.shape.size()].to_vec(),
             op => {
@@ -174,6 +184,7 @@ pub fn forward<'a, T: Scalar>(
             }
         };
         tape.vals.push(v);
+        tape.aux.push(aux);
     }
     tape
 }
@@ -237,6 +248,10 @@ pub(crate) fn eval_op<'b, T: Scalar>(
             (0..s)
                 .flat_map(|c| tri_solve(l.col(c), b.col(c), m, shape.cols()))
                 .collect()
+        }
+        Op::LikSum(lik, ids) => {
+            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
+            super::fused::forward(*lik, &args, s, None)
         }
         Op::Support {
             x,

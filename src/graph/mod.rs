@@ -11,6 +11,7 @@ mod build;
 pub mod diagnose;
 pub mod dump;
 pub mod eval;
+pub(crate) mod fused;
 pub mod logjoint;
 pub mod lower;
 pub mod transform;
@@ -97,6 +98,31 @@ pub enum Fun2 {
     Max,
 }
 
+/// A likelihood whose summed log density is one fused node ([`Op::LikSum`]): one pass over
+/// the observations computes the sum and caches each observation's partial derivatives for
+/// the reverse sweep, instead of a chain of elementwise nodes with one buffer each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lik {
+    /// Σ log σ((2y − 1) η): arguments [y (data, 0/1), η].
+    BernoulliLogit,
+    /// Σ (k α − e^α): arguments [k (data), α]; the constant −Σ log k! is a separate term.
+    PoissonLog,
+    /// Σ (−½ z² − log σ − ½ log 2π) with z = (x − μ)/σ: arguments [x, μ, σ], σ one value
+    /// (−∞ when σ ≤ 0).
+    Normal,
+}
+
+impl Lik {
+    /// The name shown by `mvi dump graph`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lik::BernoulliLogit => "bernoulli_logit",
+            Lik::PoissonLog => "poisson_log",
+            Lik::Normal => "normal",
+        }
+    }
+}
+
 /// What a node computes.
 #[derive(Debug, Clone)]
 pub enum Op {
@@ -149,6 +175,9 @@ pub enum Op {
         /// Whether the ends are excluded.
         strict: bool,
     },
+    /// The summed log density of a likelihood over all observations, fused (see [`Lik`]);
+    /// each argument has one entry per observation or one value for all.
+    LikSum(Lik, Vec<NodeId>),
 }
 
 /// The index in a [`Op::Gather`] list that stands for the value 0.
@@ -238,6 +267,9 @@ pub struct Graph {
     pub theta_dim: usize,
     /// Names from the model for some nodes (`let`s, params, data), for `dump_graph`.
     pub labels: Vec<(NodeId, String)>,
+    /// Build likelihoods from elementary nodes only, without [`Op::LikSum`] (tests compare
+    /// the two; off by default).
+    pub unfused: bool,
 }
 
 impl Graph {
