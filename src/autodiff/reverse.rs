@@ -9,8 +9,14 @@
 
 use std::borrow::Cow;
 
-use crate::graph::eval::{argext, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape};
-use crate::graph::{Fun1, Fun2, Graph, NodeId, Op, GATHER_ZERO};
+use num_dual::Dual;
+
+use crate::graph::eval::{
+    argext, broadcast_at, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape,
+};
+use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
+
+use super::incomplete;
 
 use super::Scalar;
 
@@ -164,6 +170,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             }
         }
         Op::Binary(f, a, b) => back_binary(tape, *f, *a, *b, y, ybar, adj),
+        Op::Ternary(f, ids) => back_ternary(tape, *f, *ids, n, ybar, adj),
         Op::MatMul(a, b) => back_matmul(tape, *a, *b, shape.rows(), shape.cols(), ybar, adj),
         Op::Transpose(a) => {
             let (r, c) = (shape.rows(), shape.cols());
@@ -311,6 +318,51 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
                 (zero, one)
             } else {
                 (one, zero)
+            }
+        }
+        Fun2::LogGammaP => grad2(|v| incomplete::log_gamma_p(v[0], v[1]), a, b),
+        Fun2::LogGammaQ => grad2(|v| incomplete::log_gamma_q(v[0], v[1]), a, b),
+        Fun2::LogStudentTCdf => grad2(|v| incomplete::log_student_t_cdf(v[0], v[1]), a, b),
+    }
+}
+
+/// Both partials of a special function of two arguments, each by one nested-dual pass (exact
+/// at every order, so forward-over-reverse stays exact).
+fn grad2<T: Scalar>(f: impl Fn([Dual<T>; 2]) -> Dual<T> + Copy, a: T, b: T) -> (T, T) {
+    (incomplete::partial(f, [a, b], 0), incomplete::partial(f, [a, b], 1))
+}
+
+/// The partials of a function of three arguments at `args`; only those marked in `need`
+/// are computed (the others are 0).
+pub(crate) fn d_ternary<T: Scalar>(f: Fun3, args: [T; 3], need: [bool; 3]) -> [T; 3] {
+    let go = |g: fn([Dual<T>; 3]) -> Dual<T>| {
+        std::array::from_fn(|i| {
+            if need[i] {
+                incomplete::partial(g, args, i)
+            } else {
+                T::zero()
+            }
+        })
+    };
+    match f {
+        Fun3::LogBetaInc => go(|v| incomplete::log_beta_inc(v[0], v[1], v[2])),
+        Fun3::LogBetaIncC => go(|v| incomplete::log_beta_inc_c(v[0], v[1], v[2])),
+    }
+}
+
+/// Adjoint of an elementwise function of three arguments (scalars broadcast, so their
+/// adjoints sum over the entries).
+fn back_ternary<T: Scalar>(tape: &Tape<'_, T>, f: Fun3, ids: [NodeId; 3], n: usize, ybar: &[T], adj: &mut [Vec<T>]) {
+    let args = ids.map(|id| tape.arg(id));
+    let need = ids.map(|id| !adj[id.0].is_empty());
+    for c in 0..tape.s {
+        for i in 0..n {
+            let d = d_ternary(f, broadcast_at(&args, i, c), need);
+            for k in 0..3 {
+                if need[k] {
+                    let ik = if args[k].size == 1 { 0 } else { i };
+                    adj[ids[k].0][ik + c * args[k].size] += ybar[i + c * n] * d[k];
+                }
             }
         }
     }
