@@ -55,11 +55,22 @@ model {
 fn every_new_cdf_form_checks_lowers_and_passes_diagnose() {
     let (_, joint) = load(EVERY_FORM, r#"{"x": [-3.0, 0.2, 1.5], "u": [0.3, 1.1, 2.9]}"#);
     let dump = graph::dump_graph(&joint.graph);
-    for op in ["log_student_t_cdf", "log_gamma_p", "log_gamma_q", "log_beta_inc ", "log_beta_inc_c"] {
+    for op in [
+        "log_student_t_cdf",
+        "log_gamma_p",
+        "log_gamma_q",
+        "log_beta_inc ",
+        "log_beta_inc_c",
+    ] {
         assert!(dump.contains(op), "`{op}` missing from the graph:\n{dump}");
     }
     for w in [[0.3, -0.2, 0.5, 0.1], [1.5, 0.8, -0.9, -1.2]] {
-        let report = graph::diagnose(&joint, &DVector::zeros(0), &DVector::from_row_slice(&w), Tolerances::default());
+        let report = graph::diagnose(
+            &joint,
+            &DVector::zeros(0),
+            &DVector::from_row_slice(&w),
+            Tolerances::default(),
+        );
         assert!(report.passed(), "diagnose failed at {w:?}: {report:?}");
     }
 }
@@ -112,7 +123,10 @@ fn independent_log_posterior(u: &[f64]) -> f64 {
     let prior = log_gamma_density(a, 2.0, 1.0) + log_gamma_density(b, 2.0, 1.0);
     let jacobian = u[0] + u[1];
     let events: f64 = TIMES.iter().map(|&t| log_gamma_density(t, a, b)).sum();
-    let censored: f64 = CENSORED.iter().map(|&c| log_survival_by_quadrature(c, a, b)).sum();
+    let censored: f64 = CENSORED
+        .iter()
+        .map(|&c| log_survival_by_quadrature(c, a, b))
+        .sum();
     prior + jacobian + events + censored
 }
 
@@ -121,8 +135,8 @@ fn censored_gamma_survival_mode_matches_an_independent_optimum() {
     let json = format!(r#"{{"t": {TIMES:?}, "c": {CENSORED:?}}}"#);
     let (typed, joint) = load(SURVIVAL, &json);
     let options = check::infer_options(&typed, &[]).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
-    let (post, _) =
-        run::fit(&joint, &options, &RunInfo::default(), &mut Silent).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+    let (post, _) = run::fit(&joint, &options, &RunInfo::default(), &mut Silent)
+        .unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
     let Approximation::Gaussian(q) = &post.approx else {
         panic!("laplace gives a Gaussian")
     };
@@ -135,7 +149,10 @@ fn censored_gamma_survival_mode_matches_an_independent_optimum() {
     let shifted = [mode[0] + 0.3, mode[1] - 0.2];
     let diff_graph = lp_graph(&mode) - lp_graph(&shifted);
     let diff_indep = independent_log_posterior(&mode) - independent_log_posterior(&shifted);
-    assert!((diff_graph - diff_indep).abs() < 1e-8, "{diff_graph} vs {diff_indep}");
+    assert!(
+        (diff_graph - diff_indep).abs() < 1e-8,
+        "{diff_graph} vs {diff_indep}"
+    );
     // the independent gradient vanishes at the mode (central differences, h = 1e-5)
     let h = 1e-5;
     for i in 0..2 {

@@ -329,7 +329,10 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
 /// Both partials of a special function of two arguments, each by one nested-dual pass (exact
 /// at every order, so forward-over-reverse stays exact).
 fn grad2<T: Scalar>(f: impl Fn([Dual<T>; 2]) -> Dual<T> + Copy, a: T, b: T) -> (T, T) {
-    (incomplete::partial(f, [a, b], 0), incomplete::partial(f, [a, b], 1))
+    (
+        incomplete::partial(f, [a, b], 0),
+        incomplete::partial(f, [a, b], 1),
+    )
 }
 
 /// The partials of a function of three arguments at `args`; only those marked in `need`
@@ -352,7 +355,14 @@ pub(crate) fn d_ternary<T: Scalar>(f: Fun3, args: [T; 3], need: [bool; 3]) -> [T
 
 /// Adjoint of an elementwise function of three arguments (scalars broadcast, so their
 /// adjoints sum over the entries).
-fn back_ternary<T: Scalar>(tape: &Tape<'_, T>, f: Fun3, ids: [NodeId; 3], n: usize, ybar: &[T], adj: &mut [Vec<T>]) {
+fn back_ternary<T: Scalar>(
+    tape: &Tape<'_, T>,
+    f: Fun3,
+    ids: [NodeId; 3],
+    n: usize,
+    ybar: &[T],
+    adj: &mut [Vec<T>],
+) {
     let args = ids.map(|id| tape.arg(id));
     let need = ids.map(|id| !adj[id.0].is_empty());
     for c in 0..tape.s {

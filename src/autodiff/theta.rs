@@ -17,8 +17,8 @@ use crate::graph::eval::{argext, Tape};
 use crate::graph::{NodeId, Op, GATHER_ZERO};
 
 use super::reverse::{d_binary, d_ternary, d_unary};
-use crate::graph::eval::broadcast_at;
 use super::Scalar;
+use crate::graph::eval::broadcast_at;
 
 /// Whether every θ-only node has a tangent rule here.
 pub fn supported<T: Scalar>(tape: &Tape<'_, T>) -> bool {

@@ -29,7 +29,11 @@ pub fn beta(g: &mut Graph, x: NodeId, args: &[NodeId]) -> R {
 
 /// log I_x(a, b) (`upper = false`) or log(1 − I_x(a, b)), with the support checks.
 fn beta_cdf(g: &mut Graph, x: NodeId, args: &[NodeId], upper: bool) -> R {
-    let f = if upper { Fun3::LogBetaIncC } else { Fun3::LogBetaInc };
+    let f = if upper {
+        Fun3::LogBetaIncC
+    } else {
+        Fun3::LogBetaInc
+    };
     let lp = g.ternary(f, [x, args[0], args[1]])?;
     let c1 = positive(g, args[0]);
     let c2 = positive(g, args[1]);

@@ -2,8 +2,8 @@
 //! outcome support, log density, CDFs and predictive quantity.
 
 use super::{
-    bernoulli, beta, binomial, categorical, exponential, gamma_cdf, laplace, logistic, multi_normal, normal, poisson,
-    student_t, uniform, R,
+    bernoulli, beta, binomial, categorical, exponential, gamma_cdf, laplace, logistic, multi_normal, normal,
+    poisson, student_t, uniform, R,
 };
 use crate::graph::{Graph, NodeId};
 
