@@ -373,6 +373,20 @@ fn cdfs_outside_the_support_or_with_invalid_shapes_are_minus_infinity() {
 }
 
 #[test]
+fn cdfs_at_the_ends_of_the_support_are_zero_and_one() {
+    for (name, args, x, lcdf) in [
+        ("gamma", vec![2.0, 1.0], 0.0, f64::NEG_INFINITY),
+        ("inv_gamma", vec![2.0, 1.0], 0.0, f64::NEG_INFINITY),
+        ("beta", vec![2.0, 3.0], 0.0, f64::NEG_INFINITY),
+        ("beta", vec![2.0, 3.0], 1.0, 0.0),
+    ] {
+        let lccdf = if lcdf == 0.0 { f64::NEG_INFINITY } else { 0.0 };
+        assert_eq!(eval_const(name, "lcdf", &args, x), lcdf, "{name}_lcdf({x})");
+        assert_eq!(eval_const(name, "lccdf", &args, x), lccdf, "{name}_lccdf({x})");
+    }
+}
+
+#[test]
 fn categorical_logit_matches_scipy_log_softmax() {
     // scipy.special.log_softmax([0.5, -1.0, 2.0]) entries 3 and 1
     let (want3, want1) = (-0.24131129665715703, -1.7413112966571571);

@@ -37,7 +37,8 @@ fn beta_cdf(g: &mut Graph, x: NodeId, args: &[NodeId], upper: bool) -> R {
     let lp = g.ternary(f, [x, args[0], args[1]])?;
     let c1 = positive(g, args[0]);
     let c2 = positive(g, args[1]);
-    let c3 = g.support(x, 0.0, 1.0, true);
+    // the CDFs are defined at the ends: I_0 = 0 and I_1 = 1
+    let c3 = g.support(x, 0.0, 1.0, false);
     with_support(g, lp, &[c1, c2, c3])
 }
 

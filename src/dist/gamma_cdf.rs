@@ -1,8 +1,9 @@
 //! The log CDFs of `gamma(α, β)` (shape, rate) and `inv_gamma(α, β)` (shape, scale), through
 //! the log regularised incomplete gamma functions: P(X ≤ x) = P(α, βx) for the gamma and
-//! Q(α, β/x) for the inverse gamma (1/X is gamma with rate β).
+//! Q(α, β/x) for the inverse gamma (1/X is gamma with rate β). Both CDFs are defined at
+//! x = 0 (log CDF −∞, log complementary CDF 0); negative x is outside the support (−∞).
 
-use super::{positive, with_support, R};
+use super::{non_negative, positive, with_support, R};
 use crate::graph::{Fun2, Graph, NodeId};
 
 /// log P(α, βx) (`upper = false`) or log Q(α, βx), with the support checks.
@@ -11,7 +12,7 @@ fn gamma_cdf(g: &mut Graph, x: NodeId, a: &[NodeId], upper: bool) -> R {
     let bx = g.mul(be, x)?;
     let f = if upper { Fun2::LogGammaQ } else { Fun2::LogGammaP };
     let lp = g.binary(f, al, bx)?;
-    let (c1, c2, c3) = (positive(g, al), positive(g, be), positive(g, x));
+    let (c1, c2, c3) = (positive(g, al), positive(g, be), non_negative(g, x));
     with_support(g, lp, &[c1, c2, c3])
 }
 
@@ -31,7 +32,7 @@ fn inv_gamma_cdf(g: &mut Graph, x: NodeId, a: &[NodeId], upper: bool) -> R {
     let bx = g.div(be, x)?;
     let f = if upper { Fun2::LogGammaP } else { Fun2::LogGammaQ };
     let lp = g.binary(f, al, bx)?;
-    let (c1, c2, c3) = (positive(g, al), positive(g, be), positive(g, x));
+    let (c1, c2, c3) = (positive(g, al), positive(g, be), non_negative(g, x));
     with_support(g, lp, &[c1, c2, c3])
 }
 
