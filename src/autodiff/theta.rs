@@ -90,7 +90,7 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
         Op::Ternary(f, ids) => {
             let args = ids.map(|id| tape.arg(id));
             for i in 0..n {
-                let d = d_ternary(*f, broadcast_at(&args, i, 0), [true; 3]);
+                let d = d_ternary(*f, broadcast_at(&args, i, 0), y.at(i, 0), [true; 3]);
                 for q in 0..p {
                     out[i + q * n] = (0..3)
                         .map(|j| {
