@@ -6,7 +6,7 @@
 use mvi::autodiff::{dual, finite_diff, reverse};
 use mvi::dist;
 use mvi::graph::eval::{forward, lift_consts};
-use mvi::graph::{Constraint, Fun1, Fun2, Graph, NodeId, Shape};
+use mvi::graph::{Constraint, Fun1, Fun2, Fun3, Graph, NodeId, Shape};
 use nalgebra::{DMatrix, DVector};
 use proptest::prelude::*;
 
@@ -211,6 +211,31 @@ fn op_cases() -> Vec<(&'static str, Build)> {
             g.unary(Fun1::Lgamma, p)
         }),
         ("log_phi", |g, x, _| g.unary(Fun1::LogPhi, x)),
+        ("log_gamma_p_q", |g, x, t| {
+            // shapes from w, the argument from θ (broadcast), and the other way round
+            let a = pos(g, x);
+            let z = g.unary(Fun1::Exp, t);
+            let p = g.binary(Fun2::LogGammaP, a, z).unwrap();
+            let q = g.binary(Fun2::LogGammaQ, z, a).unwrap();
+            g.add_nodes(p, q).unwrap()
+        }),
+        ("log_student_t_cdf", |g, x, t| {
+            let nu = g.unary(Fun1::Exp, t);
+            let three = g.scalar(3.0);
+            let z = g.mul(three, x).unwrap();
+            let a = g.binary(Fun2::LogStudentTCdf, z, nu).unwrap();
+            let nu2 = pos(g, x);
+            let b = g.binary(Fun2::LogStudentTCdf, t, nu2).unwrap();
+            g.add_nodes(a, b).unwrap()
+        }),
+        ("log_beta_inc", |g, x, t| {
+            let u = unit(g, x);
+            let a = pos(g, x);
+            let b = g.unary(Fun1::Exp, t);
+            let p = g.ternary(Fun3::LogBetaInc, [u, a, b]).unwrap();
+            let q = g.ternary(Fun3::LogBetaIncC, [u, b, a]).unwrap();
+            g.add_nodes(p, q).unwrap()
+        }),
         ("add_sub_broadcast", |g, x, t| {
             let a = g.add_nodes(x, t).unwrap();
             let b = g.sub(t, a).unwrap();
@@ -722,6 +747,53 @@ fn lcdf_and_lccdf_agree_three_ways() {
             check_all(&g, &[], &[0.3, -0.2]);
         }
     }
+}
+
+/// One CDF family with every argument a parameter (w₁ the outcome, w₂ and w₃ shapes or
+/// scales through exp) or the hyperparameter θ > 0.
+fn cdf_graph(name: &str, upper: bool) -> Graph {
+    let mut g = Graph::new(3, 1);
+    let w = g.param_slice(0, Shape::Vector(3), &Constraint::NONE).unwrap();
+    let th = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+    let raw = g_idx(&mut g, w, 1);
+    let (p2, p3) = (pos_idx(&mut g, w, 2), pos_idx(&mut g, w, 3));
+    let (y, args) = match name {
+        "student_t" => (raw, vec![p2, th, p3]),
+        "beta" => (g.unary(Fun1::InvLogit, raw), vec![p2, th]),
+        _ => (g.unary(Fun1::Exp, raw), vec![p2, th]),
+    };
+    let lp = dist::lcdf(&mut g, name, y, &args, upper).unwrap();
+    g.add_target(lp).unwrap();
+    let sq = g.unary(Fun1::Square, w);
+    let s = g.sum(sq);
+    let h = g.scalar(-0.5);
+    let p = g.mul(h, s).unwrap();
+    g.add_target(p).unwrap();
+    g
+}
+
+#[test]
+fn incomplete_gamma_and_beta_cdfs_agree_three_ways_in_every_argument() {
+    // the bulk, both sides of the series / continued-fraction switches, and tails
+    let points: [(&[f64], f64); 5] = [
+        (&[0.3, -0.2, 0.4], 0.7),
+        (&[-1.4, 1.2, -0.3], 2.5),
+        (&[1.6, 0.1, 0.9], 0.4),
+        (&[-3.0, 0.5, -1.0], 1.3),
+        (&[2.5, -0.8, 0.2], 3.0),
+    ];
+    let mut failed = Vec::new();
+    for name in ["student_t", "gamma", "inv_gamma", "beta"] {
+        for upper in [false, true] {
+            let g = cdf_graph(name, upper);
+            for (w, t) in points {
+                if std::panic::catch_unwind(|| check_all(&g, &[t], w)).is_err() {
+                    failed.push(format!("{name} upper={upper} at {w:?}, {t}"));
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed: {failed:#?}");
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 pub mod dual;
 pub mod finite_diff;
+pub mod incomplete;
 pub mod reverse;
 pub mod special;
 pub mod theta;

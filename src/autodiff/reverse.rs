@@ -9,8 +9,14 @@
 
 use std::borrow::Cow;
 
-use crate::graph::eval::{argext, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape};
-use crate::graph::{Fun1, Fun2, Graph, NodeId, Op, GATHER_ZERO};
+use num_dual::Dual;
+
+use crate::graph::eval::{
+    argext, broadcast_at, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape,
+};
+use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
+
+use super::incomplete;
 
 use super::Scalar;
 
@@ -164,6 +170,9 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             }
         }
         Op::Binary(f, a, b) => back_binary(tape, *f, *a, *b, y, ybar, adj),
+        Op::Ternary(f, ids) => {
+            back_elementwise(tape, *ids, y, ybar, adj, |x, v, need| d_ternary(*f, x, v, need))
+        }
         Op::MatMul(a, b) => back_matmul(tape, *a, *b, shape.rows(), shape.cols(), ybar, adj),
         Op::Transpose(a) => {
             let (r, c) = (shape.rows(), shape.cols());
@@ -314,6 +323,87 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
                 (one, zero)
             }
         }
+        Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf => {
+            let [da, db] = d_special2(f, [a, b], y, [true; 2]);
+            (da, db)
+        }
+    }
+}
+
+/// Whether `f` is a special function with costly partials ([`d_special2`]).
+fn is_special2(f: Fun2) -> bool {
+    matches!(f, Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf)
+}
+
+/// The partials of the incomplete-gamma and Student-t CDF ops given y = f(a, b); only those
+/// marked in `need` are computed (the others are 0). The outcome's partial is closed form
+/// (the density over the CDF, from y); the shape's is one nested-dual pass of the series
+/// (exact at every order, so forward-over-reverse stays exact).
+pub(crate) fn d_special2<T: Scalar>(f: Fun2, [a, b]: [T; 2], y: T, need: [bool; 2]) -> [T; 2] {
+    let pick = |yes: bool, d: &dyn Fn() -> T| if yes { d() } else { T::zero() };
+    if f == Fun2::LogStudentTCdf {
+        // (t, ν)
+        return [
+            pick(need[0], &|| incomplete::dlog_student_t_cdf_dt(a, b, y)),
+            pick(need[1], &|| {
+                incomplete::partial(|v| incomplete::log_student_t_cdf(v[0], v[1]), [a, b], 1)
+            }),
+        ];
+    }
+    // (a, x) of log P or log Q
+    let upper = f == Fun2::LogGammaQ;
+    let g: fn([Dual<T>; 2]) -> Dual<T> = if upper {
+        |v| incomplete::log_gamma_q(v[0], v[1])
+    } else {
+        |v| incomplete::log_gamma_p(v[0], v[1])
+    };
+    [
+        pick(need[0], &|| incomplete::partial(g, [a, b], 0)),
+        pick(need[1], &|| incomplete::dlog_gamma_dx(a, b, y, upper)),
+    ]
+}
+
+/// The partials of a function of three arguments at `args` given y = f(args); only those
+/// marked in `need` are computed (the others are 0). As [`d_special2`]: x in closed form,
+/// the shapes by nested-dual passes.
+pub(crate) fn d_ternary<T: Scalar>(f: Fun3, args: [T; 3], y: T, need: [bool; 3]) -> [T; 3] {
+    let upper = f == Fun3::LogBetaIncC;
+    let g: fn([Dual<T>; 3]) -> Dual<T> = if upper {
+        |v| incomplete::log_beta_inc_c(v[0], v[1], v[2])
+    } else {
+        |v| incomplete::log_beta_inc(v[0], v[1], v[2])
+    };
+    std::array::from_fn(|i| match i {
+        _ if !need[i] => T::zero(),
+        0 => incomplete::dlog_beta_inc_dx(args[0], args[1], args[2], y, upper),
+        _ => incomplete::partial(g, args, i),
+    })
+}
+
+/// Adjoint of an elementwise function of N arguments whose partials `partials(args, y,
+/// need)` gives (scalars broadcast, so their adjoints sum over the entries); each partial is
+/// computed once per entry, and only for the arguments that need an adjoint.
+fn back_elementwise<T: Scalar, const N: usize>(
+    tape: &Tape<'_, T>,
+    ids: [NodeId; N],
+    y: Arg<'_, T>,
+    ybar: &[T],
+    adj: &mut [Vec<T>],
+    partials: impl Fn([T; N], T, [bool; N]) -> [T; N],
+) {
+    let args = ids.map(|id| tape.arg(id));
+    let need = ids.map(|id| !adj[id.0].is_empty());
+    let n = y.size;
+    for c in 0..tape.s {
+        for i in 0..n {
+            let d = partials(broadcast_at(&args, i, c), y.at(i, c), need);
+            for k in 0..N {
+                if need[k] {
+                    let ik = if args[k].size == 1 { 0 } else { i };
+                    adj[ids[k].0][ik + c * args[k].size] += ybar[i + c * n] * d[k];
+                }
+            }
+        }
     }
 }
 
@@ -326,6 +416,9 @@ fn back_binary<T: Scalar>(
     ybar: &[T],
     adj: &mut [Vec<T>],
 ) {
+    if is_special2(f) {
+        return back_elementwise(tape, [a, b], y, ybar, adj, |x, v, need| d_special2(f, x, v, need));
+    }
     let (aa, bb) = (tape.arg(a), tape.arg(b));
     let n = y.size;
     if back_binary_fast(f, aa, bb, n, ybar, a, b, adj) {

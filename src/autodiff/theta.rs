@@ -16,8 +16,9 @@
 use crate::graph::eval::{argext, Tape};
 use crate::graph::{NodeId, Op, GATHER_ZERO};
 
-use super::reverse::{d_binary, d_unary};
+use super::reverse::{d_binary, d_ternary, d_unary};
 use super::Scalar;
+use crate::graph::eval::broadcast_at;
 
 /// Whether every θ-only node has a tangent rule here.
 pub fn supported<T: Scalar>(tape: &Tape<'_, T>) -> bool {
@@ -83,6 +84,20 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
                 let (da, db) = d_binary(*f, aa.at(ia, 0), bb.at(ib, 0), y.at(i, 0), bb.constant);
                 for q in 0..p {
                     out[i + q * n] = da * at(t, *a, aa.size, ia, q) + db * at(t, *b, bb.size, ib, q);
+                }
+            }
+        }
+        Op::Ternary(f, ids) => {
+            let args = ids.map(|id| tape.arg(id));
+            for i in 0..n {
+                let d = d_ternary(*f, broadcast_at(&args, i, 0), y.at(i, 0), [true; 3]);
+                for q in 0..p {
+                    out[i + q * n] = (0..3)
+                        .map(|j| {
+                            let ij = if args[j].size == 1 { 0 } else { i };
+                            d[j] * at(t, ids[j], args[j].size, ij, q)
+                        })
+                        .sum();
                 }
             }
         }

@@ -155,8 +155,8 @@ impl DistSpec {
 
     /// The valid function suffixes.
     pub fn forms(&self) -> &'static [&'static str] {
-        // The CDFs exist where the density library provides them (not every continuous
-        // family has one: student_t, gamma, inv_gamma and beta need incomplete beta/gamma).
+        // The CDFs exist where the density library provides them (every univariate
+        // continuous family).
         let has_cdf = crate::dist::lookup(self.name).is_some_and(|e| e.lcdf.is_some());
         match (self.discrete, self.family) {
             (true, _) => &["_lpmf"],

@@ -1,7 +1,8 @@
-//! `beta(a, b)` on 0 < x < 1.
+//! `beta(a, b)` on 0 < x < 1, with its log CDFs through the log regularised incomplete beta
+//! function.
 
 use super::{f1, positive, sum_all, with_support, R};
-use crate::graph::{Fun1, Graph, NodeId};
+use crate::graph::{Fun1, Fun3, Graph, NodeId};
 
 /// lgamma(a + b) − lgamma(a) − lgamma(b) + (a − 1) log x + (b − 1) log1p(−x).
 pub fn beta(g: &mut Graph, x: NodeId, args: &[NodeId]) -> R {
@@ -24,6 +25,31 @@ pub fn beta(g: &mut Graph, x: NodeId, args: &[NodeId]) -> R {
     let c2 = positive(g, b);
     let c3 = g.support(x, 0.0, 1.0, true);
     with_support(g, lp, &[c1, c2, c3])
+}
+
+/// log I_x(a, b) (`upper = false`) or log(1 − I_x(a, b)), with the support checks.
+fn beta_cdf(g: &mut Graph, x: NodeId, args: &[NodeId], upper: bool) -> R {
+    let f = if upper {
+        Fun3::LogBetaIncC
+    } else {
+        Fun3::LogBetaInc
+    };
+    let lp = g.ternary(f, [x, args[0], args[1]])?;
+    let c1 = positive(g, args[0]);
+    let c2 = positive(g, args[1]);
+    // the CDFs are defined at the ends: I_0 = 0 and I_1 = 1
+    let c3 = g.support(x, 0.0, 1.0, false);
+    with_support(g, lp, &[c1, c2, c3])
+}
+
+/// log I_x(a, b), the regularised incomplete beta function.
+pub fn beta_lcdf(g: &mut Graph, x: NodeId, args: &[NodeId]) -> R {
+    beta_cdf(g, x, args, false)
+}
+
+/// log(1 − I_x(a, b)).
+pub fn beta_lccdf(g: &mut Graph, x: NodeId, args: &[NodeId]) -> R {
+    beta_cdf(g, x, args, true)
 }
 
 /// a / (a + b).

@@ -13,6 +13,7 @@ pub mod beta;
 pub mod binomial;
 pub mod categorical;
 pub mod exponential;
+pub mod gamma_cdf;
 pub mod laplace;
 pub mod logistic;
 pub mod multi_normal;

@@ -2,8 +2,8 @@
 //! outcome support, log density, CDFs and predictive quantity.
 
 use super::{
-    bernoulli, beta, binomial, categorical, exponential, laplace, logistic, multi_normal, normal, poisson,
-    student_t, uniform, R,
+    bernoulli, beta, binomial, categorical, exponential, gamma_cdf, laplace, logistic, multi_normal, normal,
+    poisson, student_t, uniform, R,
 };
 use crate::graph::{Graph, NodeId};
 
@@ -87,12 +87,16 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         normal::normal_lcdf,
         normal::normal_lccdf,
     ),
-    row(
-        "student_t",
-        3,
-        Outcome::Real,
-        student_t::student_t,
-        student_t::location,
+    cdfs(
+        row(
+            "student_t",
+            3,
+            Outcome::Real,
+            student_t::student_t,
+            student_t::location,
+        ),
+        student_t::student_t_lcdf,
+        student_t::student_t_lccdf,
     ),
     cdfs(
         row("cauchy", 2, Outcome::Real, student_t::cauchy, normal::location),
@@ -131,21 +135,33 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         exponential::exponential_lcdf,
         exponential::exponential_lccdf,
     ),
-    row(
-        "gamma",
-        2,
-        Outcome::Positive,
-        exponential::gamma,
-        exponential::gamma_mean,
+    cdfs(
+        row(
+            "gamma",
+            2,
+            Outcome::Positive,
+            exponential::gamma,
+            exponential::gamma_mean,
+        ),
+        gamma_cdf::gamma_lcdf,
+        gamma_cdf::gamma_lccdf,
     ),
-    row(
-        "inv_gamma",
-        2,
-        Outcome::Positive,
-        exponential::inv_gamma,
-        exponential::inv_gamma_location,
+    cdfs(
+        row(
+            "inv_gamma",
+            2,
+            Outcome::Positive,
+            exponential::inv_gamma,
+            exponential::inv_gamma_location,
+        ),
+        gamma_cdf::inv_gamma_lcdf,
+        gamma_cdf::inv_gamma_lccdf,
     ),
-    row("beta", 2, Outcome::Unit, beta::beta, beta::mean),
+    cdfs(
+        row("beta", 2, Outcome::Unit, beta::beta, beta::mean),
+        beta::beta_lcdf,
+        beta::beta_lccdf,
+    ),
     cdfs(
         row(
             "half_normal",

@@ -1,10 +1,11 @@
 //! The Student-t family: `student_t(ν, μ, σ)`, `cauchy(μ, σ)` and `half_cauchy(σ)`
-//! (normalised on x ≥ 0), with the Cauchy log CDFs through atan.
+//! (normalised on x ≥ 0), with the Cauchy log CDFs through atan and the Student-t ones
+//! through the regularised incomplete beta function.
 
 use std::f64::consts::PI;
 
 use super::{affine, f1, non_negative, positive, sum_all, with_support, z_score, R};
-use crate::graph::{Fun1, Graph, NodeId};
+use crate::graph::{Fun1, Fun2, Graph, NodeId};
 
 /// lgamma((ν+1)/2) − lgamma(ν/2) − ½ log(νπ) − log σ − (ν+1)/2 · log1p(z²/ν).
 pub fn student_t(g: &mut Graph, x: NodeId, a: &[NodeId]) -> R {
@@ -28,6 +29,26 @@ pub fn student_t(g: &mut Graph, x: NodeId, a: &[NodeId]) -> R {
     let lp = sum_all(g, &[a1, a3])?;
     let (c1, c2) = (positive(g, nu), positive(g, sigma));
     with_support(g, lp, &[c1, c2])
+}
+
+/// log F(±z | ν) for z = (x − μ)/σ (`sign` −1 for the complementary CDF, by symmetry).
+fn student_t_cdf(g: &mut Graph, x: NodeId, a: &[NodeId], sign: f64) -> R {
+    let (nu, mu, sigma) = (a[0], a[1], a[2]);
+    let z = z_score(g, x, mu, sigma)?;
+    let z = if sign < 0.0 { g.neg(z) } else { z };
+    let lp = g.binary(Fun2::LogStudentTCdf, z, nu)?;
+    let (c1, c2) = (positive(g, nu), positive(g, sigma));
+    with_support(g, lp, &[c1, c2])
+}
+
+/// log F((x − μ)/σ | ν) through the regularised incomplete beta function.
+pub fn student_t_lcdf(g: &mut Graph, x: NodeId, a: &[NodeId]) -> R {
+    student_t_cdf(g, x, a, 1.0)
+}
+
+/// log(1 − F((x − μ)/σ | ν)) = log F(−(x − μ)/σ | ν).
+pub fn student_t_lccdf(g: &mut Graph, x: NodeId, a: &[NodeId]) -> R {
+    student_t_cdf(g, x, a, -1.0)
 }
 
 /// The location μ (the second argument).

@@ -4,7 +4,7 @@
 
 use super::eval::{eval_op, Arg};
 use super::transform::{lower_transform, Constraint};
-use super::{Error, Fun1, Fun2, Graph, NodeId, Op, Shape, GATHER_ZERO};
+use super::{Error, Fun1, Fun2, Fun3, Graph, NodeId, Op, Shape, GATHER_ZERO};
 
 /// The inputs an operation reads.
 pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
@@ -22,6 +22,7 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         Op::Support { x, .. } => vec![*x],
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
         Op::Pack(ids) | Op::LikSum(_, ids) => ids.clone(),
+        Op::Ternary(_, ids) => ids.to_vec(),
     }
 }
 
@@ -112,6 +113,25 @@ impl Graph {
             return Err(shape_err("an elementwise operation", sa, sb));
         };
         Ok(self.add(Op::Binary(f, a, b), shape))
+    }
+
+    /// An elementwise function of three arguments; scalars broadcast over the others.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when two non-scalar arguments have different shapes.
+    pub fn ternary(&mut self, f: Fun3, args: [NodeId; 3]) -> Result<NodeId, Error> {
+        let mut shape = Shape::Scalar;
+        for &a in &args {
+            let sa = self.shape(a);
+            if sa == Shape::Scalar {
+                continue;
+            }
+            if shape != Shape::Scalar && shape != sa {
+                return Err(shape_err("an elementwise operation", shape, sa));
+            }
+            shape = sa;
+        }
+        Ok(self.add(Op::Ternary(f, args), shape))
     }
 
     /// The operand that `f(a, b)` equals when the other is a scalar constant identity

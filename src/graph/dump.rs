@@ -48,6 +48,7 @@ fn op_text(op: &Op) -> String {
         Op::Hyper { offset } => format!("hyper theta[{offset}..]"),
         Op::Unary(f, a) => format!("{} %{}", snake(&format!("{f:?}")), a.0),
         Op::Binary(f, a, b) => format!("{} %{} %{}", snake(&format!("{f:?}")), a.0, b.0),
+        Op::Ternary(f, v) => format!("{} {}", snake(&format!("{f:?}")), ids(v)),
         Op::MatMul(a, b) => format!("matmul %{} %{}", a.0, b.0),
         Op::Transpose(a) => format!("transpose %{}", a.0),
         Op::Gather(a, idx) => {

@@ -9,7 +9,8 @@
 
 use std::borrow::Cow;
 
-use super::{Fun1, Fun2, Graph, NodeId, Op, Shape, GATHER_ZERO};
+use super::{Fun1, Fun2, Fun3, Graph, NodeId, Op, Shape, GATHER_ZERO};
+use crate::autodiff::incomplete;
 use crate::autodiff::Scalar;
 
 /// Batch columns evaluated together; chunks bound memory and are spread over threads.
@@ -211,6 +212,7 @@ pub(crate) fn eval_op<'b, T: Scalar>(
         }
         Op::Unary(f, a) => get(*a).data.iter().map(|&x| unary(*f, x)).collect(),
         Op::Binary(f, a, b) => binary_values(*f, get(*a), get(*b), n, s),
+        Op::Ternary(f, ids) => ternary_values(*f, ids.map(get), n, s),
         Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),
         Op::Transpose(a) => transpose_values(get(*a), shape, s),
         Op::Gather(a, idx) => {
@@ -362,7 +364,30 @@ pub(crate) fn binary<T: Scalar>(f: Fun2, a: T, b: T, b_const: bool) -> T {
                 a
             }
         }
+        Fun2::LogGammaP => incomplete::log_gamma_p(a, b),
+        Fun2::LogGammaQ => incomplete::log_gamma_q(a, b),
+        Fun2::LogStudentTCdf => incomplete::log_student_t_cdf(a, b),
     }
+}
+
+/// One elementwise function of three arguments.
+pub(crate) fn ternary<T: Scalar>(f: Fun3, [x, a, b]: [T; 3]) -> T {
+    match f {
+        Fun3::LogBetaInc => incomplete::log_beta_inc(x, a, b),
+        Fun3::LogBetaIncC => incomplete::log_beta_inc_c(x, a, b),
+    }
+}
+
+/// Entry i of column c of each argument of an elementwise function (scalars broadcast).
+#[inline]
+pub(crate) fn broadcast_at<T: Scalar, const N: usize>(args: &[Arg<'_, T>; N], i: usize, c: usize) -> [T; N] {
+    std::array::from_fn(|k| args[k].at(if args[k].size == 1 { 0 } else { i }, c))
+}
+
+fn ternary_values<T: Scalar>(f: Fun3, args: [Arg<T>; 3], n: usize, s: usize) -> Vec<T> {
+    (0..s)
+        .flat_map(|c| (0..n).map(move |i| ternary(f, broadcast_at(&args, i, c))))
+        .collect()
 }
 
 fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -> Vec<T> {

@@ -330,6 +330,7 @@ fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => op,
         Op::Unary(f, a) => Op::Unary(f, m(a)),
         Op::Binary(f, a, b) => Op::Binary(f, m(a), m(b)),
+        Op::Ternary(f, ids) => Op::Ternary(f, ids.map(m)),
         Op::MatMul(a, b) => Op::MatMul(m(a), m(b)),
         Op::Transpose(a) => Op::Transpose(m(a)),
         Op::Gather(a, idx) => Op::Gather(m(a), idx),

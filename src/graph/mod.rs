@@ -96,6 +96,21 @@ pub enum Fun2 {
     Pow,
     Min,
     Max,
+    /// log P(a, x), the log regularised lower incomplete gamma function (a first).
+    LogGammaP,
+    /// log Q(a, x) = log(1 − P(a, x)) (a first).
+    LogGammaQ,
+    /// log F(t) of the standard Student-t with ν degrees of freedom (t first).
+    LogStudentTCdf,
+}
+
+/// Elementwise functions of three arguments (a scalar argument broadcasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fun3 {
+    /// log I_x(a, b), the log regularised incomplete beta function, of (x, a, b).
+    LogBetaInc,
+    /// log(1 − I_x(a, b)), of (x, a, b).
+    LogBetaIncC,
 }
 
 /// A likelihood whose summed log density is one fused node ([`Op::LikSum`]): one pass over
@@ -142,6 +157,8 @@ pub enum Op {
     Unary(Fun1, NodeId),
     /// An elementwise function of two arguments with scalar broadcasting.
     Binary(Fun2, NodeId, NodeId),
+    /// An elementwise function of three arguments with scalar broadcasting.
+    Ternary(Fun3, [NodeId; 3]),
     /// The matrix product.
     MatMul(NodeId, NodeId),
     /// The transpose.
