@@ -54,7 +54,10 @@ pub fn generate(seed: u64) -> CauchyData {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut draw = |n: usize| -> (Vec<f64>, Vec<f64>) {
         let x: Vec<f64> = (0..n).map(|_| rng.random_range(-10.0..10.0)).collect();
-        let y = x.iter().map(|&v| truth(v) + rng.random_range(-0.5..0.5)).collect();
+        let y = x
+            .iter()
+            .map(|&v| truth(v) + rng.random_range(-0.5..0.5))
+            .collect();
         (x, y)
     };
     let (x, y) = draw(N_TRAIN);
@@ -120,7 +123,12 @@ mod tests {
     #[test]
     fn centres_are_linspace_over_the_input_range() {
         let v = model_data(&generate(1));
-        let c: Vec<f64> = v["C"].as_array().unwrap().iter().map(|r| r[0].as_f64().unwrap()).collect();
+        let c: Vec<f64> = v["C"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[0].as_f64().unwrap())
+            .collect();
         assert_eq!(c.len(), 15);
         assert!((c[0] + 10.0).abs() < 1e-12 && (c[14] - 10.0).abs() < 1e-12);
         assert!((c[7]).abs() < 1e-12);

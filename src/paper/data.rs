@@ -105,7 +105,11 @@ pub fn load_dataset(dir: &Path, name: &str) -> Result<Dataset, Diagnostic> {
         return Err(bad_file(&xp, i + 1, &format!("expected {q} columns")));
     }
     if labels.len() != rows.len() {
-        return Err(bad_file(&yp, 0, &format!("{} labels for {} rows of X", labels.len(), rows.len())));
+        return Err(bad_file(
+            &yp,
+            0,
+            &format!("{} labels for {} rows of X", labels.len(), rows.len()),
+        ));
     }
     let mut y = Vec::with_capacity(labels.len());
     for (i, l) in labels.iter().enumerate() {
@@ -151,7 +155,11 @@ pub fn load_splits(dir: &Path, name: &str, n: usize) -> Result<Vec<Split>, Diagn
     let train = parse_index_lines(&tp, &read(&tp)?, n)?;
     let test = parse_index_lines(&sp, &read(&sp)?, n)?;
     if train.len() != test.len() {
-        return Err(bad_file(&sp, 0, &format!("{} test lines for {} training lines", test.len(), train.len())));
+        return Err(bad_file(
+            &sp,
+            0,
+            &format!("{} test lines for {} training lines", test.len(), train.len()),
+        ));
     }
     Ok(train
         .into_iter()
@@ -212,7 +220,9 @@ impl Standardizer {
 
     /// `x` with the fitted means subtracted and divided by the fitted sds, column by column.
     pub fn apply(&self, x: &DMatrix<f64>) -> DMatrix<f64> {
-        DMatrix::from_fn(x.nrows(), x.ncols(), |i, j| (x[(i, j)] - self.mean[j]) / self.sd[j])
+        DMatrix::from_fn(x.nrows(), x.ncols(), |i, j| {
+            (x[(i, j)] - self.mean[j]) / self.sd[j]
+        })
     }
 }
 

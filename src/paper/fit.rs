@@ -97,8 +97,15 @@ impl Problem {
     ///
     /// # Errors
     /// A bad override or the method's failure, as a diagnostic.
-    pub fn fit(&self, overrides: &[(&str, String)], interrupt: &Arc<AtomicBool>) -> Result<Option<FitReport>, Diagnostic> {
-        let pairs: Vec<(String, String)> = overrides.iter().map(|(k, v)| ((*k).to_string(), v.clone())).collect();
+    pub fn fit(
+        &self,
+        overrides: &[(&str, String)],
+        interrupt: &Arc<AtomicBool>,
+    ) -> Result<Option<FitReport>, Diagnostic> {
+        let pairs: Vec<(String, String)> = overrides
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect();
         let options = check::infer_options(&self.typed, &pairs)?;
         let info = RunInfo {
             model_file: self.file.clone(),

@@ -19,7 +19,10 @@ fn sq_dist(x: &DMatrix<f64>, i: usize, c: &DMatrix<f64>, j: usize) -> f64 {
 fn nearest(x: &DMatrix<f64>, i: usize, c: &DMatrix<f64>) -> (usize, f64) {
     (0..c.nrows())
         .map(|j| (j, sq_dist(x, i, c, j)))
-        .fold((0, f64::INFINITY), |best, cur| if cur.1 < best.1 { cur } else { best })
+        .fold(
+            (0, f64::INFINITY),
+            |best, cur| if cur.1 < best.1 { cur } else { best },
+        )
 }
 
 /// k-means++ seeding: the first centre uniformly, each next one with probability
@@ -62,7 +65,10 @@ fn seed_centres(x: &DMatrix<f64>, k: usize, rng: &mut StdRng) -> DMatrix<f64> {
 /// # Panics
 /// If `x` has no rows or `k` is 0.
 pub fn kmeans(x: &DMatrix<f64>, k: usize, seed: u64) -> DMatrix<f64> {
-    assert!(x.nrows() > 0 && k > 0, "k-means needs points and at least one centre");
+    assert!(
+        x.nrows() > 0 && k > 0,
+        "k-means needs points and at least one centre"
+    );
     let mut rng = StdRng::seed_from_u64(seed);
     let mut c = seed_centres(x, k, &mut rng);
     let mut assign = vec![usize::MAX; x.nrows()];

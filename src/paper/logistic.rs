@@ -99,7 +99,9 @@ fn search(ctx: &mut Ctx, set: &str, split: usize, d: &SplitData) -> Result<Optio
         let pairs = random_pairs(ctx.plan.pairs, d.x.ncols(), centre_seed(set, split, m) ^ 0x5eed);
         for (r, alpha) in pairs {
             problem.start_hypers(&theta(alpha, r))?;
-            ctx.show(format!("III {set} split {split}: search M = {m}, r = {r:.2}, α = {alpha:.3}"));
+            ctx.show(format!(
+                "III {set} split {split}: search M = {m}, r = {r:.2}, α = {alpha:.3}"
+            ));
             let overrides = [
                 ("method", "laplace".to_string()),
                 ("learn_hyper", "false".to_string()),

@@ -46,14 +46,20 @@ pub struct PaperArgs {
     /// Where `results.jsonl` and `report.md` are kept; finished work found there is skipped.
     #[arg(long, value_name = "DIR", default_value = "paper-results")]
     pub out: PathBuf,
-    /// The short protocol: few splits, a reduced (r, α) search, S = 200, 1000 test draws.
+    /// The short protocol: 1 split per binary set, 3 per multiclass set, 20 Cauchy data
+    /// sets, 2 (r, α) pairs per M, S = 200, 1000 test draws.
     #[arg(long)]
     pub quick: bool,
     /// Only these data sets (comma-separated; `cauchy` names Table II's generated sets).
     #[arg(long, value_delimiter = ',', value_name = "SET[,SET]")]
     pub only: Vec<String>,
     /// Which tables: II (Cauchy), III (and IV: logistic RBF), V (and VI: softmax).
-    #[arg(long, value_delimiter = ',', value_name = "II,III,V", default_value = "II,III,V")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "II,III,V",
+        default_value = "II,III,V"
+    )]
     pub tables: Vec<String>,
     /// Splits per data set (generated data sets for Table II), instead of the protocol's.
     #[arg(long, value_name = "N")]
@@ -70,6 +76,9 @@ pub struct PaperArgs {
     /// No progress display.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Fit nothing: only write `report.md` from the results already in `--out`.
+    #[arg(long)]
+    pub report_only: bool,
 }
 
 /// A table of the paper (IV and VI are the error-rate halves of III and V).
@@ -125,7 +134,7 @@ impl Plan {
     pub fn from_args(a: &PaperArgs) -> Plan {
         let base = if a.quick {
             Plan {
-                binary_splits: 2,
+                binary_splits: 1,
                 multiclass_splits: 3,
                 cauchy_sets: 20,
                 pairs: 2,
@@ -289,15 +298,21 @@ impl Ctx {
 
 /// The data directory to use: `--data-dir`, else `../shared/data` next to the crate.
 pub fn default_data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("shared").join("data")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared")
+        .join("data")
 }
 
 fn parse_tables(args: &PaperArgs) -> Result<Vec<Table>, Diagnostic> {
     let mut out = Vec::new();
     for t in &args.tables {
         let table = Table::parse(t).ok_or_else(|| {
-            Diagnostic::plain("mvi::paper::unknown_table", format!("`--tables` names `{t}`, which is not a table"))
-                .with_help("the tables are II (Cauchy), III/IV (logistic RBF) and V/VI (softmax)")
+            Diagnostic::plain(
+                "mvi::paper::unknown_table",
+                format!("`--tables` names `{t}`, which is not a table"),
+            )
+            .with_help("the tables are II (Cauchy), III/IV (logistic RBF) and V/VI (softmax)")
         })?;
         if !out.contains(&table) {
             out.push(table);
@@ -338,7 +353,8 @@ fn progress_bar(quiet: bool, units: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} splits [{elapsed} / ~{eta}] {msg}") {
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} splits [{elapsed} / ~{eta}] {msg}")
+    {
         bar.set_style(style);
     }
     bar
@@ -368,7 +384,10 @@ pub fn run(args: &PaperArgs, interrupt: Arc<AtomicBool>) -> Result<Outcome, Diag
     if !data_dir.is_dir() {
         return Err(Diagnostic::plain(
             "mvi::paper::no_data_dir",
-            format!("the benchmark data directory `{}` does not exist", data_dir.display()),
+            format!(
+                "the benchmark data directory `{}` does not exist",
+                data_dir.display()
+            ),
         )
         .with_help("give it with `--data-dir DIR` (the project's `../shared/data`)"));
     }
@@ -391,7 +410,7 @@ pub fn run(args: &PaperArgs, interrupt: Arc<AtomicBool>) -> Result<Outcome, Diag
     };
     let started = Instant::now();
     let mut flow = Flow::Continue;
-    for table in &tables {
+    for table in tables.iter().filter(|_| !args.report_only) {
         if flow == Flow::Stop {
             break;
         }
@@ -441,10 +460,54 @@ fn count_units(args: &PaperArgs, tables: &[Table], plan: &Plan, data_dir: &Path)
                 }
             }
             Table::V => {
-                n += data::MULTICLASS_SETS.iter().filter(|s| selected(args, s)).count() * plan.multiclass_splits;
+                n += data::MULTICLASS_SETS.iter().filter(|s| selected(args, s)).count()
+                    * plan.multiclass_splits;
             }
             Table::II => {}
         }
     }
     n as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(quick: bool, splits: Option<usize>) -> PaperArgs {
+        PaperArgs {
+            data_dir: None,
+            out: PathBuf::from("x"),
+            quick,
+            only: Vec::new(),
+            tables: vec!["II".into(), "IV".into(), "vi".into()],
+            splits,
+            pairs: None,
+            samples: None,
+            test_draws: None,
+            quiet: true,
+            report_only: false,
+        }
+    }
+
+    #[test]
+    fn quick_plan_is_small_and_overrides_apply_to_every_table() {
+        let q = Plan::from_args(&args(true, None));
+        assert!(q.binary_splits <= 10 && q.multiclass_splits <= 10);
+        assert!(q.cauchy_sets >= 20);
+        assert!(q.pairs < Plan::from_args(&args(false, None)).pairs);
+        let o = Plan::from_args(&args(false, Some(4)));
+        assert_eq!((o.binary_splits, o.multiclass_splits, o.cauchy_sets), (4, 4, 4));
+        assert_eq!(o.samples, 1000);
+    }
+
+    #[test]
+    fn table_names_iv_and_vi_select_their_lpd_halves() {
+        assert_eq!(
+            parse_tables(&args(false, None)).unwrap(),
+            vec![Table::II, Table::III, Table::V]
+        );
+        let mut bad = args(false, None);
+        bad.tables = vec!["VII".into()];
+        assert!(parse_tables(&bad).is_err());
+    }
 }

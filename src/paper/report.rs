@@ -83,7 +83,11 @@ pub fn rows(store: &Store, table: Table, sets: &[&str], metric: Metric) -> Vec<(
     let mut out: Vec<(String, Row)> = Vec::new();
     for set in sets {
         let mut row = Row::default();
-        for r in store.records().iter().filter(|r| r.table == table.name() && r.set == *set) {
+        for r in store
+            .records()
+            .iter()
+            .filter(|r| r.table == table.name() && r.set == *set)
+        {
             if !METHODS.contains(&r.method.as_str()) {
                 continue;
             }
@@ -167,7 +171,11 @@ pub fn render_table(rows: &[(String, Row)], metric: Metric, paper: Option<&[(&st
     if let Some(p) = paper {
         let cells: Vec<String> = METHODS
             .iter()
-            .map(|m| p.iter().find(|(k, _)| k == m).map_or("–".to_string(), |(_, v)| format!("{v:.3}")))
+            .map(|m| {
+                p.iter()
+                    .find(|(k, _)| k == m)
+                    .map_or("–".to_string(), |(_, v)| format!("{v:.3}"))
+            })
             .collect();
         let _ = writeln!(s, "| paper (Table II) | 100 | {} |", cells.join(" | "));
     }
@@ -187,9 +195,15 @@ pub fn mvi_summary(rows: &[(String, Row)], metric: Metric) -> String {
     let mut best_mvi = 0;
     for (_, row) in rows {
         let lr_eig: Vec<f64> = ["mvi_lr", "mvi_eig"].iter().filter_map(|m| med(row, m)).collect();
-        let top = lr_eig.iter().copied().reduce(|a, b| if better(a, b) { a } else { b });
+        let top = lr_eig
+            .iter()
+            .copied()
+            .reduce(|a, b| if better(a, b) { a } else { b });
         if let Some(t) = top {
-            let others: Vec<f64> = ["laplace", "vi_diag"].iter().filter_map(|m| med(row, m)).collect();
+            let others: Vec<f64> = ["laplace", "vi_diag"]
+                .iter()
+                .filter_map(|m| med(row, m))
+                .collect();
             if others.iter().all(|o| better(t, *o)) {
                 beats += 1;
             }
@@ -212,7 +226,8 @@ fn seconds_of(store: &Store, table: Table) -> f64 {
         .iter()
         .filter(|r| r.table == table.name())
         .map(|r| r.seconds)
-        .sum()
+        .sum::<f64>()
+        .max(0.0) // an empty sum is −0.0
 }
 
 fn header(meta: &Meta, store: &Store) -> String {
@@ -235,7 +250,8 @@ fn header(meta: &Meta, store: &Store) -> String {
             format!(" Sets: {}.", meta.only.join(", "))
         }
     );
-    let _ = writeln!(
+    let _ =
+        writeln!(
         s,
         "Time: this invocation {:.0} s wall{}; fit time in the store (all invocations): Table II {:.0} s, \
          Tables III/IV {:.0} s (search included), Tables V/VI {:.0} s.\n",

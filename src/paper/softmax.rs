@@ -22,7 +22,11 @@ pub const SPLIT_SEED: u64 = 20_240_501;
 
 /// The seeded random 70/30 split `i` of a set with `n` rows.
 pub fn split(set: &str, i: usize, n: usize) -> Split {
-    data::random_split(n, TRAIN_FRACTION, data::name_seed(set, SPLIT_SEED) * 1000 + i as u64)
+    data::random_split(
+        n,
+        TRAIN_FRACTION,
+        data::name_seed(set, SPLIT_SEED) * 1000 + i as u64,
+    )
 }
 
 fn model_data(ds: &Dataset, s: &Split) -> Value {

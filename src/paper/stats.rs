@@ -145,7 +145,11 @@ mod tests {
         d.extend([-1.0, -1.0]);
         assert_abs_diff_eq!(sign_test(&d).p_value, 112.0 / 1024.0, epsilon = 1e-15);
         // 3 vs 3 is capped at 1; ties are dropped: 5 positive, 0 negative, 2 ties → 2/32.
-        assert_abs_diff_eq!(sign_test(&[1.0, 1.0, 1.0, -1.0, -1.0, -1.0]).p_value, 1.0, epsilon = 1e-15);
+        assert_abs_diff_eq!(
+            sign_test(&[1.0, 1.0, 1.0, -1.0, -1.0, -1.0]).p_value,
+            1.0,
+            epsilon = 1e-15
+        );
         let t = sign_test(&[1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]);
         assert_abs_diff_eq!(t.p_value, 2.0 / 32.0, epsilon = 1e-15);
         assert_abs_diff_eq!(sign_test(&[]).p_value, 1.0, epsilon = 1e-15);

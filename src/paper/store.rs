@@ -73,7 +73,12 @@ impl Record {
 
     /// The record's key.
     pub fn key(&self) -> Key {
-        (self.table.clone(), self.set.clone(), self.split, self.method.clone())
+        (
+            self.table.clone(),
+            self.set.clone(),
+            self.split,
+            self.method.clone(),
+        )
     }
 
     /// A hyperparameter's value by name.
@@ -109,7 +114,10 @@ impl Store {
         };
         let (records, good_len) = parse_complete(&text);
         if good_len < text.len() {
-            OpenOptions::new().write(true).open(&path)?.set_len(good_len as u64)?;
+            OpenOptions::new()
+                .write(true)
+                .open(&path)?
+                .set_len(good_len as u64)?;
         }
         let mut store = Store {
             path,
@@ -214,7 +222,10 @@ mod tests {
         assert_eq!(s.records().len(), 2);
         assert!(s.contains("III", "thyroid", 0, "mvi_lr"));
         assert!(!s.contains("III", "thyroid", 1, "mvi_lr"));
-        assert_eq!(s.get("III", "thyroid", 0, "laplace").and_then(|r| r.lpd), Some(-0.5));
+        assert_eq!(
+            s.get("III", "thyroid", 0, "laplace").and_then(|r| r.lpd),
+            Some(-0.5)
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -232,7 +243,10 @@ mod tests {
         s.append(rec(1, "laplace", -0.7)).unwrap();
         let text = std::fs::read_to_string(d.join(FILE_NAME)).unwrap();
         assert_eq!(text.lines().count(), 2);
-        assert!(text.lines().all(|l| serde_json::from_str::<Record>(l).is_ok()), "{text}");
+        assert!(
+            text.lines().all(|l| serde_json::from_str::<Record>(l).is_ok()),
+            "{text}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
