@@ -48,7 +48,7 @@ pub fn truth(x: f64) -> f64 {
     0.3 * x * (0.7 * x).sin() - 0.03 * x * x
 }
 
-/// Data set `seed`: x ~ U[−10, 10], y = [`truth`](x) + U(−0.5, 0.5), [`N_TRAIN`] training
+/// Data set `seed`: x ~ U[−10, 10], y = truth(x) + U(−0.5, 0.5), [`N_TRAIN`] training
 /// then [`N_TEST`] test points from one generator.
 pub fn generate(seed: u64) -> CauchyData {
     let mut rng = StdRng::seed_from_u64(seed);
