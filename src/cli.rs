@@ -87,8 +87,12 @@ mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banan
     )]
     Repl(crate::repl::ReplArgs),
     /// Benchmarks: `mvi bench paper` reproduces the MVI paper's tables II–VI.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    #[command(after_help = "Example:\n  mvi bench paper --quick --out paper-quick")]
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
 }
 
 /// The benchmarks of `mvi bench`.
@@ -222,7 +226,9 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Run(a) => cmd_run(&a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Repl(a) => crate::repl::run_repl(&a),
-        Command::Bench(BenchCommand::Paper(a)) => cmd_bench_paper(&a),
+        Command::Bench {
+            which: BenchCommand::Paper(a),
+        } => cmd_bench_paper(&a),
     }
 }
 
