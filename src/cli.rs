@@ -86,6 +86,23 @@ mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banan
         after_help = "Example:\n  mvi repl examples/linear_regression.mvi --data examples/data/linear_regression.json"
     )]
     Repl(crate::repl::ReplArgs),
+    /// Benchmarks: `mvi bench paper` reproduces the MVI paper's tables II–VI.
+    #[command(after_help = "Example:\n  mvi bench paper --quick --out paper-quick")]
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
+}
+
+/// The benchmarks of `mvi bench`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Reproduce the MVI paper's tables II–VI on the benchmark data (resumable: finished
+    /// fits in `--out` are skipped); writes `results.jsonl` and `report.md` into `--out`.
+    #[command(after_help = "Examples:\n  mvi bench paper --quick --out paper-quick\n  \
+mvi bench paper --tables III --only banana,thyroid --splits 5 --data-dir ../shared/data")]
+    Paper(crate::paper::PaperArgs),
 }
 
 /// Intermediate forms `dump` prints.
@@ -209,6 +226,9 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Run(a) => cmd_run(&a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Repl(a) => crate::repl::run_repl(&a),
+        Command::Bench {
+            which: BenchCommand::Paper(a),
+        } => cmd_bench_paper(&a),
     }
 }
 
@@ -346,6 +366,21 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
         println!("{}", report::render_json(&report));
     } else {
         print!("{}", report::render_summary(&report));
+    }
+    Ok(())
+}
+
+fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {
+    let outcome = crate::paper::run(a, interrupt_flag())?;
+    println!(
+        "{} fits run, {} results stored; report: {}",
+        outcome.fits_run,
+        outcome.records,
+        outcome.report_path.display()
+    );
+    if outcome.interrupted {
+        eprintln!("interrupted: run the same command again to resume");
+        return Err(Failure::Code(130));
     }
     Ok(())
 }
