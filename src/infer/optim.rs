@@ -59,7 +59,8 @@ pub struct Options {
     pub max_iters: usize,
     /// Stop when ‖∇f‖ ≤ `grad_tol`.
     pub grad_tol: f64,
-    /// Stop when |f_k − f_{k+1}| ≤ `rel_tol` · max(1, |f_{k+1}|) after a successful step.
+    /// Stop when |f_k − f_{k+1}| ≤ `rel_tol` · max(1, |f_{k+1}|) on [`SMALL_STEPS`]
+    /// consecutive successful steps.
     pub rel_tol: f64,
     /// L-BFGS memory (pairs kept).
     pub memory: usize,
@@ -76,6 +77,11 @@ impl Default for Options {
         }
     }
 }
+
+/// Consecutive successful steps whose relative change must be below `rel_tol` to stop: one
+/// short step (a line search that had to backtrack, an SCG step with a large λ) does not end
+/// a run that is still making progress.
+pub const SMALL_STEPS: usize = 2;
 
 /// What an optimisation run produced.
 #[derive(Debug, Clone)]
@@ -134,6 +140,7 @@ fn run(
         iterations: 0,
         converged: false,
         interrupted: false,
+        small_streak: 0,
     };
     if !state.v.is_finite() {
         return state.finish();
@@ -163,6 +170,8 @@ struct State {
     iterations: usize,
     converged: bool,
     interrupted: bool,
+    /// Consecutive accepted steps with a relative change below `rel_tol`.
+    small_streak: usize,
 }
 
 impl State {
@@ -185,7 +194,8 @@ impl State {
         let old = self.v;
         self.v = v;
         let small_change = change <= opts.rel_tol * v.abs().max(1.0) && old.is_finite();
-        if self.g.norm() <= opts.grad_tol || small_change {
+        self.small_streak = if small_change { self.small_streak + 1 } else { 0 };
+        if self.g.norm() <= opts.grad_tol || self.small_streak >= SMALL_STEPS {
             self.converged = true;
         }
         self.converged
