@@ -23,6 +23,33 @@ use crate::report::{ApproxSummary, Estimate, FitReport, PredictMetric, PredictRe
 /// Draws evaluated together by `predict`; bounds memory (draws × test points per node).
 const PREDICT_CHUNK: usize = 500;
 
+/// Keep freed memory in the process instead of returning it to the system at once.
+///
+/// A run allocates and frees the same large blocks many times (draws × test points per
+/// `predict` chunk, the tapes of every batched evaluation). With glibc's defaults, blocks
+/// above its adaptive mmap threshold are mapped and unmapped each time and every page is
+/// faulted in again: on the issue-4 banana problem that was 0.35 s of system time against
+/// 0.55 s of user time for `laplace` (measured with /usr/bin/time; with this setting 0.02 s).
+/// Fixing the mmap threshold at 32 MiB (glibc's largest on 64-bit) and the trim threshold at
+/// 256 MiB keeps such blocks on the heap for reuse; both are needed (either alone left the
+/// system time unchanged). Call once at process start; a no-op off glibc.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const M_TRIM_THRESHOLD: i32 = -1;
+        const M_MMAP_THRESHOLD: i32 = -3;
+        extern "C" {
+            fn mallopt(param: i32, value: i32) -> i32;
+        }
+        // SAFETY: mallopt only changes glibc's allocation thresholds, takes plain integers and
+        // is called before any other thread exists; a rejected value leaves the default.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, 32 << 20);
+            mallopt(M_TRIM_THRESHOLD, 256 << 20);
+        }
+    }
+}
+
 /// What the caller knows about the run besides the model: names for the report.
 #[derive(Debug, Clone, Default)]
 pub struct RunInfo {

@@ -684,6 +684,41 @@ mod tests {
     }
 
     #[test]
+    fn one_small_step_does_not_stop_a_run_but_two_in_a_row_do() {
+        let o = Options {
+            rel_tol: 1e-8,
+            grad_tol: 0.0,
+            ..Options::default()
+        };
+        let g = DVector::from_element(1, 1.0);
+        let mut st = State {
+            x: DVector::zeros(1),
+            v: 100.0,
+            g: g.clone(),
+            iterations: 0,
+            converged: false,
+            interrupted: false,
+            small_streak: 0,
+        };
+        assert!(
+            !st.accept(DVector::zeros(1), 100.0 - 1e-9, g.clone(), &o),
+            "first small step"
+        );
+        assert!(
+            !st.accept(DVector::zeros(1), 99.0, g.clone(), &o),
+            "a large step resets"
+        );
+        assert!(
+            !st.accept(DVector::zeros(1), 99.0 - 1e-9, g.clone(), &o),
+            "small again, once"
+        );
+        assert!(
+            st.accept(DVector::zeros(1), 99.0 - 2e-9, g, &o),
+            "second small step in a row"
+        );
+    }
+
+    #[test]
     fn optimizer_names_round_trip() {
         for n in Optimizer::NAMES {
             assert_eq!(Optimizer::from_name(n).map(|o| o.name()), Some(*n));
