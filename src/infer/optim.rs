@@ -435,6 +435,10 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
             successes += 1;
             let r_old = r.clone();
             stop = st.accept(x_new, v_new, g_new, opts);
+            if stop && !scg_may_stop(st, opts) {
+                stop = false;
+                st.converged = false;
+            }
             r = -&st.g;
             lambda_bar = 0.0;
             success = true;
@@ -472,6 +476,15 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
             return;
         }
     }
+}
+
+/// Whether SCG may end on the relative-change rule: only when ‖∇f‖² ≤ `rel_tol` · max(1, |f|)
+/// as well (the gradient rule always may). SCG's steps also become small when λ grows far
+/// from the optimum, and a run of such steps would otherwise stop it early; with unit
+/// curvature the bound says the remaining gain ½‖∇f‖² is within the tolerance too.
+fn scg_may_stop(st: &State, opts: &Options) -> bool {
+    let g = st.g.norm();
+    g <= opts.grad_tol || g * g <= opts.rel_tol * st.v.abs().max(1.0)
 }
 
 /// Maximise a function without derivatives by Nelder–Mead, for small dimensions (θ of the

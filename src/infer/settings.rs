@@ -141,7 +141,7 @@ fn label(d: Diagnostic, e: &InferOption, text: impl Into<String>) -> Diagnostic 
 /// two consecutive steps. Measured on the issue-4 benchmark problems (`mvi_lr`, S = 1000),
 /// the fixed-sample ELBO then ends within 5·10⁻³ nats of its value at 1e-11, below the
 /// Monte Carlo standard error of the fresh-draw ELBO (0.01–0.02), in 30–70 % fewer
-/// iterations. The Laplace mode is polished by Newton steps whatever `tol` is.
+/// iterations (on the examples at most 0.02 nats, `softmax_iris` with θ learned). The Laplace mode is polished by Newton steps whatever `tol` is.
 pub const DEFAULT_TOL: f64 = 1e-8;
 
 /// Settings shared by every method that optimises: limits, optimiser, hyperparameters.
