@@ -20,6 +20,10 @@ Like with like: NumPyro's models fix the hyperparameters at the mvi models' init
 guide has rank round(√D) (6 on banana, 4 on logistic_synth) and is fitted by 10⁴ Adam steps;
 mvi_lr has rank 1 on top of the Laplace Cholesky factor (a full-covariance start).
 
+Pairs: laplace ↔ AutoLaplaceApproximation, mvi_lr ↔ AutoLowRankMultivariateNormal,
+vi_diag ↔ AutoDiagonalNormal (issue 7: every VI method ≥ 2× faster than NumPyro warm).
+`--pairs laplace,vi_diag` restricts the run to some mvi methods.
+
 Problems: banana_rbf (examples/logistic_rbf_banana.mvi, N = 400, D = 31, S = 1000) and
 logistic_synth (benches/peers/models/logistic.mvi, N = 1000, D = 20). Only the standard
 library is used here; NumPyro runs in its own virtualenv.
@@ -44,7 +48,7 @@ PROBLEMS = {
     "logistic_synth": ("benches/peers/models/logistic.mvi", "benches/peers/out/data/logistic_synth.json"),
 }
 # mvi method -> NumPyro peer method
-PAIRS = [("laplace", "laplace"), ("mvi_lr", "lowrank")]
+PAIRS = [("laplace", "laplace"), ("mvi_lr", "lowrank"), ("vi_diag", "diag")]
 
 
 def children_cpu():
@@ -66,7 +70,8 @@ def numpyro(problem, method):
 
 
 def mvi(problem, method, repeat):
-    """`mvi run` `repeat` times: the last JSON result with the median wall and CPU times."""
+    """`mvi run` `repeat` times: the last JSON result with the median and minimum wall times,
+    the CPU time of the runs (median), and one more run's MVI_TIMING breakdown."""
     model, data = PROBLEMS[problem]
     cmd = [MVI, "run", model, "--data", data, "--method", method, "--set", "learn_hyper=false",
            "--json", "-q"]
@@ -81,18 +86,47 @@ def mvi(problem, method, repeat):
             sys.exit(f"mvi run failed on {problem}/{method}:\n{done.stderr}")
         out = json.loads(done.stdout)
     out["process_s"] = statistics.median(walls)
+    out["process_min_s"] = min(walls)
     out["cpu_s"] = statistics.median(cpus)
+    out["phases"] = phases(cmd)
     return out
 
 
+def phases(cmd):
+    """One run with MVI_TIMING=1: {phase: {"ms": …, "calls": …, "count": …}}."""
+    env = dict(os.environ, MVI_TIMING="1")
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    rows = {}
+    for line in done.stderr.splitlines()[1:]:
+        parts = line.rsplit(None, 4)
+        if len(parts) == 5:
+            name, ms, calls, _, count = parts
+            try:
+                rows[name.strip()] = {"ms": float(ms), "calls": int(calls), "count": int(count)}
+            except ValueError:
+                pass
+    return rows
+
+
+def evaluations(m):
+    """Objective evaluations of a run: ELBO evaluations, else log p̃ gradients of the mode."""
+    p = m.get("phases", {})
+    for key in ("elbo: evaluations", "laplace: log p̃ gradients"):
+        if key in p:
+            return p[key]["count"]
+    return 0
+
+
 def table(rows):
-    head = ("| problem | mvi method | mvi process s (CPU s) | NumPyro peer | NumPyro cold s | warm s "
-            "| process s | cold / mvi | warm / mvi | mvi fresh ELBO ± se | NumPyro fresh ELBO ± se |")
-    lines = [head, "|" + "---|" * 11]
+    head = ("| problem | mvi method | evals | mvi process s median / min (CPU s) | NumPyro peer "
+            "| NumPyro cold s | warm s | process s | cold / mvi | warm / mvi "
+            "| mvi fresh ELBO ± se | NumPyro fresh ELBO ± se |")
+    lines = [head, "|" + "---|" * 12]
     for problem, m, n in rows:
         e = m["elbo_fresh"]
         lines.append(
-            f"| {problem} | {m['method']} | {m['process_s']:.3f} ({m['cpu_s']:.3f}) | {n['method']} "
+            f"| {problem} | {m['method']} | {evaluations(m)} "
+            f"| {m['process_s']:.3f} / {m['process_min_s']:.3f} ({m['cpu_s']:.3f}) | {n['method']} "
             f"| {n['cold_s']:.2f} | {n['warm_s']:.3f} | {n['process_s']:.2f} "
             f"| {n['cold_s'] / m['process_s']:.1f}× | {n['warm_s'] / m['process_s']:.2f}× "
             f"| {e['value']:.2f} ± {e['se']:.3f} | {n['elbo_fresh']:.2f} ± {n['elbo_se']:.3f} |")
@@ -104,14 +138,18 @@ def main():
     p.add_argument("--no-build", action="store_true", help="use target/release/mvi as it is")
     p.add_argument("--repeat", type=int, default=3, help="mvi runs per pair (median reported)")
     p.add_argument("--json", help="also write every result to this file")
+    p.add_argument("--pairs", help="comma-separated mvi methods to run (default: all pairs)")
+    p.add_argument("--problems", help="comma-separated problems (default: all)")
     a = p.parse_args()
+    pairs = [pr for pr in PAIRS if not a.pairs or pr[0] in a.pairs.split(",")]
+    problems = [pr for pr in PROBLEMS if not a.problems or pr in a.problems.split(",")]
     if not a.no_build:
         subprocess.run(["cargo", "build", "--release", "--bin", "mvi"], cwd=ROOT, check=True)
     if not os.path.exists(VENV_PY):
         subprocess.run([os.path.join(PEERS, "setup.sh")], check=True)
     rows = []
-    for problem in PROBLEMS:
-        for mvi_method, peer in PAIRS:
+    for problem in problems:
+        for mvi_method, peer in pairs:
             n = numpyro(problem, peer)  # first: it also writes the synthetic data
             m = mvi(problem, mvi_method, a.repeat)
             print(f"{problem} {mvi_method}: mvi {m['process_s']:.3f} s, NumPyro {peer} cold "
@@ -119,7 +157,8 @@ def main():
             rows.append((problem, m, n))
     print(table(rows))
     print("\nmvi: whole process, `--set learn_hyper=false` (NumPyro fixes the hyperparameters), "
-          "median of", a.repeat, "runs; ratios are NumPyro time / mvi process time.")
+          "median of", a.repeat, "runs; ratios are NumPyro time / mvi median process time; evals = ELBO "
+          "evaluations (VI) or log p̃ gradients of the mode search (laplace).")
     if a.json:
         os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
         with open(a.json, "w") as f:

@@ -19,7 +19,7 @@ use rand_distr::{Distribution, Uniform};
 use crate::check::{self, TypedModel};
 use crate::diagnostic::Diagnostic;
 use crate::graph::{self, LogJoint};
-use crate::infer::InferOptions;
+use crate::infer::{timing, InferOptions};
 use crate::progress::Progress;
 use crate::report::{self, FitReport};
 use crate::run::{self, RunInfo};
@@ -355,10 +355,13 @@ fn run_info(m: &ModelArgs) -> RunInfo {
 }
 
 fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
+    let t = timing::span("load: parse, check, data, lower");
     let (typed, joint) = load_and_lower(&a.model)?;
     let options = run_options(&typed, a.method.as_deref(), &a.fit.set)?;
+    drop(t);
     let flag = interrupt_flag();
     let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+    let t = timing::span("report: write and print");
     if let Some(dir) = &a.fit.output_dir {
         write_outputs(dir, &report, &a.fit.pairs)?;
     }
@@ -367,6 +370,8 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     } else {
         print!("{}", report::render_summary(&report));
     }
+    drop(t);
+    timing::eprint();
     Ok(())
 }
 

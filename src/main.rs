@@ -4,6 +4,7 @@ use clap::Parser;
 use mvi::cli::{execute, print_diagnostics, Cli, Failure, EXIT_USER_ERROR};
 
 fn main() {
+    mvi::run::tune_allocator();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -142,7 +142,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "tol",
         methods: Methods::All,
         kind: ValueKind::PositiveReal,
-        default: Some("1e-11"),
+        default: Some("1e-8"),
         meaning: "relative change of the objective at which to stop (pmfvb: smallest gain between smoothing windows)",
     },
     KeySpec {
@@ -244,7 +244,7 @@ pub fn key_spec(key: &str) -> Option<&'static KeySpec> {
 }
 
 /// The default of `key` for `method` as reports show it (`tol` is 0.01 for pmfvb, whose
-/// stopping rule compares smoothed bound estimates, and 1e-11 elsewhere).
+/// stopping rule compares smoothed bound estimates, and 1e-8 elsewhere).
 pub fn default_for(spec: &KeySpec, method: &str) -> Option<&'static str> {
     match (spec.key, method) {
         ("tol", "pmfvb") => Some("0.01"),

@@ -18,6 +18,7 @@ use crate::density::{value_grad, LogDensity};
 use crate::diagnostic::Diagnostic;
 use crate::infer::optim::{self, Outcome};
 use crate::infer::settings::{Common, Reader};
+use crate::infer::timing;
 use crate::infer::{Error, InferOptions, Method, Observer, Silent};
 use crate::posterior::{Approximation, Gaussian, IterRecord, Posterior};
 
@@ -133,11 +134,13 @@ pub fn fit_laplace(
     let mut notes = Vec::new();
     if common.learn_hyper && model.theta_dim() > 0 {
         obs.phase("laplace: hyperparameters");
+        let _t = timing::span("laplace: θ search");
         theta = search_theta(model, &theta, &start, &opts);
     }
     obs.phase("laplace");
     let mut trace = Vec::new();
     let out = {
+        let _t = timing::span("laplace: mode");
         let mut rec = Recorder {
             inner: obs,
             trace: &mut trace,
@@ -147,8 +150,14 @@ pub fn fit_laplace(
     if !out.converged {
         notes.push(not_converged("laplace mode search", &out));
     }
-    let out = newton_polish(model, &theta, out);
-    let (chol, log_det_neg_h) = curvature(model, &theta, &out.x)?;
+    let out = {
+        let _t = timing::span("laplace: newton polish");
+        newton_polish(model, &theta, out)
+    };
+    let (chol, log_det_neg_h) = {
+        let _t = timing::span("laplace: hessian, cholesky");
+        curvature(model, &theta, &out.x)?
+    };
     let d = out.x.len() as f64;
     Ok(LaplaceFit {
         log_evidence: out.value + 0.5 * d * (2.0 * std::f64::consts::PI).ln() - 0.5 * log_det_neg_h,
@@ -185,6 +194,12 @@ pub struct Recorder<'a> {
 
 impl Observer for Recorder<'_> {
     fn iteration(&mut self, record: &IterRecord) -> bool {
+        if timing::trace_enabled() {
+            eprintln!(
+                "iter {:5}  objective {:.12e}  |grad| {:.3e}",
+                record.iter, record.objective, record.grad_norm
+            );
+        }
         self.trace.push(*record);
         self.inner.iteration(record)
     }
@@ -200,7 +215,15 @@ fn find_mode(
     opts: &optim::Options,
     obs: &mut dyn Observer,
 ) -> Outcome {
-    optim::maximize(|w| value_grad(model, theta, w), start, opts, obs)
+    optim::maximize(
+        |w| {
+            timing::count("laplace: log p̃ gradients", 1);
+            value_grad(model, theta, w)
+        },
+        start,
+        opts,
+        obs,
+    )
 }
 
 /// Up to three Newton steps w ← w − H⁻¹ ∇ from the optimiser's mode, each kept only when it

@@ -19,6 +19,7 @@ pub mod pmfvb;
 pub mod registry;
 pub mod settings;
 pub mod split_mf;
+pub mod timing;
 pub mod vi;
 pub mod vi_diag;
 pub mod vi_full;

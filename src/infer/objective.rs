@@ -11,6 +11,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 
 use crate::density::{LogDensity, Want};
+use crate::infer::timing;
 use crate::posterior::{standard_normal, Gaussian};
 
 /// (D/2) log 2πe per dimension: the entropy constant of a Gaussian.
@@ -78,19 +79,27 @@ impl<F: Family> Elbo<'_, F> {
     /// falls outside the support.
     pub fn value_grad(&self, x: &DVector<f64>) -> (f64, DVector<f64>) {
         let (phi, theta) = self.unpack(x);
-        let (w, log_det) = self.family.forward(&phi);
+        timing::count("elbo: evaluations", 1);
+        let (w, log_det) = {
+            let _t = timing::span("elbo: family forward");
+            self.family.forward(&phi)
+        };
         let learn = self.fixed_theta.is_none() && self.model.theta_dim() > 0;
         let want = Want {
             grad_w: true,
             grad_theta: learn,
         };
-        let e = self.model.eval(&theta, &w, want);
+        let e = {
+            let _t = timing::span("elbo: model value+gradient");
+            self.model.eval(&theta, &w, want)
+        };
         let s = w.ncols() as f64;
         let value = e.values.sum() / s + log_det + entropy_constant(w.nrows());
         if !value.is_finite() {
             return (f64::NEG_INFINITY, DVector::from_element(x.len(), f64::NAN));
         }
         let g = e.grad_w.expect("eval was asked for grad_w");
+        let _t = timing::span("elbo: family backward");
         let mut grad = DVector::zeros(x.len());
         grad.rows_mut(0, phi.len())
             .copy_from(&self.family.backward(&phi, &g));

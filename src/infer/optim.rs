@@ -59,7 +59,8 @@ pub struct Options {
     pub max_iters: usize,
     /// Stop when ‖∇f‖ ≤ `grad_tol`.
     pub grad_tol: f64,
-    /// Stop when |f_k − f_{k+1}| ≤ `rel_tol` · max(1, |f_{k+1}|) after a successful step.
+    /// Stop when |f_k − f_{k+1}| ≤ `rel_tol` · max(1, |f_{k+1}|) on [`SMALL_STEPS`]
+    /// consecutive successful steps.
     pub rel_tol: f64,
     /// L-BFGS memory (pairs kept).
     pub memory: usize,
@@ -76,6 +77,11 @@ impl Default for Options {
         }
     }
 }
+
+/// Consecutive successful steps whose relative change must be below `rel_tol` to stop: one
+/// short step (a line search that had to backtrack, an SCG step with a large λ) does not end
+/// a run that is still making progress.
+pub const SMALL_STEPS: usize = 2;
 
 /// What an optimisation run produced.
 #[derive(Debug, Clone)]
@@ -134,6 +140,7 @@ fn run(
         iterations: 0,
         converged: false,
         interrupted: false,
+        small_streak: 0,
     };
     if !state.v.is_finite() {
         return state.finish();
@@ -163,6 +170,8 @@ struct State {
     iterations: usize,
     converged: bool,
     interrupted: bool,
+    /// Consecutive accepted steps with a relative change below `rel_tol`.
+    small_streak: usize,
 }
 
 impl State {
@@ -185,7 +194,8 @@ impl State {
         let old = self.v;
         self.v = v;
         let small_change = change <= opts.rel_tol * v.abs().max(1.0) && old.is_finite();
-        if self.g.norm() <= opts.grad_tol || small_change {
+        self.small_streak = if small_change { self.small_streak + 1 } else { 0 };
+        if self.g.norm() <= opts.grad_tol || self.small_streak >= SMALL_STEPS {
             self.converged = true;
         }
         self.converged
@@ -425,6 +435,10 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
             successes += 1;
             let r_old = r.clone();
             stop = st.accept(x_new, v_new, g_new, opts);
+            if stop && !scg_may_stop(st, opts) {
+                stop = false;
+                st.converged = false;
+            }
             r = -&st.g;
             lambda_bar = 0.0;
             success = true;
@@ -462,6 +476,15 @@ fn scg(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Repor
             return;
         }
     }
+}
+
+/// Whether SCG may end on the relative-change rule: only when ‖∇f‖² ≤ `rel_tol` · max(1, |f|)
+/// as well (the gradient rule always may). SCG's steps also become small when λ grows far
+/// from the optimum, and a run of such steps would otherwise stop it early; with unit
+/// curvature the bound says the remaining gain ½‖∇f‖² is within the tolerance too.
+fn scg_may_stop(st: &State, opts: &Options) -> bool {
+    let g = st.g.norm();
+    g <= opts.grad_tol || g * g <= opts.rel_tol * st.v.abs().max(1.0)
 }
 
 /// Maximise a function without derivatives by Nelder–Mead, for small dimensions (θ of the
@@ -671,6 +694,41 @@ mod tests {
             "{x:?} vs {x0}, {x1}"
         );
         assert!(v.is_finite());
+    }
+
+    #[test]
+    fn one_small_step_does_not_stop_a_run_but_two_in_a_row_do() {
+        let o = Options {
+            rel_tol: 1e-8,
+            grad_tol: 0.0,
+            ..Options::default()
+        };
+        let g = DVector::from_element(1, 1.0);
+        let mut st = State {
+            x: DVector::zeros(1),
+            v: 100.0,
+            g: g.clone(),
+            iterations: 0,
+            converged: false,
+            interrupted: false,
+            small_streak: 0,
+        };
+        assert!(
+            !st.accept(DVector::zeros(1), 100.0 - 1e-9, g.clone(), &o),
+            "first small step"
+        );
+        assert!(
+            !st.accept(DVector::zeros(1), 99.0, g.clone(), &o),
+            "a large step resets"
+        );
+        assert!(
+            !st.accept(DVector::zeros(1), 99.0 - 1e-9, g.clone(), &o),
+            "small again, once"
+        );
+        assert!(
+            st.accept(DVector::zeros(1), 99.0 - 2e-9, g, &o),
+            "second small step in a row"
+        );
     }
 
     #[test]

