@@ -381,14 +381,17 @@ impl mvi::infer::Observer for PhaseTimer {
 /// The NUTS reference of the SV example (tests/fixtures/pmfvb_sv/nuts.json, made by
 /// `make_fixture.py` beside it): (mean, sd) of mu, phi, sigma and the posterior mean of h.
 fn sv_nuts() -> (Vec<(String, f64, f64)>, Vec<f64>) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/pmfvb_sv/nuts.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pmfvb_sv/nuts.json");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let stats = ["mu", "phi", "sigma"]
         .iter()
         .map(|n| {
             let s = &v[*n];
-            (n.to_string(), s["mean"].as_f64().unwrap(), s["sd"].as_f64().unwrap())
+            (
+                n.to_string(),
+                s["mean"].as_f64().unwrap(),
+                s["sd"].as_f64().unwrap(),
+            )
         })
         .collect();
     (stats, floats(&v["h_mean"]))
@@ -439,7 +442,10 @@ fn check_sv_recovers_truth(overrides: &[(&str, &str)]) {
     let (r_true, r_nuts) = (correlation(h_mean, &h), correlation(h_mean, &nuts_h));
     eprintln!("corr(E[h], h_true) = {r_true:.3}, corr(E[h], E_NUTS[h]) = {r_nuts:.3}");
     // NUTS's own E[h] has r = 0.85 with the simulated h.
-    assert!(r_true > 0.75, "posterior mean of h correlates with the true h: r = {r_true}");
+    assert!(
+        r_true > 0.75,
+        "posterior mean of h correlates with the true h: r = {r_true}"
+    );
     assert!(r_nuts > 0.95, "posterior mean of h matches NUTS's: r = {r_nuts}");
 }
 
@@ -482,10 +488,23 @@ fn pmfvb_fits_the_stochastic_volatility_example_from_the_fallback_start() {
     let (nuts, nuts_h) = sv_nuts();
     let (_, nuts_mu, nuts_sd) = &nuts[0];
     let (_, m, s) = get("mu");
-    eprintln!("mu: mean {:.3} sd {:.3}; NUTS {nuts_mu:.3} ± {nuts_sd:.3}", m[0], s[0]);
-    assert!((m[0] - nuts_mu).abs() < *nuts_sd, "mu: {} vs NUTS {nuts_mu}", m[0]);
+    eprintln!(
+        "mu: mean {:.3} sd {:.3}; NUTS {nuts_mu:.3} ± {nuts_sd:.3}",
+        m[0], s[0]
+    );
+    assert!(
+        (m[0] - nuts_mu).abs() < *nuts_sd,
+        "mu: {} vs NUTS {nuts_mu}",
+        m[0]
+    );
     let (r_true, r_nuts) = (correlation(&get("h").1, &h), correlation(&get("h").1, &nuts_h));
     eprintln!("corr(E[h], h_true) = {r_true:.3}, corr(E[h], E_NUTS[h]) = {r_nuts:.3}");
-    assert!(r_true > 0.4, "posterior mean of h correlates with the true h: r = {r_true}");
-    assert!(r_nuts > 0.5, "posterior mean of h correlates with NUTS's: r = {r_nuts}");
+    assert!(
+        r_true > 0.4,
+        "posterior mean of h correlates with the true h: r = {r_true}"
+    );
+    assert!(
+        r_nuts > 0.5,
+        "posterior mean of h correlates with NUTS's: r = {r_nuts}"
+    );
 }
