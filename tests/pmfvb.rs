@@ -451,9 +451,10 @@ fn check_sv_recovers_truth(overrides: &[(&str, &str)]) {
 
 /// The SV example (T = 1000, D = 1003) with P = 200 particles, m = 10 and up to 3000
 /// sweeps, from the vi_diag fallback start (the model has no proper mode). Slow (minutes
-/// in release) and, at the time of writing, failing on σ: the σ–h coupling of the
-/// mean-field fixed-point iteration is slow (each sweep moves σ a little towards the
-/// exact 0.32 from the fallback start's ≈ 0.8), see docs/methods.md.
+/// in release). Not yet run to the end on the T = 1000 data; expected to fail on φ and σ
+/// at the time of writing: the σ–h coupling of the mean-field fixed-point iteration is
+/// slow (each sweep moves σ a little towards NUTS's 0.32 from the fallback start's ≈ 0.97,
+/// φ ≈ 0.17; on the old T = 100 data 1000 sweeps left σ ≈ 0.7), see docs/methods.md.
 /// Run: `cargo test --release --test pmfvb -- --ignored --nocapture stochastic_volatility_truth`
 #[test]
 #[ignore]
