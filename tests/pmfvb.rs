@@ -378,8 +378,27 @@ impl mvi::infer::Observer for PhaseTimer {
     }
 }
 
+/// The NUTS reference of the SV example (tests/fixtures/pmfvb_sv/nuts.json, made by
+/// `make_fixture.py` beside it): (mean, sd) of mu, phi, sigma and the posterior mean of h.
+fn sv_nuts() -> (Vec<(String, f64, f64)>, Vec<f64>) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pmfvb_sv/nuts.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let stats = ["mu", "phi", "sigma"]
+        .iter()
+        .map(|n| {
+            let s = &v[*n];
+            (
+                n.to_string(),
+                s["mean"].as_f64().unwrap(),
+                s["sd"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    (stats, floats(&v["h_mean"]))
+}
+
 /// Fit the SV example with pmfvb (blocks [[mu, phi, sigma], [h]] from its `infer` block)
-/// and check the posterior against the data-generating values.
+/// and check the posterior means against the data-generating values and against NUTS.
 fn check_sv_recovers_truth(overrides: &[(&str, &str)]) {
     let (model, options) = sv_example(overrides);
     let method = mvi::infer::registry::build(&options).expect("the example's options build");
@@ -397,40 +416,59 @@ fn check_sv_recovers_truth(overrides: &[(&str, &str)]) {
     let summary = constrained_summary(&model, &post);
     let get = |n: &str| summary.iter().find(|(name, _, _)| name == n).unwrap();
     let (mu, phi, sigma, h) = sv_truth();
-    for (name, truth) in [("mu", mu), ("phi", phi), ("sigma", sigma)] {
+    let (nuts, nuts_h) = sv_nuts();
+    for ((name, nuts_mean, nuts_sd), truth) in nuts.iter().zip([mu, phi, sigma]) {
         let (_, m, s) = get(name);
-        eprintln!("{name}: mean {:.3} sd {:.3} truth {truth}", m[0], s[0]);
-        // Within 3 posterior sds: T = 100 returns do not pin φ and σ down tightly.
+        eprintln!(
+            "{name}: mean {:.3} sd {:.3}; NUTS {nuts_mean:.3} ± {nuts_sd:.3}; truth {truth}",
+            m[0], s[0]
+        );
+        // The data pin the parameters down to within a few posterior sds of the truth
+        // (NUTS: all within 1.5 sds), and a mean-field fit should land within one exact
+        // posterior sd of the exact posterior mean.
         assert!(
-            (m[0] - truth).abs() < 3.0 * s[0],
-            "{name}: mean {} sd {} truth {truth}",
-            m[0],
-            s[0]
+            (m[0] - truth).abs() < 3.0 * nuts_sd,
+            "{name}: mean {} vs truth {truth} (NUTS sd {nuts_sd})",
+            m[0]
+        );
+        assert!(
+            (m[0] - nuts_mean).abs() < *nuts_sd,
+            "{name}: mean {} vs NUTS {nuts_mean} ± {nuts_sd}",
+            m[0]
         );
         assert!(s[0] > 0.0 && s[0].is_finite(), "{name}: sd {}", s[0]);
     }
     let (_, h_mean, _) = get("h");
-    let r = correlation(h_mean, &h);
-    eprintln!("corr(E[h], h_true) = {r:.3}");
-    assert!(r > 0.8, "posterior mean of h correlates with the true h: r = {r}");
+    let (r_true, r_nuts) = (correlation(h_mean, &h), correlation(h_mean, &nuts_h));
+    eprintln!("corr(E[h], h_true) = {r_true:.3}, corr(E[h], E_NUTS[h]) = {r_nuts:.3}");
+    // NUTS's own E[h] has r = 0.85 with the simulated h.
+    assert!(
+        r_true > 0.75,
+        "posterior mean of h correlates with the true h: r = {r_true}"
+    );
+    assert!(r_nuts > 0.95, "posterior mean of h matches NUTS's: r = {r_nuts}");
 }
 
-/// The SV example as written (P = 200 particles, m = 10, up to 1000 sweeps), which has
-/// no proper mode (Laplace fails) and so starts from the vi_diag fallback. Slow (minutes in
-/// the test profile) and, at the time of writing, failing on σ: the fit ends near
-/// σ ≈ 0.7 (truth 0.25) while its bound is still rising; the σ–h coupling mixes slowly.
+/// The SV example (T = 1000, D = 1003) with P = 200 particles, m = 10 and up to 3000
+/// sweeps, from the vi_diag fallback start (the model has no proper mode). Slow (minutes
+/// in release). Not yet run to the end on the T = 1000 data; expected to fail on φ and σ
+/// at the time of writing: the σ–h coupling of the mean-field fixed-point iteration is
+/// slow (each sweep moves σ a little towards NUTS's 0.32 from the fallback start's ≈ 0.97,
+/// φ ≈ 0.17; on the old T = 100 data 1000 sweeps left σ ≈ 0.7), see docs/methods.md.
 /// Run: `cargo test --release --test pmfvb -- --ignored --nocapture stochastic_volatility_truth`
 #[test]
 #[ignore]
 fn pmfvb_recovers_the_stochastic_volatility_truth() {
-    check_sv_recovers_truth(&[]);
+    check_sv_recovers_truth(&[("max_iters", "3000")]);
 }
 
-/// Fast variant: the SV example fits with pmfvb (its blocks [[mu, phi, sigma], [h]]) from
-/// the vi_diag fallback start, with finite particles; after a few sweeps μ lies within
-/// 3 posterior sds of the truth and E[h] tracks the simulated h. (φ and σ are not checked
-/// here: 25 sweeps leave them near the fully factorised vi_diag start, φ ≈ 0.72, σ ≈ 0.8;
-/// see the ignored test above.)
+/// Fast variant: the SV example (T = 1000) fits with pmfvb (its blocks
+/// [[mu, phi, sigma], [h]]) from the vi_diag fallback start, with finite particles; after
+/// 25 sweeps μ lies within one exact posterior sd of NUTS's mean and E[h] follows NUTS's
+/// E[h] and the simulated h (r ≈ 0.5 at this point; NUTS's own E[h] has r = 0.85 with the
+/// simulated h). φ and σ are not checked here: 25 sweeps leave them near the fully
+/// factorised start; see the ignored test above. About two minutes in the test profile on
+/// a loaded machine, most of it in the fallback start.
 #[test]
 fn pmfvb_fits_the_stochastic_volatility_example_from_the_fallback_start() {
     let (model, options) = sv_example(&[("max_iters", "25"), ("subset", "4")]);
@@ -447,19 +485,27 @@ fn pmfvb_fits_the_stochastic_volatility_example_from_the_fallback_start() {
         .iter()
         .all(|(_, m, s)| m.iter().chain(s).all(|v| v.is_finite())));
     let get = |n: &str| summary.iter().find(|(name, _, _)| name == n).unwrap();
-    let (mu, _, _, h) = sv_truth();
-    {
-        let (name, truth) = ("mu", mu);
-        let (_, m, s) = get(name);
-        eprintln!("{name}: mean {:.3} sd {:.3} truth {truth}", m[0], s[0]);
-        assert!(
-            (m[0] - truth).abs() < 3.0 * s[0],
-            "{name}: {} ± {} vs {truth}",
-            m[0],
-            s[0]
-        );
-    }
-    let r = correlation(&get("h").1, &h);
-    eprintln!("corr(E[h], h_true) = {r:.3}");
-    assert!(r > 0.7, "posterior mean of h correlates with the true h: r = {r}");
+    let (_, _, _, h) = sv_truth();
+    let (nuts, nuts_h) = sv_nuts();
+    let (_, nuts_mu, nuts_sd) = &nuts[0];
+    let (_, m, s) = get("mu");
+    eprintln!(
+        "mu: mean {:.3} sd {:.3}; NUTS {nuts_mu:.3} ± {nuts_sd:.3}",
+        m[0], s[0]
+    );
+    assert!(
+        (m[0] - nuts_mu).abs() < *nuts_sd,
+        "mu: {} vs NUTS {nuts_mu}",
+        m[0]
+    );
+    let (r_true, r_nuts) = (correlation(&get("h").1, &h), correlation(&get("h").1, &nuts_h));
+    eprintln!("corr(E[h], h_true) = {r_true:.3}, corr(E[h], E_NUTS[h]) = {r_nuts:.3}");
+    assert!(
+        r_true > 0.4,
+        "posterior mean of h correlates with the true h: r = {r_true}"
+    );
+    assert!(
+        r_nuts > 0.5,
+        "posterior mean of h correlates with NUTS's: r = {r_nuts}"
+    );
 }

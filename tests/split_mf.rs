@@ -219,3 +219,56 @@ fn bench_split_mf_per_bin_count() {
         }
     }
 }
+
+/// Prints each growth phase with the time since the start and the optimiser iterations
+/// so far (seen with `--nocapture`).
+struct StageClock {
+    start: std::time::Instant,
+    iters: usize,
+}
+
+impl mvi::infer::Observer for StageClock {
+    fn iteration(&mut self, _record: &mvi::posterior::IterRecord) -> bool {
+        self.iters += 1;
+        true
+    }
+    fn phase(&mut self, name: &str) {
+        println!(
+            "{:>9.2} s  {:>5} iterations  {name}",
+            self.start.elapsed().as_secs_f64(),
+            self.iters
+        );
+    }
+}
+
+/// Benchmark, not a check: split_mf on the banana example (D = 31, N = 400, θ learned,
+/// S = 1000, bins = 4 as the defaults), with the time and optimiser iterations at every
+/// growth stage.
+/// Run: `cargo test --release --test split_mf -- --ignored --nocapture bench_split_mf_banana`
+#[test]
+#[ignore]
+fn bench_split_mf_banana() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let data = dir.join("data/logistic_rbf_banana.json");
+    let typed = mvi::check::load_model(
+        &dir.join("logistic_rbf_banana.mvi"),
+        &[data.display().to_string()],
+    )
+    .unwrap_or_else(|e| panic!("the banana example loads: {e:?}"));
+    let model = mvi::graph::lower_model(&typed).expect("the banana example lowers");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let mut clock = StageClock {
+        start: std::time::Instant::now(),
+        iters: 0,
+    };
+    let (post, growth) = SplitMf::default()
+        .fit_growth(&model, &mut rng, &mut clock)
+        .unwrap();
+    println!(
+        "split_mf banana: {:.2} s in all, {} optimiser iterations, bounds {:?}, converged {}",
+        clock.start.elapsed().as_secs_f64(),
+        post.trace.len(),
+        growth.bounds,
+        post.converged
+    );
+}

@@ -11,9 +11,12 @@
 //!
 //! Algorithm 1, one sweep: for each block j in turn and every particle i one preconditioned
 //! Langevin step
-//! x ← x + (h/2)·D_j ∇ₓ (1/m) Σ_{l∈subset} log p̃(x, x₋ⱼ⁽ˡ⁾) + √h·D_j^{1/2} ε,
+//! x ← x + (1 − e^{−h/2})·D_j ∇ₓ (1/m) Σ_{l∈subset} log p̃(x, x₋ⱼ⁽ˡ⁾) + √(1 − e^{−h})·D_j^{1/2} ε,
 //! D_j = diag Σ_LA restricted to block j, with the other blocks taken from m particles drawn
-//! at random (independently per particle and per block). Algorithm 2 (`algorithm = 2`):
+//! at random (independently per particle and per block). The coefficients are those of the
+//! exponential integrator (≈ h/2 and √h for small h, the paper's Euler step), which keeps a
+//! Gaussian block target exactly invariant at any h, so larger steps carry no O(h) bias
+//! there. Algorithm 2 (`algorithm = 2`):
 //! each sweep updates a random half of each block's coordinates, with the other blocks at
 //! their particle means, and D_j adapts like Adam/RMSprop (1 / running mean of ∇²).
 //!
@@ -402,23 +405,25 @@ impl<'a> Run<'a> {
         e.grad_w.expect("Want::GRAD_W asks for the gradient")
     }
 
-    /// x ← x + (h/2)·D·grad + √h·D^{1/2}·ε on the rows `coords`; returns the mean ‖grad‖.
+    /// x ← x + (1 − e^{−h/2})·D·grad + √(1 − e^{−h})·D^{1/2}·ε on the rows `coords`
+    /// (see [`step_coefficients`]); returns the mean ‖grad‖.
     fn langevin(&mut self, coords: &[usize], grad: &DMatrix<f64>, rng: &mut dyn RngCore) -> f64 {
-        let h = self.settings.step;
+        let (drift, noise) = step_coefficients(self.settings.step);
         let eps = standard_normal(coords.len(), self.x.ncols(), rng);
         for (r, &c) in coords.iter().enumerate() {
             let d = self.precond[c];
             for i in 0..self.x.ncols() {
                 let g = grad[(r, i)];
                 if g.is_finite() {
-                    self.x[(c, i)] += 0.5 * h * d * g + (h * d).sqrt() * eps[(r, i)];
+                    self.x[(c, i)] += drift * d * g + noise * d.sqrt() * eps[(r, i)];
                 }
             }
         }
         grad.column_iter().map(|c| c.norm()).sum::<f64>() / grad.ncols() as f64
     }
 
-    /// x ← x + (h/2)·R Rᵀ·grad + √h·R·ε on the rows `coords`; returns the mean ‖grad‖.
+    /// x ← x + (1 − e^{−h/2})·R Rᵀ·grad + √(1 − e^{−h})·R·ε on the rows `coords` (see
+    /// [`step_coefficients`]); returns the mean ‖grad‖.
     fn langevin_full(
         &mut self,
         coords: &[usize],
@@ -426,10 +431,10 @@ impl<'a> Run<'a> {
         grad: &DMatrix<f64>,
         rng: &mut dyn RngCore,
     ) -> f64 {
-        let h = self.settings.step;
+        let (a, b) = step_coefficients(self.settings.step);
         let eps = standard_normal(coords.len(), self.x.ncols(), rng);
         let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
-        let drift = root * (root.transpose() * &finite) * (0.5 * h) + root * eps * h.sqrt();
+        let drift = root * ((root.transpose() * &finite) * a + eps * b);
         for i in 0..self.x.ncols() {
             if grad.column(i).iter().all(|g| g.is_finite()) {
                 for (r, &c) in coords.iter().enumerate() {
@@ -487,28 +492,47 @@ impl<'a> Run<'a> {
 }
 
 /// R with R Rᵀ = (−H_jj)⁻¹ after clipping the eigenvalues of −H_jj (block `coords`) from
-/// below at 1 / (largest particle variance in the block): directions of flat or positive
+/// below at 1 / (total particle variance of the block): directions of flat or positive
 /// curvature then move on the scale of the particle spread, never faster.
 fn curvature_root(h: &DMatrix<f64>, coords: &[usize], x: &DMatrix<f64>) -> DMatrix<f64> {
     let k = coords.len();
     let neg_h = DMatrix::from_fn(k, k, |a, b| {
         -0.5 * (h[(coords[a], coords[b])] + h[(coords[b], coords[a])])
     });
-    let max_var = coords
+    // The total particle variance tr Ĉ bounds the largest eigenvalue of Ĉ from above, so
+    // no direction is held to a smaller spread than the particles have (the largest single
+    // coordinate variance would over-clip the smooth directions of a long latent path).
+    let total_var = coords
         .iter()
         .map(|&c| {
             let row = x.row(c);
             let m = row.mean();
             row.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.ncols().max(2) - 1) as f64
         })
-        .fold(1e-12f64, f64::max);
-    let floor = 1.0 / max_var;
+        .sum::<f64>()
+        .max(1e-12);
+    let floor = 1.0 / total_var;
+    if let Some(root) = cholesky_root(&neg_h, floor) {
+        return root;
+    }
     let eig = neg_h.symmetric_eigen();
     let scale = eig.eigenvalues.map(|l| {
         let l = if l.is_finite() { l.max(floor) } else { floor };
         1.0 / l.sqrt()
     });
     eig.eigenvectors * DMatrix::from_diagonal(&scale)
+}
+
+/// R = L⁻ᵀ with A = L Lᵀ, so R Rᵀ = A⁻¹, when every eigenvalue of A is at least `floor`
+/// (A − floor·I has a Cholesky factor): then clipping would change nothing, and two
+/// Cholesky factorisations are far cheaper than an eigendecomposition of a long block.
+fn cholesky_root(a: &DMatrix<f64>, floor: f64) -> Option<DMatrix<f64>> {
+    let k = a.nrows();
+    let eye = DMatrix::<f64>::identity(k, k);
+    (a - &eye * floor).cholesky()?;
+    let l = a.clone().cholesky()?.unpack();
+    let l_inv = l.solve_lower_triangular(&eye)?;
+    Some(l_inv.transpose())
 }
 
 /// ½ log det(2πe Ĉ) of the sample covariance Ĉ of rows `coords` of the particles.
@@ -542,6 +566,16 @@ fn decouple_blocks(x: &mut DMatrix<f64>, blocks: &[Vec<usize>], rng: &mut dyn Rn
             }
         }
     }
+}
+
+/// The drift and noise coefficients (1 − e^{−h/2}, √(1 − e^{−h})) of one preconditioned
+/// Langevin step of size h: the exponential integrator of the Langevin diffusion linearised
+/// at the particle, x ← x + (1 − e^{−h/2})·M∇ + √(1 − e^{−h})·M^{1/2}ε. For small h it is
+/// the Euler step (h/2, √h); unlike the Euler step it leaves a Gaussian block target
+/// N(m, M) exactly invariant for every h (x − m ← e^{−h/2}(x − m) + √(1 − e^{−h})·M^{1/2}ε),
+/// so steps of order 1 carry no O(h) variance bias on near-Gaussian blocks.
+fn step_coefficients(h: f64) -> (f64, f64) {
+    (-(-0.5 * h).exp_m1(), (-(-h).exp_m1()).sqrt())
 }
 
 /// A uniform index in 0..n.
@@ -658,6 +692,51 @@ mod tests {
         let h = gaussian_entropy(&x, &[0, 1]);
         let exact = (2.0 * std::f64::consts::PI * std::f64::consts::E).ln();
         assert!((h - exact).abs() < 0.03, "{h} vs {exact}");
+    }
+
+    #[test]
+    fn step_coefficients_keep_a_gaussian_invariant_and_match_euler_for_small_steps() {
+        for h in [1e-4, 0.1, 1.0, 4.0] {
+            let (a, b) = step_coefficients(h);
+            // x − m ← (1 − a)(x − m) + b ε keeps variance 1 iff (1 − a)² + b² = 1.
+            assert!(((1.0 - a).powi(2) + b * b - 1.0).abs() < 1e-12, "h = {h}");
+        }
+        let (a, b) = step_coefficients(1e-4);
+        assert!((a / 0.5e-4 - 1.0).abs() < 1e-3 && (b / 1e-2 - 1.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn curvature_root_does_not_clip_smooth_directions_of_a_long_block() {
+        // −H = tridiagonal AR(1)-like precision whose smallest eigenvalue (the smooth
+        // direction) is far below 1 / (largest coordinate variance) of the particles.
+        let n = 50;
+        let mut h = DMatrix::zeros(n, n);
+        for i in 0..n {
+            h[(i, i)] = -2.2;
+            if i + 1 < n {
+                h[(i, i + 1)] = 1.0;
+                h[(i + 1, i)] = 1.0;
+            }
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let x = standard_normal(n, 400, &mut rng) * 0.5;
+        let coords: Vec<usize> = (0..n).collect();
+        let r = curvature_root(&h, &coords, &x);
+        let m = &r * r.transpose();
+        let exact = (-&h).try_inverse().unwrap();
+        assert!((&m - &exact).norm() < 1e-8 * exact.norm(), "unclipped inverse");
+    }
+
+    #[test]
+    fn curvature_root_clips_positive_curvature_at_the_total_particle_variance() {
+        // log p̃ curving up along the second axis: its step is held to the particle spread.
+        let h = DMatrix::from_diagonal(&DVector::from_vec(vec![-4.0, 1.0]));
+        let x = DMatrix::from_row_slice(2, 4, &[1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0]);
+        let r = curvature_root(&h, &[0, 1], &x);
+        let m = &r * r.transpose();
+        // Each row has sample variance 4/3, so the floor is 1 / (8/3) = 3/8.
+        let expect = DMatrix::from_diagonal(&DVector::from_vec(vec![0.25, 8.0 / 3.0]));
+        assert!((&m - &expect).norm() < 1e-12, "{m}");
     }
 
     #[test]

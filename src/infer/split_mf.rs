@@ -15,9 +15,10 @@
 //! Growth: K = 1 is vi_diag's objective on the same samples. Then the heaviest bin is split
 //! along its widest axis (hyperplane through m_k normal to that axis, children at
 //! m_k ± ½√v_k), everything is re-optimised, and the split is kept only if the bound
-//! improves, up to `bins`. The first and last stages stop at `tol`; intermediate stages,
-//! which only choose and warm-start the next split, at max(`tol`, 10⁻⁶) (a stage where
-//! growth stops early is then finished at `tol`).
+//! improves, up to `bins`. The last stage stops at `tol` (or `max_iters`); the stages
+//! before it, which only choose and warm-start the next split, stop at max(`tol`, 10⁻⁶) or
+//! after [`INTERMEDIATE_ITERS`] iterations (a stage where growth stops early is then
+//! finished at `tol`). With `bins = 1` the one stage is the last and runs to `tol`.
 //!
 //! Cost per objective evaluation: one batched `eval` of K·S columns with ∇_w, plus
 //! O(K · depth · D · GH nodes) for the sigmoid terms.
@@ -38,8 +39,10 @@ use bound::{lower_indices, Bound, GaussHermite, Params, Tree};
 use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 
-/// Relative tolerance of the intermediate growth stages (1 < K < `bins`).
+/// Relative tolerance of the intermediate growth stages (K < `bins`).
 pub const INTERMEDIATE_TOL: f64 = 1e-6;
+/// Iteration limit of the intermediate growth stages (K < `bins`), at most `max_iters`.
+pub const INTERMEDIATE_ITERS: usize = 200;
 
 /// The settings of `split_mf`.
 #[derive(Debug, Clone)]
@@ -165,7 +168,7 @@ impl SplitMf {
         obs.phase("split_mf: 1 bin");
         let full = self.settings.full_cov;
         let x0 = initial_params(&start, &theta0, full).pack(ctx.learn());
-        let mut stage = ctx.optimise(Tree::root(full), x0, ctx.settings.tol, obs, &mut trace);
+        let mut stage = ctx.optimise(Tree::root(full), x0, ctx.stage_limits(1), obs, &mut trace);
         if !stage.bound.is_finite() {
             return Err(Error::NonFiniteStart { value: stage.bound });
         }
@@ -175,7 +178,7 @@ impl SplitMf {
             let k = stage.tree.bins() + 1;
             obs.phase(&format!("split_mf: {k} bins"));
             let (tree, x0) = ctx.split_heaviest(&stage);
-            let next = ctx.optimise(tree, x0, ctx.stage_tol(k), obs, &mut trace);
+            let next = ctx.optimise(tree, x0, ctx.stage_limits(k), obs, &mut trace);
             if next.bound > stage.bound {
                 report(obs, &mut notes, format!("bound with {k} bins: {:.6}", next.bound));
                 bounds.push(next.bound);
@@ -191,15 +194,10 @@ impl SplitMf {
                 break;
             }
         }
-        if ctx.stage_tol(stage.tree.bins()) > self.settings.tol {
+        if stage.tree.bins() < self.settings.bins {
             // Growth stopped at an intermediate stage: finish it at the full tolerance.
-            let polished = ctx.optimise(
-                stage.tree.clone(),
-                stage.x.clone(),
-                self.settings.tol,
-                obs,
-                &mut trace,
-            );
+            let last = (self.settings.tol, self.settings.max_iters);
+            let polished = ctx.optimise(stage.tree.clone(), stage.x.clone(), last, obs, &mut trace);
             if polished.bound >= stage.bound {
                 *bounds.last_mut().expect("the first stage is always kept") = polished.bound;
                 stage = polished;
@@ -231,14 +229,16 @@ impl Ctx<'_> {
         self.settings.learn_hyper && self.model.theta_dim() > 0
     }
 
-    /// The stopping tolerance of the stage with `bins` bins: `tol` for the first and the
-    /// last stage, at most [`INTERMEDIATE_TOL`] in between (an intermediate stage only
-    /// chooses the next split and warm-starts it; its bound is not reported as the result).
-    fn stage_tol(&self, bins: usize) -> f64 {
-        if bins == 1 || bins >= self.settings.bins {
-            self.settings.tol
+    /// The relative tolerance and iteration limit of the stage with `bins` bins: `tol` and
+    /// `max_iters` for the last stage; for the stages before it (which only choose the next
+    /// split and warm-start it; their bound is not the result) at most [`INTERMEDIATE_TOL`]
+    /// and [`INTERMEDIATE_ITERS`].
+    fn stage_limits(&self, bins: usize) -> (f64, usize) {
+        let s = self.settings;
+        if bins >= s.bins {
+            (s.tol, s.max_iters)
         } else {
-            self.settings.tol.max(INTERMEDIATE_TOL)
+            (s.tol.max(INTERMEDIATE_TOL), s.max_iters.min(INTERMEDIATE_ITERS))
         }
     }
 
@@ -257,13 +257,13 @@ impl Ctx<'_> {
         &self,
         tree: Tree,
         x0: DVector<f64>,
-        tol: f64,
+        (tol, max_iters): (f64, usize),
         obs: &mut dyn Observer,
         trace: &mut Vec<crate::posterior::IterRecord>,
     ) -> Stage {
         let opts = optim::Options {
             optimizer: self.settings.optimizer,
-            max_iters: self.settings.max_iters,
+            max_iters,
             rel_tol: tol,
             ..optim::Options::default()
         };
