@@ -132,6 +132,36 @@ pub fn hessian_forward(graph: &Graph, theta: &[f64], w: &[f64]) -> DMatrix<f64> 
     h
 }
 
+/// The second directional derivatives uᵀ H v for every pair of `dirs` (the (i, j) entry is
+/// dirsᵢᵀ H dirsⱼ) by the all-forward path: one `HyperDual64` column per pair of the upper
+/// triangle. The reference for forward-over-reverse when D is too large for a full Hessian.
+pub fn directional_hessian_forward(
+    graph: &Graph,
+    theta: &[f64],
+    w: &[f64],
+    dirs: &[DVector<f64>],
+) -> DMatrix<f64> {
+    let k = dirs.len();
+    let consts = lift_consts::<HyperDual64>(graph);
+    let pairs: Vec<(usize, usize)> = (0..k).flat_map(|i| (i..k).map(move |j| (i, j))).collect();
+    let mut wd = Vec::with_capacity(w.len() * pairs.len());
+    for &(i, j) in &pairs {
+        wd.extend(
+            w.iter()
+                .enumerate()
+                .map(|(c, &x)| HyperDual64::new(x, dirs[i][c], dirs[j][c], 0.0)),
+        );
+    }
+    let tape = forward(graph, &consts, &lift_point(theta), &wd, pairs.len());
+    let vals = tape.target_values();
+    let mut m = DMatrix::zeros(k, k);
+    for (&(i, j), v) in pairs.iter().zip(&vals) {
+        m[(i, j)] = v.eps1eps2;
+        m[(j, i)] = v.eps1eps2;
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +199,23 @@ mod tests {
         assert_relative_eq!(h, hf, epsilon = 1e-13);
         let v = hvp(&g, &[], &[x, y], &[1.0, 2.0]);
         assert_relative_eq!(v, &h * DVector::from_vec(vec![1.0, 2.0]), epsilon = 1e-13);
+    }
+
+    #[test]
+    fn directional_second_derivatives_are_the_hessian_between_directions() {
+        let g = cubic_graph();
+        let w = [0.7, -0.3];
+        let h = hessian(&g, &[], &w);
+        let dirs = [
+            DVector::from_vec(vec![1.0, 2.0]),
+            DVector::from_vec(vec![-0.5, 0.25]),
+        ];
+        let m = directional_hessian_forward(&g, &[], &w, &dirs);
+        for i in 0..2 {
+            for j in 0..2 {
+                let want = dirs[i].dot(&(&h * &dirs[j]));
+                assert_relative_eq!(m[(i, j)], want, epsilon = 1e-13);
+            }
+        }
     }
 }

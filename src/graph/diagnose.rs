@@ -9,6 +9,8 @@
 use std::fmt;
 
 use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 
 use super::LogJoint;
 use crate::autodiff::{dual, finite_diff};
@@ -62,6 +64,9 @@ pub struct DiagnoseReport {
     pub hess_err_exact: f64,
     /// Largest relative error forward-over-reverse vs finite differences of the gradient.
     pub hess_err_fd: f64,
+    /// `Some(k)` when D is above [`FULL_HESSIAN_MAX_DIM`] and the Hessian was checked on k
+    /// random directions instead of in full.
+    pub hess_directions: Option<usize>,
     /// The tolerances checked.
     pub tol: Tolerances,
 }
@@ -87,6 +92,13 @@ impl DiagnoseReport {
     }
 }
 
+/// Above this dimension the Hessian is checked on [`DIRECTIONS`] random directions instead of
+/// in full: the all-forward reference costs O(D³) memory (about 22 GB at D = 1000).
+pub const FULL_HESSIAN_MAX_DIM: usize = 200;
+
+/// The number of random directions of the directional Hessian check.
+pub const DIRECTIONS: usize = 6;
+
 /// Check the derivatives of `model` at (θ, w) three ways.
 pub fn diagnose(model: &LogJoint, theta: &DVector<f64>, w: &DVector<f64>, tol: Tolerances) -> DiagnoseReport {
     let g = &model.graph;
@@ -98,23 +110,97 @@ pub fn diagnose(model: &LogJoint, theta: &DVector<f64>, w: &DVector<f64>, tol: T
     };
     let grad_fd = finite_diff::gradient(&value, w.as_slice(), 1e-5);
     let grad = |x: &[f64]| value_grad(model, theta, &DVector::from_column_slice(x)).1;
-    let h_raw = dual::hessian_raw(g, theta.as_slice(), w.as_slice());
-    let h = (&h_raw + h_raw.transpose()) * 0.5;
-    let h_fwd = dual::hessian_forward(g, theta.as_slice(), w.as_slice());
-    let h_fd = finite_diff::hessian(&grad, w.as_slice(), 1e-5);
+    let hess = if w.len() > FULL_HESSIAN_MAX_DIM {
+        directional_hessian_checks(model, theta, w, &grad)
+    } else {
+        full_hessian_checks(model, theta, w, &grad)
+    };
     DiagnoseReport {
         names: model.coordinate_names(),
         w: w.clone(),
         log_p,
         grad_err_exact: max_rel_err(grad_reverse.as_slice(), grad_dual.as_slice()),
         grad_err_fd: max_rel_err(grad_reverse.as_slice(), grad_fd.as_slice()),
-        hess_asymmetry: max_rel_err(h_raw.as_slice(), h_raw.transpose().as_slice()),
-        hess_err_exact: max_rel_err(h.as_slice(), h_fwd.as_slice()),
-        hess_err_fd: max_rel_err(h.as_slice(), h_fd.as_slice()),
+        hess_asymmetry: hess.asymmetry,
+        hess_err_exact: hess.err_exact,
+        hess_err_fd: hess.err_fd,
+        hess_directions: hess.directions,
         grad_reverse,
         grad_dual,
         grad_fd,
         tol,
+    }
+}
+
+/// The three Hessian figures of a report.
+pub(super) struct HessianChecks {
+    pub(super) asymmetry: f64,
+    pub(super) err_exact: f64,
+    pub(super) err_fd: f64,
+    pub(super) directions: Option<usize>,
+}
+
+/// The full D × D Hessian three ways.
+pub(super) fn full_hessian_checks(
+    model: &LogJoint,
+    theta: &DVector<f64>,
+    w: &DVector<f64>,
+    grad: &dyn Fn(&[f64]) -> DVector<f64>,
+) -> HessianChecks {
+    let g = &model.graph;
+    let h_raw = dual::hessian_raw(g, theta.as_slice(), w.as_slice());
+    let h = (&h_raw + h_raw.transpose()) * 0.5;
+    let h_fwd = dual::hessian_forward(g, theta.as_slice(), w.as_slice());
+    let h_fd = finite_diff::hessian(grad, w.as_slice(), 1e-5);
+    HessianChecks {
+        asymmetry: max_rel_err(h_raw.as_slice(), h_raw.transpose().as_slice()),
+        err_exact: max_rel_err(h.as_slice(), h_fwd.as_slice()),
+        err_fd: max_rel_err(h.as_slice(), h_fd.as_slice()),
+        directions: None,
+    }
+}
+
+/// The Hessian on [`DIRECTIONS`] fixed pseudo-random unit directions vᵢ: H·vᵢ by
+/// forward-over-reverse; vⱼᵀ H vᵢ against the all-forward vⱼᵀ H vᵢ and against vᵢᵀ H vⱼ
+/// (symmetry); H·vᵢ against central differences of the gradient along vᵢ.
+pub(super) fn directional_hessian_checks(
+    model: &LogJoint,
+    theta: &DVector<f64>,
+    w: &DVector<f64>,
+    grad: &dyn Fn(&[f64]) -> DVector<f64>,
+) -> HessianChecks {
+    let g = &model.graph;
+    let mut rng = StdRng::seed_from_u64(20_261_121);
+    let dirs: Vec<DVector<f64>> = (0..DIRECTIONS)
+        .map(|_| {
+            let v = crate::posterior::standard_normal(w.len(), 1, &mut rng)
+                .column(0)
+                .into_owned();
+            let n = v.norm();
+            v / n
+        })
+        .collect();
+    let hv: Vec<DVector<f64>> = dirs
+        .iter()
+        .map(|v| dual::hvp(g, theta.as_slice(), w.as_slice(), v.as_slice()))
+        .collect();
+    let k = dirs.len();
+    let m = DMatrix::from_fn(k, k, |i, j| dirs[i].dot(&hv[j]));
+    let m_sym = (&m + m.transpose()) * 0.5;
+    let m_fwd = dual::directional_hessian_forward(g, theta.as_slice(), w.as_slice(), &dirs);
+    let step = 1e-5;
+    let mut err_fd: f64 = 0.0;
+    for (v, hv) in dirs.iter().zip(&hv) {
+        let up = grad((w + v * step).as_slice());
+        let down = grad((w - v * step).as_slice());
+        let fd = (up - down) / (2.0 * step);
+        err_fd = err_fd.max(max_rel_err(hv.as_slice(), fd.as_slice()));
+    }
+    HessianChecks {
+        asymmetry: max_rel_err(m.as_slice(), m.transpose().as_slice()),
+        err_exact: max_rel_err(m_sym.as_slice(), m_fwd.as_slice()),
+        err_fd,
+        directions: Some(k),
     }
 }
 
@@ -143,6 +229,13 @@ impl fmt::Display for DiagnoseReport {
             )?;
         }
         let t = self.tol;
+        if let Some(k) = self.hess_directions {
+            writeln!(
+                f,
+                "D = {} > {FULL_HESSIAN_MAX_DIM}: the Hessian is checked on {k} random directions",
+                self.w.len()
+            )?;
+        }
         writeln!(
             f,
             "gradient: reverse vs num-dual {:.2e} ({}, tol {:.0e})",

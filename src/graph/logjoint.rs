@@ -380,6 +380,26 @@ mod tests {
     }
 
     #[test]
+    fn the_directional_hessian_check_agrees_like_the_full_one() {
+        use crate::graph::diagnose::{directional_hessian_checks, full_hessian_checks};
+        let lj = model();
+        let (th, w) = (lj.theta_init(), DVector::from_vec(vec![0.4, -0.3]));
+        let grad = |x: &[f64]| crate::density::value_grad(&lj, &th, &DVector::from_column_slice(x)).1;
+        let full = full_hessian_checks(&lj, &th, &w, &grad);
+        let dir = directional_hessian_checks(&lj, &th, &w, &grad);
+        assert_eq!((full.directions, dir.directions), (None, Some(6)));
+        for c in [&full, &dir] {
+            assert!(
+                c.asymmetry <= 1e-12 && c.err_exact <= 1e-12,
+                "{}, {}",
+                c.asymmetry,
+                c.err_exact
+            );
+            assert!(c.err_fd <= 1e-6 && c.err_fd > 0.0, "{}", c.err_fd);
+        }
+    }
+
+    #[test]
     fn hessian_matches_hvp_columns() {
         let lj = model();
         let th = lj.theta_init();
