@@ -237,6 +237,46 @@ fn vi_full_learns_nearly_the_same_prior_precision_on_the_elbo() {
     );
 }
 
+/// Records the phases a method announces.
+struct Phases(Vec<String>);
+
+impl mvi::infer::Observer for Phases {
+    fn iteration(&mut self, _record: &mvi::posterior::IterRecord) -> bool {
+        true
+    }
+    fn phase(&mut self, name: &str) {
+        self.0.push(name.to_string());
+    }
+}
+
+#[test]
+fn laplace_hyper_given_skips_the_evidence_search_but_still_learns_theta_on_the_elbo() {
+    let model = LinReg::new(40, 4, 7, true);
+    let phases = |extra: &[(&str, OptionValue)]| {
+        let m = registry::build(&options("vi_full", extra)).expect("valid options");
+        let mut obs = Phases(Vec::new());
+        let post = m
+            .fit(&model, &mut StdRng::seed_from_u64(2), &mut obs)
+            .expect("fits");
+        (post, obs.0)
+    };
+    let (searched, with_search) = phases(&[]);
+    let (given, without) = phases(&[("laplace_hyper", OptionValue::Ident("given".into()))]);
+    let search = "laplace: hyperparameters";
+    assert!(with_search.iter().any(|p| p == search), "{with_search:?}");
+    assert!(!without.iter().any(|p| p == search), "{without:?}");
+    let (a, b) = (searched.theta[0].exp(), given.theta[0].exp());
+    assert!(
+        (a / b - 1.0).abs() < 1e-3,
+        "ELBO α: after a search {a}, from the given θ {b}"
+    );
+    assert!(
+        given.theta[0].abs() > 0.1,
+        "θ moved from its initial value 0: {}",
+        given.theta[0]
+    );
+}
+
 #[test]
 fn same_seed_gives_identical_fits_and_different_seeds_differ() {
     let model = LinReg::new(30, 3, 8, false);

@@ -160,6 +160,13 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "rank of the update U Vᵀ",
     },
     KeySpec {
+        key: "laplace_hyper",
+        methods: Methods::Only(&["mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full"]),
+        kind: ValueKind::Word(&["search", "given"]),
+        default: Some("search"),
+        meaning: "θ of the Laplace start: searched on the log evidence, or the `hyper` values as given (then learned on the ELBO)",
+    },
+    KeySpec {
         key: "learn_hyper",
         methods: Methods::All,
         kind: ValueKind::Bool,

@@ -20,7 +20,7 @@ pub const COMMON_KEYS: &[&str] = &[
 ];
 
 /// Keys of the Gaussian VI methods besides the common ones.
-pub const VI_KEYS: &[&str] = &["samples", "optimizer"];
+pub const VI_KEYS: &[&str] = &["samples", "optimizer", "laplace_hyper"];
 
 /// A view of the options restricted to one method's keys.
 pub struct Reader<'a> {
@@ -113,6 +113,29 @@ impl<'a> Reader<'a> {
             OptionValue::Ident(s) if s == "false" => Ok(false),
             _ => Err(self.bad(e, "`true` or `false`")),
         }
+    }
+
+    /// The value of a key that takes one of `words`, or `default`.
+    ///
+    /// # Errors
+    /// A diagnostic at a value that is not one of `words`.
+    pub fn word(
+        &self,
+        key: &str,
+        words: &[&'static str],
+        default: &'static str,
+    ) -> Result<&'static str, Diagnostic> {
+        let Some(e) = self.last(key) else {
+            return Ok(default);
+        };
+        let found = match &e.value {
+            OptionValue::Ident(s) => words.iter().find(|w| **w == s.as_str()).copied(),
+            _ => None,
+        };
+        found.ok_or_else(|| {
+            let listed: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+            self.bad(e, &format!("one of {}", listed.join(", ")))
+        })
     }
 
     /// The optimiser named by `optimizer`, or L-BFGS.

@@ -27,6 +27,10 @@ pub struct ViSettings {
     pub common: Common,
     /// `samples`: S, the number of fixed standard-normal draws (default 1000).
     pub samples: usize,
+    /// `laplace_hyper = search` (the default): the Laplace start searches θ on the log
+    /// evidence when `learn_hyper` is on; `given` (false here) starts from the `hyper`
+    /// block's values, e.g. when they come from an earlier `laplace` run.
+    pub laplace_hyper_search: bool,
 }
 
 impl Default for ViSettings {
@@ -34,6 +38,7 @@ impl Default for ViSettings {
         ViSettings {
             common: Common::default(),
             samples: 1000,
+            laplace_hyper_search: true,
         }
     }
 }
@@ -47,6 +52,7 @@ impl ViSettings {
         Ok(ViSettings {
             common: Common::read(r)?,
             samples: r.int("samples", 1, 1000)?,
+            laplace_hyper_search: r.word("laplace_hyper", &["search", "given"], "search")? == "search",
         })
     }
 
@@ -68,7 +74,8 @@ pub struct Start {
     pub z: DMatrix<f64>,
 }
 
-/// Fit Laplace (θ on the evidence when learned), then draw Z from `rng`.
+/// Fit Laplace (θ searched on the evidence when learned, unless `laplace_hyper = given`),
+/// then draw Z from `rng`.
 ///
 /// # Errors
 /// As [`fit_laplace`].
@@ -78,7 +85,11 @@ pub fn start(
     rng: &mut dyn RngCore,
     obs: &mut dyn Observer,
 ) -> Result<Start, Error> {
-    let laplace = fit_laplace(model, &settings.common, obs)?;
+    let common = Common {
+        learn_hyper: settings.common.learn_hyper && settings.laplace_hyper_search,
+        ..settings.common
+    };
+    let laplace = fit_laplace(model, &common, obs)?;
     let z = standard_normal(model.dim(), settings.samples, rng);
     Ok(Start { laplace, z })
 }

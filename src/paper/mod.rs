@@ -244,7 +244,8 @@ impl Ctx {
     }
 
     /// Fit the five methods of one split: `laplace` with θ learned from `theta_start`, then
-    /// the VI methods from Laplace's θ. Each finished method is stored at once; stored
+    /// the VI methods from Laplace's θ (`laplace_hyper = given`: their Laplace starts do not
+    /// repeat the evidence search). Each finished method is stored at once; stored
     /// methods are skipped.
     ///
     /// # Errors
@@ -262,11 +263,11 @@ impl Ctx {
             if self.store.contains(table.name(), set, split, method) {
                 continue;
             }
-            let start = match self.store.get(table.name(), set, split, "laplace") {
-                Some(l) if *method != "laplace" && l.failed.is_none() => l.theta.clone(),
-                _ => theta_start.to_vec(),
+            let laplace_theta = match self.store.get(table.name(), set, split, "laplace") {
+                Some(l) if *method != "laplace" && l.failed.is_none() => Some(l.theta.clone()),
+                _ => None,
             };
-            problem.start_hypers(&start)?;
+            problem.start_hypers(laplace_theta.as_deref().unwrap_or(theta_start))?;
             self.show(format!("{} {set} split {split}: {method}", table.name()));
             let overrides = [
                 ("method", (*method).to_string()),
@@ -275,10 +276,15 @@ impl Ctx {
                 ("test_draws", self.plan.test_draws.to_string()),
                 ("seed", (split as u64 + 1).to_string()),
             ];
-            let overrides: Vec<(&str, String)> = overrides
+            let mut overrides: Vec<(&str, String)> = overrides
                 .into_iter()
                 .filter(|(k, _)| *k != "samples" || *method != "laplace")
                 .collect();
+            if laplace_theta.is_some() {
+                // θ is already the `laplace` step's evidence optimum: the VI method's Laplace
+                // start need not search it again (it still learns θ on the ELBO).
+                overrides.push(("laplace_hyper", "given".to_string()));
+            }
             let started = Instant::now();
             let Some(result) = self.fit(problem, &overrides) else {
                 return Ok(Flow::Stop);

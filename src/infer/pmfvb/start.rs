@@ -124,6 +124,7 @@ pub fn fallback(
             ..*common
         },
         samples: FALLBACK_SAMPLES,
+        laplace_hyper_search: true,
     };
     let z = standard_normal(d, FALLBACK_SAMPLES, rng);
     let vstart = vi::Start { laplace: pseudo, z };
