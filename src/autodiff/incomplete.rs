@@ -25,6 +25,8 @@ use std::f64::consts::{LN_2, PI};
 
 use num_dual::{Dual, DualNum};
 
+use super::special::LANCZOS;
+
 /// The number types the functions here run on.
 pub trait Real: DualNum<Primitive = f64> + Copy {}
 impl<T: DualNum<Primitive = f64> + Copy> Real for T {}
@@ -45,18 +47,6 @@ const TOL: f64 = 1e-16;
 const EXTRA: usize = 3;
 /// The most terms of a series or continued fraction.
 const MAX_ITER: usize = 100_000;
-
-const LANCZOS: [f64; 9] = [
-    0.999_999_999_999_809_9,
-    676.520_368_121_885_1,
-    -1_259.139_216_722_402_8,
-    771.323_428_777_653_1,
-    -176.615_029_162_140_6,
-    12.507_343_278_686_905,
-    -0.138_571_095_265_720_12,
-    9.984_369_578_019_572e-6,
-    1.505_632_735_149_311_6e-7,
-];
 
 /// log Γ(x) for x > 0 by the Lanczos approximation (the same as [`super::special::lgamma`]),
 /// with the reflection formula below ½; differentiable at every order.

@@ -7,7 +7,7 @@
 use std::f64::consts::PI;
 
 /// Lanczos coefficients (g = 7, n = 9).
-const LANCZOS: [f64; 9] = [
+pub(crate) const LANCZOS: [f64; 9] = [
     0.999_999_999_999_809_9,
     676.520_368_121_885_1,
     -1_259.139_216_722_402_8,
