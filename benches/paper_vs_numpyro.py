@@ -28,43 +28,18 @@ runs in benches/peers/.venv-peers (created by benches/peers/setup.sh when missin
 """
 import argparse
 import json
-import os
-import resource
 import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-PEERS = os.path.join(HERE, "peers")
-VENV_PY = os.path.join(PEERS, ".venv-peers", "bin", "python")
-MVI = os.path.join(ROOT, "target", "release", "mvi")
+# The shared harness (paths, pairs, the NumPyro child process) of issue 4's benchmark.
+from run_vs_numpyro import MVI, PAIRS, ROOT, children_cpu, numpyro, prepare, write_json
 
 PROBLEMS = {
     "banana_rbf": ("logistic", "examples/logistic_rbf_banana.mvi", "examples/data/logistic_rbf_banana.json"),
     "softmax_iris": ("softmax", "examples/softmax_iris.mvi", "examples/data/softmax_iris.json"),
     "cauchy_rbf": ("cauchy", "examples/cauchy_rbf.mvi", "examples/data/cauchy_rbf.json"),
 }
-# mvi method -> NumPyro peer method (benches/peers/numpyro_fit.py)
-PAIRS = [("laplace", "laplace"), ("mvi_lr", "lowrank"), ("vi_diag", "diag")]
-
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def numpyro(problem, method):
-    """One NumPyro fit in a fresh process: its JSON result with the process wall time."""
-    t = time.perf_counter()
-    done = subprocess.run([VENV_PY, os.path.join(PEERS, "numpyro_fit.py"), "--problem", problem,
-                           "--method", method], capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - t
-    if done.returncode != 0:
-        sys.exit(f"numpyro_fit.py failed on {problem}/{method}:\n{done.stderr}")
-    r = json.loads(done.stdout)[0]
-    r["process_s"] = wall
-    return r
 
 
 def mvi(problem, method, repeat):
@@ -111,10 +86,7 @@ def main():
     p.add_argument("--repeat", type=int, default=3, help="mvi runs per pair (the fastest is reported)")
     p.add_argument("--json", help="also write every result to this file")
     a = p.parse_args()
-    if not a.no_build:
-        subprocess.run(["cargo", "build", "--release", "--bin", "mvi"], cwd=ROOT, check=True)
-    if not os.path.exists(VENV_PY):
-        subprocess.run([os.path.join(PEERS, "setup.sh")], check=True)
+    prepare(a.no_build)
     rows = []
     for problem in PROBLEMS:
         for mvi_method, peer in PAIRS:
@@ -127,9 +99,7 @@ def main():
     print(f"\nmvi: whole process, `--set learn_hyper=false`, fastest of {a.repeat} runs; "
           "NumPyro: fit times inside a fresh process (cold includes JIT); ratios are NumPyro / mvi.")
     if a.json:
-        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump([{"problem": pr, "mvi": m, "numpyro": n} for pr, m, n in rows], f, indent=1)
+        write_json(a.json, rows)
 
 
 if __name__ == "__main__":

@@ -133,6 +133,21 @@ def table(rows):
     return "\n".join(lines)
 
 
+def prepare(no_build):
+    """Build mvi in release (unless `no_build`) and set up the NumPyro venv if missing."""
+    if not no_build:
+        subprocess.run(["cargo", "build", "--release", "--bin", "mvi"], cwd=ROOT, check=True)
+    if not os.path.exists(VENV_PY):
+        subprocess.run([os.path.join(PEERS, "setup.sh")], check=True)
+
+
+def write_json(path, rows):
+    """Every (problem, mvi result, NumPyro result) row as a JSON list at `path`."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump([{"problem": pr, "mvi": m, "numpyro": n} for pr, m, n in rows], f, indent=1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-build", action="store_true", help="use target/release/mvi as it is")
@@ -143,10 +158,7 @@ def main():
     a = p.parse_args()
     pairs = [pr for pr in PAIRS if not a.pairs or pr[0] in a.pairs.split(",")]
     problems = [pr for pr in PROBLEMS if not a.problems or pr in a.problems.split(",")]
-    if not a.no_build:
-        subprocess.run(["cargo", "build", "--release", "--bin", "mvi"], cwd=ROOT, check=True)
-    if not os.path.exists(VENV_PY):
-        subprocess.run([os.path.join(PEERS, "setup.sh")], check=True)
+    prepare(a.no_build)
     rows = []
     for problem in problems:
         for mvi_method, peer in pairs:
@@ -160,9 +172,7 @@ def main():
           "median of", a.repeat, "runs; ratios are NumPyro time / mvi median process time; evals = ELBO "
           "evaluations (VI) or log p̃ gradients of the mode search (laplace).")
     if a.json:
-        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump([{"problem": pr, "mvi": m, "numpyro": n} for pr, m, n in rows], f, indent=1)
+        write_json(a.json, rows)
 
 
 if __name__ == "__main__":
