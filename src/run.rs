@@ -15,13 +15,14 @@ use rand::SeedableRng;
 use crate::check::infer_keys;
 use crate::density::{LogDensity, Want};
 use crate::diagnostic::Diagnostic;
+use crate::graph::predict::PredictSums;
 use crate::graph::{LogJoint, Shape};
 use crate::infer::{registry, timing, InferOptions, Observer, OptionValue};
 use crate::posterior::{log_sum_exp, psis, Posterior};
 use crate::report::{ApproxSummary, Estimate, FitReport, PredictMetric, PredictReport};
 
 /// Draws evaluated together by `predict`; bounds memory (draws × test points per node).
-const PREDICT_CHUNK: usize = 500;
+const PREDICT_CHUNK: usize = 2048;
 
 /// Keep freed memory in the process instead of returning it to the system at once.
 ///
@@ -316,105 +317,25 @@ fn theta_values(model: &LogJoint, theta: &DVector<f64>) -> Vec<(String, f64)> {
     out
 }
 
-/// `predict` over `n` fresh posterior draws, in chunks of draws so that memory stays
-/// bounded: the joint test LPD (eq. 13), the pointwise lppd, and error rate or MSE.
+/// `predict` over `n` fresh posterior draws, drawn and reduced in blocks so that memory
+/// stays bounded: the joint test LPD (eq. 13), the pointwise lppd, and error rate or MSE.
 fn run_predict(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRng) -> PredictReport {
-    let mut joint = Vec::with_capacity(n);
-    let mut pointwise = RowLogSumExp::default();
-    let mut quantity_sum: Vec<(String, Vec<f64>)> = Vec::new();
-    let mut observed = Vec::new();
-    let mut done = 0;
-    while done < n {
-        let c = PREDICT_CHUNK.min(n - done);
+    let mut sums = PredictSums::default();
+    while sums.draws() < n {
+        let c = PREDICT_CHUNK.min(n - sums.draws());
         let w = post.draw(c, rng);
-        let pred = model
+        let block = model
             .predict(&post.theta, &w)
             .expect("the model has a predict graph");
-        if done == 0 {
-            observed = pred.observed.clone();
-        }
-        joint.extend(pred.loglik.column_iter().map(|col| col.sum()));
-        pointwise.add(&pred.loglik);
-        accumulate_quantities(&mut quantity_sum, &pred.quantities, c as f64);
-        done += c;
+        sums.merge(block);
     }
     let log_n = (n as f64).ln();
-    let test_lpd = log_sum_exp(&joint) - log_n;
-    let lppd = pointwise.values().iter().map(|v| v - log_n).sum();
-    let means: Vec<(String, Vec<f64>)> = quantity_sum
-        .into_iter()
-        .map(|(name, v)| (name, v.into_iter().map(|x| x / n as f64).collect()))
-        .collect();
     PredictReport {
-        n_test: pointwise.rows(),
+        n_test: sums.pointwise.rows(),
         draws: n,
-        test_lpd,
-        lppd,
-        metric: predict_metric(&means, &observed),
-    }
-}
-
-/// log Σ_s exp(x_is) per row i, accumulated over column blocks (chunks of draws) in one
-/// pass per block with no allocation per row: a running maximum and a scaled sum per row.
-#[derive(Debug, Default)]
-struct RowLogSumExp {
-    max: Vec<f64>,
-    sum: Vec<f64>,
-}
-
-impl RowLogSumExp {
-    fn rows(&self) -> usize {
-        self.max.len()
-    }
-
-    /// Fold in the columns of `x` (rows × draws, column-major, so swept column by column).
-    fn add(&mut self, x: &DMatrix<f64>) {
-        if self.max.is_empty() {
-            self.max = vec![f64::NEG_INFINITY; x.nrows()];
-            self.sum = vec![0.0; x.nrows()];
-        }
-        let mut new_max = self.max.clone();
-        for col in x.column_iter() {
-            for (m, v) in new_max.iter_mut().zip(col.iter()) {
-                *m = m.max(*v);
-            }
-        }
-        for ((s, m_old), m_new) in self.sum.iter_mut().zip(&self.max).zip(&new_max) {
-            if m_new.is_finite() && *s > 0.0 {
-                *s *= (m_old - m_new).exp();
-            }
-        }
-        for col in x.column_iter() {
-            for ((s, m), v) in self.sum.iter_mut().zip(&new_max).zip(col.iter()) {
-                if m.is_finite() {
-                    *s += (v - m).exp();
-                }
-            }
-        }
-        self.max = new_max;
-    }
-
-    /// log Σ exp per row (−∞ for a row with no finite value; NaN when a NaN was seen).
-    fn values(&self) -> Vec<f64> {
-        self.max
-            .iter()
-            .zip(&self.sum)
-            .map(|(m, s)| if m.is_finite() { m + s.ln() } else { *m })
-            .collect()
-    }
-}
-
-fn accumulate_quantities(sum: &mut Vec<(String, Vec<f64>)>, chunk: &[(String, Vec<f64>)], weight: f64) {
-    if sum.is_empty() {
-        *sum = chunk
-            .iter()
-            .map(|(n, v)| (n.clone(), vec![0.0; v.len()]))
-            .collect();
-    }
-    for ((_, acc), (_, v)) in sum.iter_mut().zip(chunk) {
-        for (a, x) in acc.iter_mut().zip(v) {
-            *a += weight * x;
-        }
+        test_lpd: log_sum_exp(&sums.joint) - log_n,
+        lppd: sums.pointwise.values().iter().map(|v| v - log_n).sum(),
+        metric: predict_metric(&sums.quantity_means(), &sums.observed),
     }
 }
 
@@ -461,42 +382,5 @@ fn predict_metric(
         (0, _) => None,
         (_, true) => Some(PredictMetric::ErrorRate(errors / count as f64)),
         (_, false) => Some(PredictMetric::Mse(sq / count as f64)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn row_log_sum_exp_over_chunks_equals_the_direct_sum() {
-        let x = DMatrix::from_fn(3, 7, |i, j| -((i * 7 + j) as f64).sin() * 40.0 - i as f64 * 300.0);
-        let mut acc = RowLogSumExp::default();
-        acc.add(&x.columns(0, 2).into_owned());
-        acc.add(&x.columns(2, 4).into_owned());
-        acc.add(&x.columns(6, 1).into_owned());
-        for (i, got) in acc.values().iter().enumerate() {
-            let row: Vec<f64> = x.row(i).iter().copied().collect();
-            let want = log_sum_exp(&row);
-            assert!(
-                (got - want).abs() < 1e-12 * want.abs().max(1.0),
-                "row {i}: {got} vs {want}"
-            );
-        }
-        assert_eq!(acc.rows(), 3);
-    }
-
-    #[test]
-    fn row_log_sum_exp_keeps_minus_infinity_for_impossible_rows() {
-        let x = DMatrix::from_row_slice(
-            2,
-            2,
-            &[f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0, f64::NEG_INFINITY],
-        );
-        let mut acc = RowLogSumExp::default();
-        acc.add(&x);
-        let v = acc.values();
-        assert!(v[0].is_infinite() && v[0] < 0.0, "{}", v[0]);
-        assert!(v[1].abs() < 1e-15);
     }
 }

@@ -121,9 +121,9 @@ fn every_example_with_predict_gives_pointwise_log_likelihoods() {
         let p = lj
             .predict(&lj.theta_init(), &w)
             .expect("the model has a predict block");
-        assert_eq!(p.loglik.ncols(), 3);
+        assert_eq!(p.draws(), 3);
         assert!(
-            p.loglik.iter().all(|x| x.is_finite()),
+            p.joint.iter().chain(&p.pointwise.values()).all(|x| x.is_finite()),
             "{}: non-finite test log-likelihood",
             path.display()
         );

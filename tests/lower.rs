@@ -210,25 +210,30 @@ fn categorical_logit_with_a_matrix_of_logits_matches_softmax_by_hand() {
 }
 
 #[test]
-fn predict_gives_pointwise_log_likelihood_per_draw() {
+fn predict_reduces_the_pointwise_log_likelihood_over_draws() {
     let src = "data { x: vector[2]\n y_test: ints[2] }\nparam { w: real }\nmodel { w ~ normal(0, 1) }\npredict { y_test ~ bernoulli_logit(w * x) }\n";
     let lj = lower(src, r#"{"x": [0.5, -2.0], "y_test": [1, 0]}"#);
     let draws = DMatrix::from_row_slice(1, 3, &[0.2, -1.0, 1.5]);
     let p = lj.predict(&lj.theta_init(), &draws).expect("a predict block");
     let (x, y) = ([0.5, -2.0], [1.0, 0.0]);
     let sig = |t: f64| 1.0 / (1.0 + (-t).exp());
+    let loglik = |n: usize, s: usize| {
+        let q = sig(draws[(0, s)] * x[n]);
+        y[n] * q.ln() + (1.0 - y[n]) * (1.0 - q).ln()
+    };
+    // per draw: the sum over the test points; per point: log Σ over draws of the likelihood
     for s in 0..3 {
-        for n in 0..2 {
-            let q = sig(draws[(0, s)] * x[n]);
-            let want = y[n] * q.ln() + (1.0 - y[n]) * (1.0 - q).ln();
-            assert_close(p.loglik[(n, s)], want, TOL);
-        }
+        assert_close(p.joint[s], loglik(0, s) + loglik(1, s), TOL);
+    }
+    for (n, got) in p.pointwise.values().into_iter().enumerate() {
+        let want = (0..3).map(|s| loglik(n, s).exp()).sum::<f64>().ln();
+        assert_close(got, want, TOL);
     }
     let (name, probs) = &p.quantities[0];
     assert_eq!(name, "y_test");
     for n in 0..2 {
-        let mean = (0..3).map(|s| sig(draws[(0, s)] * x[n])).sum::<f64>() / 3.0;
-        assert_close(probs[n], mean, TOL);
+        let sum = (0..3).map(|s| sig(draws[(0, s)] * x[n])).sum::<f64>();
+        assert_close(probs[n], sum, TOL);
     }
 }
 

@@ -3,6 +3,7 @@
 //! hyperparameter learning, determinism, and the MVI paper's Cauchy regression (ignored).
 
 use mvi::density::{Evaluated, LogDensity, Want};
+use mvi::infer::objective::MeanPreconditioned;
 use mvi::infer::registry::{self, METHODS};
 use mvi::infer::{InferOption, InferOptions, Method, OptionValue, Silent};
 use mvi::posterior::{standard_normal, Posterior};
@@ -680,4 +681,25 @@ fn every_family_gradient_matches_finite_differences() {
     let tri = Triangular { z: z.clone() };
     let phi = tri.pack(&rand_vec(3, &mut rng), &c);
     check_gradient(tri, phi, "vi_full");
+    let mu0 = rand_vec(3, &mut rng);
+    check_gradient(
+        MeanPreconditioned::new(LowRank::new(c.clone(), &z, 1), c.clone(), mu0),
+        rand_vec(3 + 6, &mut rng),
+        "mvi_lr, mean preconditioned",
+    );
+}
+
+#[test]
+fn mean_preconditioning_maps_coordinates_both_ways() {
+    use mvi::infer::mvi_mu::MeanOnly;
+    let mut rng = StdRng::seed_from_u64(2);
+    let z = standard_normal(3, 20, &mut rng);
+    let c = DMatrix::from_row_slice(3, 3, &[0.9, 0.0, 0.0, 0.2, 0.7, 0.0, -0.1, 0.3, 0.5]);
+    let mu0 = DVector::from_vec(vec![1.0, -2.0, 0.5]);
+    let pre = MeanPreconditioned::new(MeanOnly::new(c.clone(), &z), c.clone(), mu0.clone());
+    let psi = DVector::from_vec(vec![0.3, -0.1, 0.7]);
+    let phi = pre.to_inner(&psi);
+    assert!((&phi - (&mu0 + &c * &psi)).norm() < 1e-14);
+    assert!((pre.from_inner(&phi) - psi).norm() < 1e-14);
+    assert!(pre.from_inner(&mu0).norm() < 1e-14);
 }

@@ -12,6 +12,7 @@ pub mod incomplete;
 pub mod reverse;
 pub mod special;
 pub mod theta;
+pub mod vmath;
 
 use std::borrow::Cow;
 
@@ -117,6 +118,12 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         sum
     }
 
+    /// f applied to every entry of `x` (one node of the forward sweep). f64 overrides it
+    /// with the SIMD kernels of [`vmath`] for exp, log and the logistic functions.
+    fn unary_slice(f: crate::graph::Fun1, x: &[Self]) -> Vec<Self> {
+        x.iter().map(|&v| crate::graph::eval::unary(f, v)).collect()
+    }
+
     /// φ(x)/Φ(x), the derivative of log Φ.
     fn dlog_phi(self) -> Self {
         let x = self.real();
@@ -150,47 +157,27 @@ impl Scalar for f64 {
         Cow::Borrowed(c)
     }
 
-    /// With xᵢ = sᵢηᵢ, eᵢ = e^{−|xᵢ|} and uᵢ = 1 + eᵢ rounded: log σ(xᵢ) = min(xᵢ, 0) −
-    /// log(1 + eᵢ), and log(1 + eᵢ) = log uᵢ + (eᵢ − (uᵢ − 1))/uᵢ to second order in the
-    /// (exactly computed) rounding error of uᵢ. The logs are taken of products of 64
-    /// consecutive uᵢ ∈ [1, 2] (no overflow): one `ln` per 64 entries instead of one per
-    /// entry, the largest cost of logistic likelihoods. Each product rounds 64 times, so the
-    /// column sum is exact to N·ε absolute (the order of rounding of a plain sum of N terms
-    /// of size one); the partials sᵢ σ(−xᵢ) = sᵢ eᵢ/uᵢ or sᵢ/uᵢ are exact to rounding.
+    /// [`vmath::bernoulli_logit_sum`]: e^{−|ηᵢ|} by the SIMD exp, the logs of 1 + e^{−|ηᵢ|}
+    /// taken of products of 64 entries, the column sum exact to about N·ε absolute (as a
+    /// plain sum of N terms of size one) and the partials exact to rounding.
     fn bernoulli_logit_col(y: &[f64], eta: &[f64], d: Option<&mut [f64]>) -> f64 {
-        const BLOCK: usize = 64;
-        let (mut lin, mut logs) = (0.0, 0.0);
-        let mut term = |y: f64, e: f64| {
-            let (x, s) = if y > 0.5 { (e, 1.0) } else { (-e, -1.0) };
-            let ex = (-x.abs()).exp();
-            let u = 1.0 + ex;
-            let inv = 1.0 / u;
-            lin += x.min(0.0) - (ex - (u - 1.0)) * inv;
-            (u, s * if x >= 0.0 { ex * inv } else { inv })
+        vmath::bernoulli_logit_sum(y, eta, d)
+    }
+
+    fn unary_slice(f: crate::graph::Fun1, x: &[f64]) -> Vec<f64> {
+        use crate::graph::Fun1;
+        let kernel = match f {
+            Fun1::Exp => vmath::Map::Exp,
+            Fun1::Log => vmath::Map::Ln,
+            Fun1::Log1p => vmath::Map::Ln1p,
+            Fun1::InvLogit => vmath::Map::Sigmoid,
+            Fun1::LogInvLogit => vmath::Map::LogSigmoid,
+            Fun1::Log1mInvLogit => vmath::Map::LogOneMinusSigmoid,
+            _ => return x.iter().map(|&v| crate::graph::eval::unary(f, v)).collect(),
         };
-        match d {
-            Some(d) => {
-                for ((yb, eb), db) in y.chunks(BLOCK).zip(eta.chunks(BLOCK)).zip(d.chunks_mut(BLOCK)) {
-                    let mut p = 1.0;
-                    for ((&y, &e), d) in yb.iter().zip(eb).zip(db) {
-                        let (u, dv) = term(y, e);
-                        p *= u;
-                        *d = dv;
-                    }
-                    logs += p.ln();
-                }
-            }
-            None => {
-                for (yb, eb) in y.chunks(BLOCK).zip(eta.chunks(BLOCK)) {
-                    let mut p = 1.0;
-                    for (&y, &e) in yb.iter().zip(eb) {
-                        p *= term(y, e).0;
-                    }
-                    logs += p.ln();
-                }
-            }
-        }
-        lin - logs
+        let mut out = vec![0.0; x.len()];
+        vmath::map(kernel, x, &mut out);
+        out
     }
 
     /// With e = e^{−|x|} ∈ (0, 1]: log σ(x) = min(x, 0) − log(1 + e), and σ(−x) is e/(1 + e)

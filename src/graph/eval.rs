@@ -210,7 +210,7 @@ pub(crate) fn eval_op<'b, T: Scalar>(
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {
             unreachable!("inputs are handled by forward")
         }
-        Op::Unary(f, a) => get(*a).data.iter().map(|&x| unary(*f, x)).collect(),
+        Op::Unary(f, a) => T::unary_slice(*f, get(*a).data),
         Op::Binary(f, a, b) => binary_values(*f, get(*a), get(*b), n, s),
         Op::Ternary(f, ids) => ternary_values(*f, ids.map(get), n, s),
         Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),
@@ -391,13 +391,28 @@ fn ternary_values<T: Scalar>(f: Fun3, args: [Arg<T>; 3], n: usize, s: usize) -> 
 }
 
 fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -> Vec<T> {
+    // the arithmetic operators get loops of their own (monomorphised, vectorisable); the
+    // others go through `binary`
+    match f {
+        Fun2::Add => zip_columns(a, b, n, s, |x, y| x + y),
+        Fun2::Sub => zip_columns(a, b, n, s, |x, y| x - y),
+        Fun2::Mul => zip_columns(a, b, n, s, |x, y| x * y),
+        Fun2::Div => zip_columns(a, b, n, s, |x, y| x / y),
+        _ => zip_columns(a, b, n, s, |x, y| binary(f, x, y, b.constant)),
+    }
+}
+
+/// op(a, b) entrywise over the `s` columns, broadcasting an operand of size one.
+#[inline(always)]
+fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(T, T) -> T) -> Vec<T> {
     let mut out = Vec::with_capacity(n * s);
     for c in 0..s {
         let (ac, bc) = (a.col(c), b.col(c));
-        for i in 0..n {
-            let x = ac[if a.size == 1 { 0 } else { i }];
-            let y = bc[if b.size == 1 { 0 } else { i }];
-            out.push(binary(f, x, y, b.constant));
+        match (a.size == 1, b.size == 1) {
+            (false, false) => out.extend(ac[..n].iter().zip(&bc[..n]).map(|(&x, &y)| op(x, y))),
+            (true, false) => out.extend(bc[..n].iter().map(|&y| op(ac[0], y))),
+            (false, true) => out.extend(ac[..n].iter().map(|&x| op(x, bc[0]))),
+            (true, true) => out.extend((0..n).map(|_| op(ac[0], bc[0]))),
         }
     }
     out

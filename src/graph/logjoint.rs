@@ -9,7 +9,8 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use super::eval::{clean, forward, lift_consts, CHUNK};
+use super::eval::{forward, lift_consts, CHUNK};
+use super::predict::PredictSums;
 use super::{Constraint, Graph, NodeId, Shape};
 use crate::autodiff::{dual, reverse};
 use crate::density::{Evaluated, LogDensity, Want};
@@ -44,18 +45,6 @@ pub struct LogJoint {
     pub theta0: DVector<f64>,
     /// The `predict` graph (same w and θ), with pointwise outputs registered.
     pub predict: Option<Graph>,
-}
-
-/// Per-test-point results of `predict` over S′ draws.
-#[derive(Debug, Clone)]
-pub struct Prediction {
-    /// Log-likelihood of each test point (rows, all pointwise outputs stacked) at each draw.
-    pub loglik: DMatrix<f64>,
-    /// For each pointwise output: its name and the predictive quantity (probability, class
-    /// probabilities or location) averaged over the draws, flattened column-major.
-    pub quantities: Vec<(String, Vec<f64>)>,
-    /// The observed outcomes of each pointwise output with a quantity, in the same order.
-    pub observed: Vec<super::Observed>,
 }
 
 /// Coordinate names of one declared value: `name`, `name.i` or `name.i.j`.
@@ -103,44 +92,13 @@ impl LogJoint {
             .collect()
     }
 
-    /// The `predict` outputs at the draws W (D×S′), evaluated in chunks of columns.
+    /// The `predict` outputs at the draws W (D×S′), reduced over the draws
+    /// ([`super::predict`]).
     ///
     /// Returns `None` when the model has no `predict` block.
-    pub fn predict(&self, theta: &DVector<f64>, w: &DMatrix<f64>) -> Option<Prediction> {
+    pub fn predict(&self, theta: &DVector<f64>, w: &DMatrix<f64>) -> Option<PredictSums> {
         let g = self.predict.as_ref()?;
-        let ll_ids: Vec<NodeId> = g.pointwise.iter().map(|p| p.loglik).collect();
-        let q_ids: Vec<NodeId> = g.pointwise.iter().filter_map(|p| p.quantity).collect();
-        // One forward sweep for the log-likelihoods and the quantities together.
-        let all_ids: Vec<NodeId> = ll_ids.iter().chain(&q_ids).copied().collect();
-        let mut lls = eval_nodes(g, theta.as_slice(), w, &all_ids);
-        let qs = lls.split_off(ll_ids.len());
-        let rows: usize = lls.iter().map(|m| m.nrows()).sum();
-        let mut loglik = DMatrix::zeros(rows, w.ncols());
-        let mut r0 = 0;
-        for m in &lls {
-            loglik.rows_mut(r0, m.nrows()).copy_from(&m.map(clean));
-            r0 += m.nrows();
-        }
-        let names = g
-            .pointwise
-            .iter()
-            .filter(|p| p.quantity.is_some())
-            .map(|p| p.name.clone());
-        let quantities = names
-            .zip(qs)
-            .map(|(n, m)| (n, m.column_mean().iter().copied().collect()))
-            .collect();
-        let observed = g
-            .pointwise
-            .iter()
-            .filter(|p| p.quantity.is_some())
-            .map(|p| p.observed.clone())
-            .collect();
-        Some(Prediction {
-            loglik,
-            quantities,
-            observed,
-        })
+        Some(super::predict::predict_sums(g, theta.as_slice(), w))
     }
 }
 
@@ -355,12 +313,20 @@ mod tests {
         let w = DMatrix::from_column_slice(2, 2, &[0.5, 0.0, -0.5, 0.0]);
         let p = lj.predict(&lj.theta_init(), &w).unwrap();
         let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
-        assert_eq!((p.loglik.nrows(), p.loglik.ncols()), (2, 2));
-        assert_relative_eq!(p.loglik[(0, 0)], sig(0.5).ln(), epsilon = 1e-14);
-        assert_relative_eq!(p.loglik[(1, 1)], (1.0 - sig(1.0)).ln(), epsilon = 1e-14);
-        let q = &p.quantities[0].1;
-        assert_relative_eq!(q[0], 0.5 * (sig(0.5) + sig(-0.5)), epsilon = 1e-14);
-        assert_relative_eq!(q[1], 0.5 * (sig(-1.0) + sig(1.0)), epsilon = 1e-14);
+        // draw 0 (μ = 0.5): point 0 (y = 1, η = μ) log σ(0.5), point 1 (y = 0, η = −2μ)
+        // log σ(1); draw 1 (μ = −0.5): log σ(−0.5) and log σ(−1)
+        let ls = |x: f64| sig(x).ln();
+        assert_eq!(p.draws(), 2);
+        assert_relative_eq!(p.joint[0], ls(0.5) + ls(1.0), epsilon = 1e-14);
+        assert_relative_eq!(p.joint[1], ls(-0.5) + ls(-1.0), epsilon = 1e-14);
+        // per point, log Σ over draws of the likelihood: σ(x) + σ(−x) = 1
+        assert_eq!(p.pointwise.rows(), 2);
+        for v in p.pointwise.values() {
+            assert!(v.abs() < 1e-14, "{v}");
+        }
+        let q = p.quantity_means();
+        assert_relative_eq!(q[0].1[0], 0.5 * (sig(0.5) + sig(-0.5)), epsilon = 1e-14);
+        assert_relative_eq!(q[0].1[1], 0.5 * (sig(-1.0) + sig(1.0)), epsilon = 1e-14);
     }
 
     #[test]

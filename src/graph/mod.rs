@@ -14,12 +14,13 @@ pub mod eval;
 pub(crate) mod fused;
 pub mod logjoint;
 pub mod lower;
+pub mod predict;
 pub mod transform;
 
 pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
 pub use dump::dump_graph;
-pub use logjoint::{LogJoint, ParamInfo, Prediction};
+pub use logjoint::{LogJoint, ParamInfo};
 pub use lower::lower_model;
 pub use transform::Constraint;
 

@@ -1,11 +1,14 @@
 //! `mvi_lr`: q(w) = N(μ, L Lᵀ) with L = C + U Vᵀ, a rank-k update of the Laplace Cholesky
 //! factor C (U, V ∈ R^{D×k}).
 //!
-//! Objective: (1/S) Σ_s log p̃(μ + L z_s) + log|det L| + (D/2) log 2πe over μ, U, V (and θ),
-//! from μ = w*, U, V with N(0, 0.01) entries. log|det L| = Σ log C_dd + log|det K| with
-//! K = I_k + Vᵀ C⁻¹ U (matrix determinant lemma), and the gradients need no D×D product:
-//! ∂/∂U = G (Zᵀ V)/S + C⁻ᵀ V K⁻ᵀ, ∂/∂V = Z (Gᵀ U)/S + C⁻¹ U K⁻¹ (C Z computed once).
-//! Cost: one batched gradient at S points per evaluation plus O(D²k + DSk).
+//! Objective: (1/S) Σ_s log p̃(μ + L z_s) + log|det L| + (D/2) log 2πe over μ, U, V (and θ).
+//! U is optimised in whitened coordinates Ũ = C⁻¹U (and μ as ν = C⁻¹(μ − w*), see
+//! [`MeanPreconditioned`](crate::infer::objective::MeanPreconditioned)), so L = C (I + Ũ Vᵀ):
+//! the same family, with the posterior's scales taken out of the optimiser's coordinates.
+//! From μ = w*, Ũ, V with N(0, 0.01) entries. log|det L| = Σ log C_dd + log|det K| with
+//! K = I_k + Vᵀ Ũ (matrix determinant lemma), and the gradients need no D×D product
+//! besides Cᵀ(·): ∂/∂Ũ = Cᵀ G (Zᵀ V)/S + V K⁻ᵀ, ∂/∂V = Z (Gᵀ C Ũ)/S + Ũ K⁻¹ (C Z
+//! computed once). Cost: one batched gradient at S points per evaluation plus O(D²k + DSk).
 //!
 //! # Reference
 //! Gianniotis, "Mixed Variational Inference" (2019), §III-C.
@@ -87,7 +90,7 @@ impl Method for MviLr {
     }
 }
 
-/// w = μ + (C + U Vᵀ) z; φ = [μ; vec U; vec V] (column-major).
+/// w = μ + C (I + Ũ Vᵀ) z; φ = [μ; vec Ũ; vec V] (column-major).
 pub struct LowRank {
     c: DMatrix<f64>,
     z: DMatrix<f64>,
@@ -118,14 +121,9 @@ impl LowRank {
         (mu, u, v)
     }
 
-    /// C⁻¹ U and K = I + Vᵀ C⁻¹ U.
-    fn k_matrix(&self, u: &DMatrix<f64>, v: &DMatrix<f64>) -> (DMatrix<f64>, DMatrix<f64>) {
-        let c_inv_u = self
-            .c
-            .solve_lower_triangular(u)
-            .unwrap_or_else(|| DMatrix::from_element(u.nrows(), u.ncols(), f64::NAN));
-        let k = DMatrix::identity(self.k, self.k) + v.tr_mul(&c_inv_u);
-        (c_inv_u, k)
+    /// K = I + Vᵀ Ũ.
+    fn k_matrix(&self, u: &DMatrix<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
+        DMatrix::identity(self.k, self.k) + v.tr_mul(u)
     }
 }
 
@@ -136,25 +134,21 @@ impl Family for LowRank {
 
     fn forward(&self, phi: &DVector<f64>) -> (DMatrix<f64>, f64) {
         let (mu, u, v) = self.split(phi);
-        let a = &self.cz + &u * v.tr_mul(&self.z);
-        let (_, k) = self.k_matrix(&u, &v);
-        let log_det = self.log_det_c + k.lu().determinant().abs().ln();
+        let a = &self.cz + (&self.c * &u) * v.tr_mul(&self.z);
+        let log_det = self.log_det_c + self.k_matrix(&u, &v).lu().determinant().abs().ln();
         (points(&mu, &a), log_det)
     }
 
     fn backward(&self, phi: &DVector<f64>, g: &DMatrix<f64>) -> DVector<f64> {
         let (_, u, v) = self.split(phi);
         let s = g.ncols() as f64;
-        let (c_inv_u, k) = self.k_matrix(&u, &v);
-        let k_inv = k
+        let k_inv = self
+            .k_matrix(&u, &v)
             .try_inverse()
             .unwrap_or_else(|| DMatrix::from_element(self.k, self.k, f64::NAN));
-        let c_inv_t_v = self
-            .c
-            .tr_solve_lower_triangular(&v)
-            .unwrap_or_else(|| DMatrix::from_element(v.nrows(), v.ncols(), f64::NAN));
-        let du = g * self.z.tr_mul(&v) / s + c_inv_t_v * k_inv.transpose();
-        let dv = &self.z * g.tr_mul(&u) / s + c_inv_u * k_inv;
+        let g_zv = g * self.z.tr_mul(&v) / s;
+        let du = self.c.tr_mul(&g_zv) + &v * k_inv.transpose();
+        let dv = &self.z * g.tr_mul(&(&self.c * &u)) / s + &u * k_inv;
         let mean = g.column_mean();
         DVector::from_iterator(
             self.n_params(),
@@ -164,9 +158,10 @@ impl Family for LowRank {
 
     fn gaussian(&self, phi: &DVector<f64>) -> Gaussian {
         let (mu, u, v) = self.split(phi);
+        let d = self.c.nrows();
         Gaussian {
             mean: mu,
-            root: &self.c + u * v.transpose(),
+            root: &self.c * (DMatrix::identity(d, d) + u * v.transpose()),
         }
     }
 }

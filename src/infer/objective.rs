@@ -112,6 +112,71 @@ impl<F: Family> Elbo<'_, F> {
     }
 }
 
+/// A family whose mean block (the first D entries of φ, as in every Gaussian family here)
+/// is optimised as ν with μ = μ₀ + C ν, C the Laplace Cholesky factor of the covariance.
+///
+/// The same family and the same optimum, in better coordinates: near the optimum the
+/// ELBO's Hessian in μ is about −Σ⁻¹ (the Laplace precision), whose condition number is
+/// that of the posterior covariance; in ν it is about −I, so the quasi-Newton optimisers
+/// need far fewer steps (on the banana example mvi_lr's evaluations drop from 151 to the
+/// figure in the commit that added this).
+pub struct MeanPreconditioned<F: Family> {
+    /// The family in its own coordinates φ.
+    pub inner: F,
+    c: DMatrix<f64>,
+    mu0: DVector<f64>,
+}
+
+impl<F: Family> MeanPreconditioned<F> {
+    /// Wrap `inner`, with ν = 0 at μ₀.
+    pub fn new(inner: F, c: DMatrix<f64>, mu0: DVector<f64>) -> Self {
+        MeanPreconditioned { inner, c, mu0 }
+    }
+
+    /// φ from the preconditioned coordinates ψ = [ν; the rest of φ].
+    pub fn to_inner(&self, psi: &DVector<f64>) -> DVector<f64> {
+        let d = self.mu0.len();
+        let mut phi = psi.clone();
+        let mu = &self.mu0 + &self.c * psi.rows(0, d);
+        phi.rows_mut(0, d).copy_from(&mu);
+        phi
+    }
+
+    /// ψ from φ (C is triangular and invertible: it is a Cholesky factor).
+    pub fn from_inner(&self, phi: &DVector<f64>) -> DVector<f64> {
+        let d = self.mu0.len();
+        let mut psi = phi.clone();
+        let nu = self
+            .c
+            .solve_lower_triangular(&(phi.rows(0, d) - &self.mu0))
+            .unwrap_or_else(|| DVector::from_element(d, f64::NAN));
+        psi.rows_mut(0, d).copy_from(&nu);
+        psi
+    }
+}
+
+impl<F: Family> Family for MeanPreconditioned<F> {
+    fn n_params(&self) -> usize {
+        self.inner.n_params()
+    }
+
+    fn forward(&self, psi: &DVector<f64>) -> (DMatrix<f64>, f64) {
+        self.inner.forward(&self.to_inner(psi))
+    }
+
+    fn backward(&self, psi: &DVector<f64>, g: &DMatrix<f64>) -> DVector<f64> {
+        let d = self.mu0.len();
+        let mut grad = self.inner.backward(&self.to_inner(psi), g);
+        let g_nu = self.c.tr_mul(&grad.rows(0, d));
+        grad.rows_mut(0, d).copy_from(&g_nu);
+        grad
+    }
+
+    fn gaussian(&self, psi: &DVector<f64>) -> Gaussian {
+        self.inner.gaussian(&self.to_inner(psi))
+    }
+}
+
 /// The ELBO of q re-estimated on `n` fresh draws: (estimate, standard error).
 pub fn fresh_elbo(
     model: &dyn LogDensity,

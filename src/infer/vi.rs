@@ -13,7 +13,7 @@ use rand::RngCore;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::laplace::{fit_laplace, not_converged, LaplaceFit, Recorder};
-use crate::infer::objective::{fresh_elbo, Elbo, Family};
+use crate::infer::objective::{fresh_elbo, Elbo, Family, MeanPreconditioned};
 use crate::infer::optim::{self, Outcome};
 use crate::infer::settings::{Common, Reader, VI_KEYS};
 use crate::infer::timing;
@@ -105,6 +105,10 @@ pub struct Run<'a, F: Family> {
 }
 
 /// Maximise the fixed-sample ELBO of `family` from φ₀ and the Laplace θ.
+///
+/// The mean block is optimised in the coordinates of [`MeanPreconditioned`] (C the start's
+/// Laplace factor); the run returned is in the family's own coordinates φ (only the
+/// outcome's gradient norm stays in the optimiser's).
 pub fn optimise<'a, F: Family>(
     model: &'a dyn LogDensity,
     family: F,
@@ -115,14 +119,16 @@ pub fn optimise<'a, F: Family>(
 ) -> Run<'a, F> {
     let theta = &start.laplace.theta;
     let learn = settings.common.learn_hyper && model.theta_dim() > 0;
+    let d = start.laplace.chol.nrows();
+    let pre = MeanPreconditioned::new(family, start.laplace.chol.clone(), phi0.rows(0, d).into_owned());
     let elbo = Elbo {
         model,
-        family,
+        family: pre,
         fixed_theta: if learn { None } else { Some(theta.clone()) },
     };
-    let x0 = elbo.pack(phi0, theta);
+    let x0 = elbo.pack(&elbo.family.from_inner(phi0), theta);
     let mut trace = Vec::new();
-    let outcome = {
+    let mut outcome = {
         let _t = timing::span("vi: optimise");
         let mut rec = Recorder {
             inner: obs,
@@ -130,6 +136,19 @@ pub fn optimise<'a, F: Family>(
         };
         optim::maximize(|x| elbo.value_grad(x), x0, &settings.common.optim(), &mut rec)
     };
+    let (psi, theta) = elbo.unpack(&outcome.x);
+    let phi = elbo.family.to_inner(&psi);
+    let Elbo {
+        model,
+        family: pre,
+        fixed_theta,
+    } = elbo;
+    let elbo = Elbo {
+        model,
+        fixed_theta,
+        family: pre.inner,
+    };
+    outcome.x = elbo.pack(&phi, &theta);
     Run { elbo, outcome, trace }
 }
 
