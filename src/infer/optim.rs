@@ -487,17 +487,22 @@ fn scg_may_stop(st: &State, opts: &Options) -> bool {
     g <= opts.grad_tol || g * g <= opts.rel_tol * st.v.abs().max(1.0)
 }
 
+/// How [`nelder_mead_max`] starts and stops.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimplexOptions {
+    /// Edge of the starting simplex along each axis.
+    pub step: f64,
+    /// Stop when the values on the simplex agree to `f_tol` · max(1, |best|) …
+    pub f_tol: f64,
+    /// … or every vertex is within `x_tol` (max-norm) of the best one …
+    pub x_tol: f64,
+    /// … or after this many evaluations.
+    pub max_evals: usize,
+}
+
 /// Maximise a function without derivatives by Nelder–Mead, for small dimensions (θ of the
-/// Laplace evidence). Non-finite values count as −∞. Starts from a simplex with edge `step`
-/// along each axis; stops when the values on the simplex agree to `tol` or after `max_evals`
-/// evaluations. Returns the best point and its value.
-pub fn nelder_mead_max<F>(
-    mut f: F,
-    x0: DVector<f64>,
-    step: f64,
-    tol: f64,
-    max_evals: usize,
-) -> (DVector<f64>, f64)
+/// Laplace evidence). Non-finite values count as −∞. Returns the best point and its value.
+pub fn nelder_mead_max<F>(mut f: F, x0: DVector<f64>, opts: &SimplexOptions) -> (DVector<f64>, f64)
 where
     F: FnMut(&DVector<f64>) -> f64,
 {
@@ -515,15 +520,19 @@ where
     simplex.push((x0.clone(), v0));
     for i in 0..n {
         let mut x = x0.clone();
-        x[i] += step;
+        x[i] += opts.step;
         let v = eval(&x);
         simplex.push((x, v));
     }
     let mut evals = n + 1;
-    while evals < max_evals {
+    while evals < opts.max_evals {
         simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
         let (best, worst) = (simplex[0].1, simplex[n].1);
-        if n == 0 || (worst - best).abs() <= tol * best.abs().max(1.0) {
+        let size = simplex[1..]
+            .iter()
+            .map(|(x, _)| (x - &simplex[0].0).amax())
+            .fold(0.0, f64::max);
+        if n == 0 || (worst - best).abs() <= opts.f_tol * best.abs().max(1.0) || size <= opts.x_tol {
             break;
         }
         let centroid = simplex[..n].iter().fold(DVector::zeros(n), |acc, (x, _)| acc + x) / n as f64;
@@ -683,7 +692,13 @@ mod tests {
     #[test]
     fn nelder_mead_finds_the_maximum_of_a_concave_function() {
         let f = |x: &DVector<f64>| -(x[0] - 1.0).powi(2) - 3.0 * (x[1] + 0.5).powi(2) - 0.5 * x[0] * x[1];
-        let (x, v) = nelder_mead_max(f, DVector::zeros(2), 0.5, 1e-14, 2000);
+        let opts = SimplexOptions {
+            step: 0.5,
+            f_tol: 1e-14,
+            x_tol: 0.0,
+            max_evals: 2000,
+        };
+        let (x, v) = nelder_mead_max(f, DVector::zeros(2), &opts);
         // Stationary point of the quadratic: solve the 2×2 system by hand.
         let (a, b) = (2.0, 6.0);
         let det = a * b - 0.25;
