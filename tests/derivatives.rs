@@ -846,16 +846,41 @@ fn lik_cases() -> Vec<LikCase> {
             (g.constant(Shape::Vector(2), vec![0.5, -1.0]), vec![t, t])
         }),
         ("normal", |g, x, _| (x, vec![g.scalar(0.0), g.scalar(2.0)])),
+        ("cauchy", |g, x, t| {
+            let sd = pos_idx(g, x, 1);
+            (x, vec![t, sd])
+        }),
+        ("cauchy", |g, x, t| {
+            (
+                g.constant(Shape::Vector(4), vec![0.5, -1.0, 2.0, 0.1]),
+                vec![x, t],
+            )
+        }),
+        ("cauchy", |g, _, t| {
+            (g.constant(Shape::Vector(2), vec![0.5, -1.0]), vec![t, t])
+        }),
     ]
 }
 
 fn lik_graph(case: &LikCase, unfused: bool) -> Graph {
+    lik_graph_as(case, unfused, false)
+}
+
+/// The likelihood as a summed node (`tilde`) or, with `pointwise`, as per-observation log
+/// densities (`predict`'s form) summed by a separate node.
+fn lik_graph_as(case: &LikCase, unfused: bool, pointwise: bool) -> Graph {
     let mut g = Graph::new(4, 1);
     g.unfused = unfused;
     let x = g.param_slice(0, Shape::Vector(4), &Constraint::NONE).unwrap();
     let t = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
     let (y, args) = (case.1)(&mut g, x, t);
-    dist::tilde(&mut g, case.0, y, &args).unwrap();
+    if pointwise {
+        let p = dist::pointwise(&mut g, case.0, y, &args).unwrap();
+        let sum = g.sum(p);
+        g.add_target(sum).unwrap();
+    } else {
+        dist::tilde(&mut g, case.0, y, &args).unwrap();
+    }
     let sq = g.unary(Fun1::Square, x);
     let s = g.sum(sq);
     let h = g.scalar(-0.5);
@@ -874,6 +899,33 @@ fn fused_likelihoods_equal_the_unfused_graph_and_agree_three_ways() {
     for case in lik_cases() {
         let (fused, plain) = (lik_graph(&case, false), lik_graph(&case, true));
         let has = |g: &Graph| g.nodes.iter().any(|n| matches!(n.op, mvi::graph::Op::LikSum(..)));
+        assert!(has(&fused) && !has(&plain), "{}: fusion switch", case.0);
+        let (cf, cp) = (lift_consts::<f64>(&fused), lift_consts::<f64>(&plain));
+        let rf = reverse::value_grad(&fused, &cf, &[t], &big, s);
+        let rp = reverse::value_grad(&plain, &cp, &[t], &big, s);
+        assert_close(case.0, &rf.values, &rp.values, EXACT_TOL);
+        assert_close(case.0, &rf.grad_w, &rp.grad_w, EXACT_TOL);
+        assert_close(case.0, &rf.grad_theta, &rp.grad_theta, EXACT_TOL);
+        let (hf, hp) = (dual::hessian(&fused, &[t], &w), dual::hessian(&plain, &[t], &w));
+        assert_close(case.0, hf.as_slice(), hp.as_slice(), EXACT_TOL);
+        check_all(&fused, &[t], &w);
+    }
+}
+
+#[test]
+fn pointwise_fused_likelihoods_equal_the_unfused_nodes_and_agree_three_ways() {
+    let (w, t) = (vec![0.3, -0.8, 1.1, 0.45], 0.7);
+    let s = 3;
+    let big: Vec<f64> = (0..s)
+        .flat_map(|c| w.iter().map(move |x| x - 0.4 * c as f64))
+        .collect();
+    for case in lik_cases() {
+        let (fused, plain) = (lik_graph_as(&case, false, true), lik_graph_as(&case, true, true));
+        let has = |g: &Graph| {
+            g.nodes
+                .iter()
+                .any(|n| matches!(n.op, mvi::graph::Op::LikPoint(..)))
+        };
         assert!(has(&fused) && !has(&plain), "{}: fusion switch", case.0);
         let (cf, cp) = (lift_consts::<f64>(&fused), lift_consts::<f64>(&plain));
         let rf = reverse::value_grad(&fused, &cf, &[t], &big, s);

@@ -124,6 +124,40 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         x.iter().map(|&v| crate::graph::eval::unary(f, v)).collect()
     }
 
+    /// `out`ᵢ = log σ(sᵢηᵢ) (sᵢ = +1 where yᵢ = 1, −1 where yᵢ = 0): one column of the
+    /// per-observation `bernoulli_logit` log-likelihood, with the partials sᵢ σ(−sᵢηᵢ) in
+    /// `d` when given. f64 overrides it with the SIMD kernels of [`vmath`].
+    fn bernoulli_logit_point(y: &[Self], eta: &[Self], out: &mut [Self], d: Option<&mut [Self]>) {
+        let term = |y: Self, e: Self| {
+            if y.real() > 0.5 {
+                e.log_sigmoid_d()
+            } else {
+                let (v, d) = (-e).log_sigmoid_d();
+                (v, -d)
+            }
+        };
+        match d {
+            Some(d) => {
+                for (((o, d), &y), &e) in out.iter_mut().zip(d).zip(y).zip(eta) {
+                    (*o, *d) = term(y, e);
+                }
+            }
+            None => {
+                for ((o, &y), &e) in out.iter_mut().zip(y).zip(eta) {
+                    *o = term(y, e).0;
+                }
+            }
+        }
+    }
+
+    /// x ← log(1 + x) for every entry (x ≥ 0 in the callers). f64 overrides it with the
+    /// SIMD kernel of [`vmath`].
+    fn ln_1p_in_place(x: &mut [Self]) {
+        for v in x {
+            *v = v.ln_1p();
+        }
+    }
+
     /// φ(x)/Φ(x), the derivative of log Φ.
     fn dlog_phi(self) -> Self {
         let x = self.real();
@@ -164,6 +198,27 @@ impl Scalar for f64 {
         vmath::bernoulli_logit_sum(y, eta, d)
     }
 
+    fn bernoulli_logit_point(y: &[f64], eta: &[f64], out: &mut [f64], d: Option<&mut [f64]>) {
+        for ((o, &y), &e) in out.iter_mut().zip(y).zip(eta) {
+            *o = if y > 0.5 { e } else { -e };
+        }
+        if let Some(d) = d {
+            // sᵢ σ(−xᵢ) with xᵢ = sᵢηᵢ
+            for (d, &x) in d.iter_mut().zip(out.iter()) {
+                *d = -x;
+            }
+            vmath::map_in_place(vmath::Map::Sigmoid, d);
+            for (d, &y) in d.iter_mut().zip(y) {
+                *d = if y > 0.5 { *d } else { -*d };
+            }
+        }
+        vmath::map_in_place(vmath::Map::LogSigmoid, out);
+    }
+
+    fn ln_1p_in_place(x: &mut [f64]) {
+        vmath::map_in_place(vmath::Map::Ln1p, x);
+    }
+
     fn unary_slice(f: crate::graph::Fun1, x: &[f64]) -> Vec<f64> {
         use crate::graph::Fun1;
         let kernel = match f {
@@ -175,8 +230,8 @@ impl Scalar for f64 {
             Fun1::Log1mInvLogit => vmath::Map::LogOneMinusSigmoid,
             _ => return x.iter().map(|&v| crate::graph::eval::unary(f, v)).collect(),
         };
-        let mut out = vec![0.0; x.len()];
-        vmath::map(kernel, x, &mut out);
+        let mut out = x.to_vec();
+        vmath::map_in_place(kernel, &mut out);
         out
     }
 

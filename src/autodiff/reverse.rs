@@ -233,7 +233,10 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
         Op::Cholesky(a) => back_cholesky(y, ybar, &mut adj[a.0], shape.rows(), s),
         Op::TriSolve(l, b) => back_tri_solve(tape, *l, *b, y, ybar, adj, shape.rows(), shape.cols()),
         Op::Support { .. } => {}
-        Op::LikSum(_, ids) => crate::graph::fused::backprop(tape, k, ids, ybar, adj),
+        Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
+            let mode = crate::graph::eval::fused_output(&tape.graph.nodes[k].op);
+            crate::graph::fused::backprop(tape, k, ids, ybar, adj, mode);
+        }
     }
 }
 

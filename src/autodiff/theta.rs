@@ -191,8 +191,9 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
             }
         }
         Op::Support { .. } => {}
-        Op::LikSum(_, ids) => {
-            out = crate::graph::fused::tangent(tape, k, ids, p, |id, size, i, q| at(t, id, size, i, q));
+        Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
+            let mode = crate::graph::eval::fused_output(&tape.graph.nodes[k].op);
+            out = crate::graph::fused::tangent(tape, k, ids, p, mode, |id, size, i, q| at(t, id, size, i, q));
         }
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Cholesky(_) | Op::TriSolve(..) => {
             unreachable!("inputs are handled by `tangents`; Cholesky and solves are excluded by `supported`")

@@ -14,6 +14,10 @@
 //!   2s + s·R(s²), R(z) = Σ 2zᵏ/(2k + 1) to k = 10 (truncation below 2⁻⁵⁸ relative), and
 //!   2s is rewritten as f − ½f² + s·½f² so that the leading term f is not rounded.
 
+// Index loops on purpose: iterator adaptors (zip, for_each) are separate functions that the
+// target-feature copies of the kernels call instead of inlining, which defeats the SIMD code.
+#![allow(clippy::needless_range_loop)]
+
 /// 1.5·2⁵²: adding it rounds a double of magnitude below 2⁵¹ to an integer, kept in the
 /// low mantissa bits.
 const SHIFTER: f64 = 6_755_399_441_055_744.0;
@@ -253,48 +257,54 @@ pub enum Map {
 }
 
 #[inline(always)]
-fn map_generic<const F: bool>(f: Map, x: &[f64], out: &mut [f64]) {
+fn map_in_place_generic<const F: bool>(f: Map, x: &mut [f64]) {
     // index loops, not iterator adaptors: those are separate functions that the
     // target-feature copies would call instead of inlining
     let n = x.len();
-    let out = &mut out[..n];
     match f {
         Map::Exp => {
             for i in 0..n {
-                out[i] = exp_impl::<F>(x[i]);
+                x[i] = exp_impl::<F>(x[i]);
             }
         }
         Map::Ln => {
             for i in 0..n {
-                out[i] = ln_impl::<F>(x[i]);
+                x[i] = ln_impl::<F>(x[i]);
             }
         }
         Map::Ln1p => {
             for i in 0..n {
-                out[i] = ln_1p_impl::<F>(x[i]);
+                x[i] = ln_1p_impl::<F>(x[i]);
             }
         }
         Map::Sigmoid => {
             for i in 0..n {
-                out[i] = sigmoid_impl::<F>(x[i]);
+                x[i] = sigmoid_impl::<F>(x[i]);
             }
         }
         Map::LogSigmoid => {
             for i in 0..n {
-                out[i] = log_sigmoid_impl::<F>(x[i]);
+                x[i] = log_sigmoid_impl::<F>(x[i]);
             }
         }
         Map::LogOneMinusSigmoid => {
             for i in 0..n {
-                out[i] = log_sigmoid_impl::<F>(-x[i]);
+                x[i] = log_sigmoid_impl::<F>(-x[i]);
             }
         }
     }
 }
 
 dispatch! {
-    /// out[i] = f(x[i]) for every i (`out` at least as long as `x`).
-    pub fn map(f: Map, x: &[f64], out: &mut [f64]) => map_generic
+    /// x[i] ← f(x[i]) for every i.
+    pub fn map_in_place(f: Map, x: &mut [f64]) => map_in_place_generic
+}
+
+/// out[i] = f(x[i]) for every i (`out` at least as long as `x`).
+pub fn map(f: Map, x: &[f64], out: &mut [f64]) {
+    let out = &mut out[..x.len()];
+    out.copy_from_slice(x);
+    map_in_place(f, out);
 }
 
 /// Sum with eight independent accumulators (vectorisable; the order differs from a

@@ -105,6 +105,11 @@ fn check_arity(e: &Entry, args: &[NodeId]) -> Result<(), Error> {
 pub fn pointwise(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> R {
     let e = entry(dist)?;
     check_arity(e, args)?;
+    if !g.unfused {
+        if let Some(id) = fused_lik(g, dist, x, args, false) {
+            return Ok(id);
+        }
+    }
     (e.lpdf)(g, x, args)
 }
 
@@ -115,7 +120,7 @@ pub fn pointwise(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> R {
 pub fn lpdf(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> R {
     if !g.unfused {
         check_arity(entry(dist)?, args)?;
-        if let Some(id) = fused_lpdf(g, dist, x, args) {
+        if let Some(id) = fused_lik(g, dist, x, args, true) {
             return Ok(id);
         }
     }
@@ -130,31 +135,46 @@ fn broadcasts(g: &Graph, a: NodeId, b: NodeId) -> bool {
     sa == Shape::Scalar || sb == Shape::Scalar || sa == sb
 }
 
-/// The summed log density as one fused [`Op::LikSum`](crate::graph::Op::LikSum) node, for
-/// the families and argument shapes that have one; `None` otherwise (the caller builds the
-/// elementary nodes). Equal to the unfused sum up to rounding (tests/derivatives.rs).
-fn fused_lpdf(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId]) -> Option<NodeId> {
+/// The log density as one fused node, for the families and argument shapes that have one:
+/// summed ([`Op::LikSum`](crate::graph::Op::LikSum)) when `sum`, else per observation
+/// ([`Op::LikPoint`](crate::graph::Op::LikPoint)); `None` otherwise (the caller builds the
+/// elementary nodes). Equal to the unfused nodes up to rounding (tests/derivatives.rs).
+fn fused_lik(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId], sum: bool) -> Option<NodeId> {
     use crate::graph::Lik;
     let data = g.const_value(x);
+    let node = |g: &mut Graph, lik: Lik, a: &[NodeId]| {
+        if sum {
+            g.lik_sum(lik, a)
+        } else {
+            g.lik_point(lik, a)
+        }
+    };
     match dist {
         "bernoulli_logit" if broadcasts(g, x, args[0]) => {
             #[allow(clippy::float_cmp)] // labels are exactly 0 or 1 (else: unfused, checked at binding)
             let labels = data?.iter().all(|&v| v == 0.0 || v == 1.0);
-            labels.then(|| g.lik_sum(Lik::BernoulliLogit, &[x, args[0]]))
+            labels.then(|| node(g, Lik::BernoulliLogit, &[x, args[0]]))
         }
         "poisson_log" if broadcasts(g, x, args[0]) => {
             let k = data?.to_vec();
             let n = g.shape(x).size().max(g.shape(args[0]).size());
-            // −Σ log k!, a constant: broadcast over the observations as the unfused sum does
-            let lf: f64 = (0..n)
+            // −log k!, a constant: broadcast over the observations as the unfused nodes do
+            let lf: Vec<f64> = (0..n)
                 .map(|i| -crate::autodiff::special::lgamma(k[if k.len() == 1 { 0 } else { i }] + 1.0))
-                .sum();
-            let main = g.lik_sum(Lik::PoissonLog, &[x, args[0]]);
-            let c = g.scalar(lf);
+                .collect();
+            let main = node(g, Lik::PoissonLog, &[x, args[0]]);
+            let c = if sum {
+                g.scalar(lf.iter().sum())
+            } else {
+                g.constant(g.shape(main), lf)
+            };
             g.add_nodes(main, c).ok()
         }
         "normal" if g.shape(args[1]) == Shape::Scalar && broadcasts(g, x, args[0]) => {
-            Some(g.lik_sum(Lik::Normal, &[x, args[0], args[1]]))
+            Some(node(g, Lik::Normal, &[x, args[0], args[1]]))
+        }
+        "cauchy" if g.shape(args[1]) == Shape::Scalar && broadcasts(g, x, args[0]) => {
+            Some(node(g, Lik::Cauchy, &[x, args[0], args[1]]))
         }
         _ => None,
     }

@@ -21,7 +21,7 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         | Op::Cholesky(a) => vec![*a],
         Op::Support { x, .. } => vec![*x],
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
-        Op::Pack(ids) | Op::LikSum(_, ids) => ids.clone(),
+        Op::Pack(ids) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => ids.clone(),
         Op::Ternary(_, ids) => ids.to_vec(),
     }
 }
@@ -499,6 +499,13 @@ impl Graph {
     /// each of one size or one value); constant-folded when every operand is constant.
     pub fn lik_sum(&mut self, lik: super::Lik, args: &[NodeId]) -> NodeId {
         self.add(Op::LikSum(lik, args.to_vec()), Shape::Scalar)
+    }
+
+    /// The per-observation log densities of a fused likelihood (a vector of the largest
+    /// operand's size), for `predict`.
+    pub fn lik_point(&mut self, lik: super::Lik, args: &[NodeId]) -> NodeId {
+        let n = args.iter().map(|&a| self.shape(a).size()).max().unwrap_or(1);
+        self.add(Op::LikPoint(lik, args.to_vec()), Shape::Vector(n))
     }
 
     /// 0 when every entry of x lies in the interval, −∞ otherwise.

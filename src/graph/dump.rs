@@ -68,6 +68,7 @@ fn op_text(op: &Op) -> String {
         }
         Op::Pack(v) => format!("pack {}", ids(v)),
         Op::LikSum(l, v) => format!("lik_sum {} {}", l.name(), ids(v)),
+        Op::LikPoint(l, v) => format!("lik_point {} {}", l.name(), ids(v)),
         Op::Sum(a) => format!("sum %{}", a.0),
         Op::LogSumExp(a) => format!("log_sum_exp %{}", a.0),
         Op::LogSumExpRows(a) => format!("log_sum_exp_rows %{}", a.0),

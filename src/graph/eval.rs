@@ -152,13 +152,36 @@ pub fn theta_frontier(graph: &Graph, batched: &[bool]) -> Vec<bool> {
 }
 
 /// Evaluate every node at the S columns of `w` (D×S column-major) and θ; nodes that do not
-/// depend on w are evaluated once.
+/// depend on w are evaluated once. The tape keeps what the reverse sweep needs.
 pub fn forward<'a, T: Scalar>(
     graph: &'a Graph,
     consts: &'a [Cow<'a, [T]>],
     theta: &[T],
     w: &[T],
     s: usize,
+) -> Tape<'a, T> {
+    forward_with(graph, consts, theta, w, s, true)
+}
+
+/// [`forward`] for values only: the fused likelihoods skip their partial derivatives, so
+/// the tape cannot be swept in reverse (`predict`).
+pub fn forward_values<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+) -> Tape<'a, T> {
+    forward_with(graph, consts, theta, w, s, false)
+}
+
+fn forward_with<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+    partials: bool,
 ) -> Tape<'a, T> {
     let mut tape = Tape {
         graph,
@@ -172,10 +195,11 @@ pub fn forward<'a, T: Scalar>(
         let mut aux = Vec::new();
         let v = match &node.op {
             Op::Const(_) => Vec::new(),
-            Op::LikSum(lik, ids) => {
+            Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
                 let args: Vec<Arg<T>> = ids.iter().map(|&i| tape.arg(i)).collect();
                 let cols = if tape.batched[k] { s } else { 1 };
-                super::fused::forward(*lik, &args, cols, Some(&mut aux))
+                let aux = partials.then_some(&mut aux);
+                super::fused::forward(*lik, &args, cols, aux, fused_output(&node.op))
             }
             Op::Param { offset } => slice_columns(w, graph.dim, *offset, node.shape.size(), s),
             Op::Hyper { offset } => theta[*offset..*offset + node.shape.size()].to_vec(),
@@ -251,9 +275,9 @@ pub(crate) fn eval_op<'b, T: Scalar>(
                 .flat_map(|c| tri_solve(l.col(c), b.col(c), m, shape.cols()))
                 .collect()
         }
-        Op::LikSum(lik, ids) => {
+        Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
             let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
-            super::fused::forward(*lik, &args, s, None)
+            super::fused::forward(*lik, &args, s, None, fused_output(op))
         }
         Op::Support {
             x,
@@ -272,6 +296,15 @@ pub(crate) fn eval_op<'b, T: Scalar>(
                 })
                 .collect()
         }
+    }
+}
+
+/// Whether a fused likelihood node sums its observations or keeps them.
+pub(crate) fn fused_output(op: &Op) -> super::fused::Output {
+    if matches!(op, Op::LikPoint(..)) {
+        super::fused::Output::Pointwise
+    } else {
+        super::fused::Output::Sum
     }
 }
 

@@ -1,5 +1,6 @@
 //! Fused likelihood nodes ([`Op::LikSum`](super::Op::LikSum)): the summed log density of
-//! `bernoulli_logit`, `poisson_log` and `normal` (one σ) in one pass over the observations.
+//! `bernoulli_logit`, `poisson_log`, `normal` and `cauchy` (one σ) in one pass over the
+//! observations.
 //!
 //! Input: the operands of a [`Lik`] node (the outcome first), each with one entry per
 //! observation or one value for all. Output: the sum per batch column and, in the same pass,
@@ -7,7 +8,8 @@
 //! constant (the "aux" blocks of the tape, n × S each), so the reverse sweep is one
 //! multiply-add per entry. Everything is generic over [`Scalar`], so forward-over-reverse H·v
 //! (`Dual64`) and the all-forward reference (`HyperDual64`) run the same code; f64 takes the
-//! fast log σ of [`Scalar::log_sigmoid_d`].
+//! SIMD kernels of [`crate::autodiff::vmath`] through [`Scalar::bernoulli_logit_col`] and
+//! [`Scalar::ln_1p_in_place`].
 
 use super::eval::{Arg, Tape};
 use super::{Lik, NodeId};
@@ -29,13 +31,57 @@ fn pick<T: Copy>(x: &[T], i: usize) -> T {
     }
 }
 
-/// The summed log density at each of `s` columns; with `aux`, also the per-observation
-/// partials (one n × s block per non-constant operand, in operand order).
+/// What a fused node returns per column: the summed log density ([`Op::LikSum`]) or every
+/// observation's log density ([`Op::LikPoint`], n values per column, for `predict`).
+///
+/// [`Op::LikSum`]: super::Op::LikSum
+/// [`Op::LikPoint`]: super::Op::LikPoint
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// One value per column.
+    Sum,
+    /// n values per column.
+    Pointwise,
+}
+
+/// Collects each column's per-observation values as [`Output`] asks.
+struct Collect<T> {
+    out: Vec<T>,
+    mode: Output,
+}
+
+impl<T: Scalar> Collect<T> {
+    fn new(mode: Output, n: usize, s: usize) -> Self {
+        let cap = if mode == Output::Sum { s } else { n * s };
+        Collect {
+            out: Vec::with_capacity(cap),
+            mode,
+        }
+    }
+
+    fn column(&mut self, values: &[T]) {
+        match self.mode {
+            Output::Sum => self.out.push(values.iter().copied().sum()),
+            Output::Pointwise => self.out.extend_from_slice(values),
+        }
+    }
+
+    /// A column outside the support: −∞ (each observation, or the sum).
+    fn impossible(&mut self, n: usize) {
+        let k = if self.mode == Output::Sum { 1 } else { n };
+        self.out
+            .extend(std::iter::repeat_n(T::from(f64::NEG_INFINITY), k));
+    }
+}
+
+/// The log density at each of `s` columns, summed or per observation; with `aux`, also the
+/// per-observation partials (one n × s block per non-constant operand, in operand order).
 pub(crate) fn forward<T: Scalar>(
     lik: Lik,
     args: &[Arg<'_, T>],
     s: usize,
     aux: Option<&mut Vec<T>>,
+    mode: Output,
 ) -> Vec<T> {
     let n = obs_count(args);
     let blocks = args.iter().filter(|a| !a.constant).count();
@@ -44,21 +90,45 @@ pub(crate) fn forward<T: Scalar>(
         v.resize(blocks * n * s, T::zero());
         v.as_mut_slice()
     });
+    let mut out = Collect::new(mode, n, s);
     match lik {
         Lik::BernoulliLogit => {
             let [y, eta] = two(args);
-            bernoulli_logit(y, eta, n, s, aux.as_deref_mut())
+            let parts = aux.as_deref_mut().filter(|_| !eta.constant);
+            if y.size == n && eta.size == n {
+                if mode == Output::Sum {
+                    return bernoulli_logit_sums(y, eta, n, s, parts);
+                }
+                let mut parts = parts;
+                let mut values = vec![T::zero(); n];
+                for c in 0..s {
+                    let d = parts.as_deref_mut().map(|p| &mut p[c * n..(c + 1) * n]);
+                    T::bernoulli_logit_point(y.col(c), eta.col(c), &mut values, d);
+                    out.column(&values);
+                }
+                return out.out;
+            }
+            run(y, eta, n, s, parts, &mut out, |y, e| {
+                if y.real() > 0.5 {
+                    e.log_sigmoid_d()
+                } else {
+                    let (v, d) = (-e).log_sigmoid_d();
+                    (v, -d)
+                }
+            });
         }
         Lik::PoissonLog => {
             let [k, alpha] = two(args);
             let parts = aux.as_deref_mut().filter(|_| !alpha.constant);
-            run(k, alpha, n, s, parts, |k, a| {
+            run(k, alpha, n, s, parts, &mut out, |k, a| {
                 let e = a.exp();
                 (k * a - e, k - e)
-            })
+            });
         }
-        Lik::Normal => normal(args, n, s, aux),
+        Lik::Normal => location_scale(args, n, s, aux, &mut out, normal_terms),
+        Lik::Cauchy => location_scale(args, n, s, aux, &mut out, cauchy_terms),
     }
+    out.out
 }
 
 fn two<'a, 'b, T>(args: &'b [Arg<'a, T>]) -> [Arg<'a, T>; 2]
@@ -68,69 +138,103 @@ where
     [args[0], args[1]]
 }
 
-/// Σ f(y, x) over the observations of each column for a constant outcome y, writing ∂f/∂x
-/// to `parts` (n × s) when given.
+/// f(y, x) over the observations of each column for a constant outcome y, collected into
+/// `out`, writing ∂f/∂x to `parts` (n × s) when given.
 fn run<T: Scalar>(
     y: Arg<'_, T>,
     x: Arg<'_, T>,
     n: usize,
     s: usize,
     mut parts: Option<&mut [T]>,
+    out: &mut Collect<T>,
     f: impl Fn(T, T) -> (T, T),
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(s);
+) {
+    let mut values = vec![T::zero(); n];
     for c in 0..s {
         let (yc, xc) = (y.col(c), x.col(c));
-        let mut sum = T::zero();
         match parts.as_deref_mut() {
             Some(p) => {
                 let pc = &mut p[c * n..(c + 1) * n];
-                for (i, d) in pc.iter_mut().enumerate() {
-                    let (v, dv) = f(pick(yc, i), pick(xc, i));
-                    sum += v;
-                    *d = dv;
+                for (i, (v, d)) in values.iter_mut().zip(pc.iter_mut()).enumerate() {
+                    (*v, *d) = f(pick(yc, i), pick(xc, i));
                 }
             }
             None => {
-                for i in 0..n {
-                    sum += f(pick(yc, i), pick(xc, i)).0;
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v = f(pick(yc, i), pick(xc, i)).0;
                 }
             }
         }
-        out.push(sum);
+        out.column(&values);
     }
-    out
 }
 
-/// log σ((2y − 1)η) and its η-partial (2y − 1) σ(−(2y − 1)η).
-fn bernoulli_logit<T: Scalar>(
+/// Σ log σ((2y − 1)η) per column through [`Scalar::bernoulli_logit_col`] (f64: the SIMD
+/// kernel), with the η-partials (2y − 1) σ(−(2y − 1)η) when asked.
+fn bernoulli_logit_sums<T: Scalar>(
     y: Arg<'_, T>,
     eta: Arg<'_, T>,
     n: usize,
     s: usize,
-    aux: Option<&mut [T]>,
+    mut parts: Option<&mut [T]>,
 ) -> Vec<T> {
-    let mut parts = aux.filter(|_| !eta.constant);
-    if y.size == n && eta.size == n {
-        return (0..s)
-            .map(|c| {
-                let d = parts.as_deref_mut().map(|p| &mut p[c * n..(c + 1) * n]);
-                T::bernoulli_logit_col(y.col(c), eta.col(c), d)
-            })
-            .collect();
-    }
-    run(y, eta, n, s, parts, |y, e| {
-        if y.real() > 0.5 {
-            e.log_sigmoid_d()
-        } else {
-            let (v, d) = (-e).log_sigmoid_d();
-            (v, -d)
-        }
-    })
+    (0..s)
+        .map(|c| {
+            let d = parts.as_deref_mut().map(|p| &mut p[c * n..(c + 1) * n]);
+            T::bernoulli_logit_col(y.col(c), eta.col(c), d)
+        })
+        .collect()
 }
 
-/// −½z² − log σ − ½ log 2π with z = (x − μ)/σ; partials −z/σ, z/σ, (z² − 1)/σ.
-fn normal<T: Scalar>(args: &[Arg<'_, T>], n: usize, s: usize, mut aux: Option<&mut [T]>) -> Vec<T> {
+/// A location-scale family's terms at one column: given z = (x − μ)/σ for every
+/// observation, log σ and 1/σ, overwrites `z` with each observation's log density and,
+/// when `partials`, writes ∂/∂x (= −∂/∂μ) to `dx` and ∂/∂σ to `ds`.
+type Terms<T> = fn(z: &mut [T], log_sigma: T, inv_sigma: T, partials: bool, dx: &mut [T], ds: &mut [T]);
+
+/// −½z² − log σ − ½ log 2π; partials −z/σ (x), z/σ (μ), (z² − 1)/σ (σ).
+fn normal_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
+    let c = T::from(-HALF_LOG_2PI) - ls;
+    let half = T::from(-0.5);
+    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
+        let z2 = *z * *z;
+        if partials {
+            *dx = -(*z * inv);
+            *ds = (z2 - T::one()) * inv;
+        }
+        *z = c + half * z2;
+    }
+}
+
+/// −log π − log σ − log(1 + z²); partials −2z/(σ(1 + z²)) (x), the negative (μ),
+/// (z² − 1)/(σ(1 + z²)) (σ). The logs come from [`Scalar::ln_1p_in_place`] over the column.
+fn cauchy_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
+    let c = T::from(-std::f64::consts::PI.ln()) - ls;
+    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
+        let z2 = *z * *z;
+        if partials {
+            let r = inv / (T::one() + z2);
+            *dx = -(*z * r) * T::from(2.0);
+            *ds = (z2 - T::one()) * r;
+        }
+        *z = z2;
+    }
+    T::ln_1p_in_place(z);
+    for v in z.iter_mut() {
+        *v = c - *v;
+    }
+}
+
+/// A location-scale family with one σ (arguments [x, μ, σ]): −∞ where σ ≤ 0 (or NaN), as
+/// the unfused support check; partials ∂x, −∂x (μ) and ∂σ in the aux blocks of the
+/// non-constant operands.
+fn location_scale<T: Scalar>(
+    args: &[Arg<'_, T>],
+    n: usize,
+    s: usize,
+    mut aux: Option<&mut [T]>,
+    out: &mut Collect<T>,
+    terms: Terms<T>,
+) {
     let [x, mu, sigma] = [args[0], args[1], args[2]];
     // aux block of each non-constant operand
     let mut slot = [None; 3];
@@ -141,50 +245,58 @@ fn normal<T: Scalar>(args: &[Arg<'_, T>], n: usize, s: usize, mut aux: Option<&m
             b += 1;
         }
     }
-    let (half, c0) = (T::from(-0.5), T::from(-HALF_LOG_2PI));
-    let mut out = Vec::with_capacity(s);
+    let partials = aux.is_some();
+    let (mut z, mut dx, mut ds) = (vec![T::zero(); n], vec![T::zero(); n], vec![T::zero(); n]);
     for c in 0..s {
         let sd = sigma.at(0, c);
-        // σ ≤ 0 or NaN: outside the support, as the unfused `support` check
         if sd.real().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-            out.push(T::from(f64::NEG_INFINITY));
+            out.impossible(n);
             continue;
         }
         let (ls, inv) = (sd.ln(), sd.recip());
         let (xc, mc) = (x.col(c), mu.col(c));
-        let mut sum = T::zero();
-        for i in 0..n {
-            let z = (pick(xc, i) - pick(mc, i)) * inv;
-            sum += (c0 + half * (z * z)) - ls;
-            if let Some(a) = aux.as_deref_mut() {
-                let dz = z * inv;
-                let partial = [-dz, dz, (z * z - T::one()) * inv];
-                for (j, p) in partial.into_iter().enumerate() {
-                    if let Some(off) = slot[j] {
-                        a[off + i + c * n] = p;
-                    }
+        for (i, z) in z.iter_mut().enumerate() {
+            *z = (pick(xc, i) - pick(mc, i)) * inv;
+        }
+        terms(&mut z, ls, inv, partials, &mut dx, &mut ds);
+        out.column(&z);
+        if let Some(a) = aux.as_deref_mut() {
+            let col = |j: usize| slot[j].map(|off| off + c * n);
+            if let Some(o) = col(0) {
+                a[o..o + n].copy_from_slice(&dx);
+            }
+            if let Some(o) = col(1) {
+                for (p, &d) in a[o..o + n].iter_mut().zip(&dx) {
+                    *p = -d;
                 }
             }
+            if let Some(o) = col(2) {
+                a[o..o + n].copy_from_slice(&ds);
+            }
         }
-        out.push(sum);
     }
-    out
 }
 
 /// Reverse rule: x̄ += ȳ · ∂/∂x per observation (summed over observations for an operand
-/// with one value), from the partials cached by the forward pass.
+/// with one value), from the partials cached by the forward pass; ȳ has one entry per
+/// column ([`Output::Sum`]) or per observation and column ([`Output::Pointwise`]).
 pub(crate) fn backprop<T: Scalar>(
     tape: &Tape<'_, T>,
     k: usize,
     ids: &[NodeId],
     ybar: &[T],
     adj: &mut [Vec<T>],
+    mode: Output,
 ) {
     let args: Vec<Arg<'_, T>> = ids.iter().map(|&i| tape.arg(i)).collect();
     let n = obs_count(&args);
     let s = tape.s;
     // a node that does not depend on w cached its partials for one column
     let cols = if tape.is_batched(NodeId(k)) { s } else { 1 };
+    let yb = |i: usize, c: usize| match mode {
+        Output::Sum => ybar[c],
+        Output::Pointwise => ybar[i + c * n],
+    };
     let aux = &tape.aux[k];
     let mut block = 0;
     for (a, id) in args.iter().zip(ids) {
@@ -197,33 +309,40 @@ pub(crate) fn backprop<T: Scalar>(
         if xbar.is_empty() {
             continue;
         }
-        for (c, &yb) in ybar.iter().enumerate().take(s) {
+        let ycols = if mode == Output::Sum {
+            ybar.len()
+        } else {
+            ybar.len() / n.max(1)
+        };
+        for c in 0..s.min(ycols) {
             let pc = &part[(c % cols) * n..(c % cols + 1) * n];
             if a.size == n {
-                for (o, &p) in xbar[c * n..(c + 1) * n].iter_mut().zip(pc) {
-                    *o += yb * p;
+                for (i, (o, &p)) in xbar[c * n..(c + 1) * n].iter_mut().zip(pc).enumerate() {
+                    *o += yb(i, c) * p;
                 }
             } else {
-                let total: T = pc.iter().copied().sum();
-                xbar[c] += yb * total;
+                let total: T = pc.iter().enumerate().map(|(i, &p)| yb(i, c) * p).sum();
+                xbar[c] += total;
             }
         }
     }
 }
 
-/// The tangent of a node that does not depend on w: ẏ_q = Σ_x Σ_i ∂f/∂x_i · ẋ_{i,q}, with
-/// `tangent(id, i, q)` the operand's tangent entries.
+/// The tangent of a node that does not depend on w: ẏ_q = Σ_x Σ_i ∂f/∂x_i · ẋ_{i,q}
+/// ([`Output::Sum`]) or ẏ_{i,q} = Σ_x ∂f/∂x_i · ẋ_{i,q} ([`Output::Pointwise`], entry
+/// i + q·n), with `tangent(id, size, i, q)` the operand's tangent entries.
 pub(crate) fn tangent<T: Scalar>(
     tape: &Tape<'_, T>,
     k: usize,
     ids: &[NodeId],
     p: usize,
+    mode: Output,
     tangent: impl Fn(NodeId, usize, usize, usize) -> T,
 ) -> Vec<T> {
     let args: Vec<Arg<'_, T>> = ids.iter().map(|&i| tape.arg(i)).collect();
     let n = obs_count(&args);
     let aux = &tape.aux[k];
-    let mut out = vec![T::zero(); p];
+    let mut out = vec![T::zero(); if mode == Output::Sum { p } else { n * p }];
     let mut block = 0;
     for (a, &id) in args.iter().zip(ids) {
         if a.constant {
@@ -233,8 +352,9 @@ pub(crate) fn tangent<T: Scalar>(
         block += 1;
         for (i, &d) in part.iter().enumerate() {
             let ia = if a.size == 1 { 0 } else { i };
-            for (q, o) in out.iter_mut().enumerate() {
-                *o += d * tangent(id, a.size, ia, q);
+            for q in 0..p {
+                let o = if mode == Output::Sum { q } else { i + q * n };
+                out[o] += d * tangent(id, a.size, ia, q);
             }
         }
     }

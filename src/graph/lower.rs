@@ -336,6 +336,7 @@ fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
         Op::Gather(a, idx) => Op::Gather(m(a), idx),
         Op::Pack(ids) => Op::Pack(ids.into_iter().map(m).collect()),
         Op::LikSum(l, ids) => Op::LikSum(l, ids.into_iter().map(m).collect()),
+        Op::LikPoint(l, ids) => Op::LikPoint(l, ids.into_iter().map(m).collect()),
         Op::Sum(a) => Op::Sum(m(a)),
         Op::LogSumExp(a) => Op::LogSumExp(m(a)),
         Op::LogSumExpRows(a) => Op::LogSumExpRows(m(a)),

@@ -126,6 +126,9 @@ pub enum Lik {
     /// Σ (−½ z² − log σ − ½ log 2π) with z = (x − μ)/σ: arguments [x, μ, σ], σ one value
     /// (−∞ when σ ≤ 0).
     Normal,
+    /// Σ (−log π − log σ − log(1 + z²)) with z = (x − μ)/σ: arguments [x, μ, σ], σ one
+    /// value (−∞ when σ ≤ 0).
+    Cauchy,
 }
 
 impl Lik {
@@ -135,6 +138,7 @@ impl Lik {
             Lik::BernoulliLogit => "bernoulli_logit",
             Lik::PoissonLog => "poisson_log",
             Lik::Normal => "normal",
+            Lik::Cauchy => "cauchy",
         }
     }
 }
@@ -196,6 +200,9 @@ pub enum Op {
     /// The summed log density of a likelihood over all observations, fused (see [`Lik`]);
     /// each argument has one entry per observation or one value for all.
     LikSum(Lik, Vec<NodeId>),
+    /// The log density of a likelihood at each observation, fused (a vector with one entry
+    /// per observation; `predict`'s pointwise log-likelihoods), arguments as [`Op::LikSum`].
+    LikPoint(Lik, Vec<NodeId>),
 }
 
 /// The index in a [`Op::Gather`] list that stands for the value 0.

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-use super::eval::{clean, forward, lift_consts, CHUNK};
+use super::eval::{clean, forward_values, lift_consts, CHUNK};
 use super::{Graph, NodeId, Observed};
 use crate::autodiff::vmath;
 
@@ -146,7 +146,7 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
         .par_iter()
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
-            let tape = forward(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0);
+            let tape = forward_values(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0);
             let value = |id: NodeId| -> Cow<'_, [f64]> {
                 let a = tape.arg(id);
                 if a.batched {
@@ -175,10 +175,15 @@ fn reduce_block<'v>(g: &Graph, cols: usize, value: impl Fn(NodeId) -> Cow<'v, [f
         .map(|p| (g.shape(p.loglik).size(), value(p.loglik)))
         .collect();
     let rows: usize = lls.iter().map(|(n, _)| n).sum();
-    let mut stacked = Vec::with_capacity(rows * cols);
+    let mut stacked = vec![0.0; rows * cols];
+    let mut at = 0;
     for c in 0..cols {
         for (n, v) in &lls {
-            stacked.extend(v[c * n..(c + 1) * n].iter().map(|&x| clean(x)));
+            let (dst, src) = (&mut stacked[at..at + n], &v[c * n..(c + 1) * n]);
+            for i in 0..*n {
+                dst[i] = clean(src[i]);
+            }
+            at += n;
         }
     }
     let joint = stacked.chunks_exact(rows.max(1)).map(vmath::sum_lanes).collect();
