@@ -154,10 +154,9 @@ fn ln_1p_impl<const F: bool>(x: f64) -> f64 {
     let u = 1.0 + x;
     let d = u - 1.0;
     let v = ln_impl::<F>(u) * (x / d);
-    if d == 0.0 {
+    // 1 + x overflows only at x = +∞ (then x/d is NaN); for x ≥ 2⁵³, d = x and v = log x
+    if d == 0.0 || x == f64::INFINITY {
         x
-    } else if u == f64::INFINITY {
-        ln_impl::<F>(x)
     } else {
         v
     }
