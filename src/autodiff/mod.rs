@@ -150,6 +150,20 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         }
     }
 
+    /// x ← eˣ for every entry. f64 overrides it with the SIMD kernel of [`vmath`].
+    fn exp_in_place(x: &mut [Self]) {
+        for v in x {
+            *v = v.exp();
+        }
+    }
+
+    /// x ← log x for every entry. f64 overrides it with the SIMD kernel of [`vmath`].
+    fn ln_in_place(x: &mut [Self]) {
+        for v in x {
+            *v = v.ln();
+        }
+    }
+
     /// x ← log(1 + x) for every entry (x ≥ 0 in the callers). f64 overrides it with the
     /// SIMD kernel of [`vmath`].
     fn ln_1p_in_place(x: &mut [Self]) {
@@ -213,6 +227,14 @@ impl Scalar for f64 {
             }
         }
         vmath::map_in_place(vmath::Map::LogSigmoid, out);
+    }
+
+    fn exp_in_place(x: &mut [f64]) {
+        vmath::map_in_place(vmath::Map::Exp, x);
+    }
+
+    fn ln_in_place(x: &mut [f64]) {
+        vmath::map_in_place(vmath::Map::Ln, x);
     }
 
     fn ln_1p_in_place(x: &mut [f64]) {

@@ -170,6 +170,18 @@ fn fused_lik(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId], sum: bool) -
             };
             g.add_nodes(main, c).ok()
         }
+        "categorical_logit" if sum => {
+            // labels 1..K of N rows against an N×K matrix of logits (else: unfused, which
+            // also reports bad labels)
+            let Shape::Matrix(n, k) = g.shape(args[0]) else {
+                return None;
+            };
+            let ok = data?.len() == n
+                && data?
+                    .iter()
+                    .all(|&v| v >= 1.0 && v <= k as f64 && v.fract() == 0.0);
+            ok.then(|| node(g, Lik::CategoricalLogit, &[x, args[0]]))
+        }
         "normal" if g.shape(args[1]) == Shape::Scalar && broadcasts(g, x, args[0]) => {
             Some(node(g, Lik::Normal, &[x, args[0], args[1]]))
         }

@@ -125,6 +125,7 @@ pub(crate) fn forward<T: Scalar>(
                 (k * a - e, k - e)
             });
         }
+        Lik::CategoricalLogit => categorical_logit(args, s, aux, &mut out),
         Lik::Normal => location_scale(args, n, s, aux, &mut out, normal_terms),
         Lik::Cauchy => location_scale(args, n, s, aux, &mut out, cauchy_terms),
     }
@@ -184,6 +185,63 @@ fn bernoulli_logit_sums<T: Scalar>(
             T::bernoulli_logit_col(y.col(c), eta.col(c), d)
         })
         .collect()
+}
+
+/// η_{i,yᵢ} − log Σ_k e^{η_ik} per row i of the N×K logits (column-major) of each column,
+/// by the max-shifted sum; partials 1[k = yᵢ] − softmax_ik (N·K per column). The
+/// exponentials come from [`Scalar::exp_in_place`] over the whole N×K block.
+fn categorical_logit<T: Scalar>(
+    args: &[Arg<'_, T>],
+    s: usize,
+    mut aux: Option<&mut [T]>,
+    out: &mut Collect<T>,
+) {
+    let [y, eta] = two(args);
+    let n = y.size;
+    let nk = eta.size;
+    let labels: Vec<usize> = y.col(0).iter().map(|v| v.real() as usize - 1).collect();
+    let (mut e, mut max, mut sum) = (vec![T::zero(); nk], vec![T::zero(); n], vec![T::zero(); n]);
+    let mut values = vec![T::zero(); n];
+    for c in 0..s {
+        let ec = eta.col(c);
+        max.copy_from_slice(&ec[..n]);
+        for col in ec.chunks_exact(n).skip(1) {
+            for (m, &v) in max.iter_mut().zip(col) {
+                if v.real() > m.real() {
+                    *m = v;
+                }
+            }
+        }
+        for (dst, src) in e.chunks_exact_mut(n).zip(ec.chunks_exact(n)) {
+            for ((d, &v), &m) in dst.iter_mut().zip(src).zip(&max) {
+                *d = v - m;
+            }
+        }
+        T::exp_in_place(&mut e);
+        sum.iter_mut().for_each(|v| *v = T::zero());
+        for col in e.chunks_exact(n) {
+            for (t, &v) in sum.iter_mut().zip(col) {
+                *t += v;
+            }
+        }
+        values.copy_from_slice(&sum);
+        T::ln_in_place(&mut values);
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = ec[i + labels[i] * n] - max[i] - *v;
+        }
+        out.column(&values);
+        if let Some(a) = aux.as_deref_mut().filter(|_| !eta.constant) {
+            let pc = &mut a[c * nk..(c + 1) * nk];
+            for (pk, ek) in pc.chunks_exact_mut(n).zip(e.chunks_exact(n)) {
+                for ((p, &v), &t) in pk.iter_mut().zip(ek).zip(&sum) {
+                    *p = -(v / t);
+                }
+            }
+            for (i, &l) in labels.iter().enumerate() {
+                pc[i + l * n] += T::one();
+            }
+        }
+    }
 }
 
 /// A location-scale family's terms at one column: given z = (x − μ)/σ for every

@@ -129,6 +129,9 @@ pub enum Lik {
     /// Σ (−log π − log σ − log(1 + z²)) with z = (x − μ)/σ: arguments [x, μ, σ], σ one
     /// value (−∞ when σ ≤ 0).
     Cauchy,
+    /// Σ_i (η_{i,yᵢ} − log Σ_k e^{η_ik}): arguments [y (data, labels 1..K, N entries),
+    /// η (N×K logits)]; its partials are N·K per column (one per logit).
+    CategoricalLogit,
 }
 
 impl Lik {
@@ -139,6 +142,7 @@ impl Lik {
             Lik::PoissonLog => "poisson_log",
             Lik::Normal => "normal",
             Lik::Cauchy => "cauchy",
+            Lik::CategoricalLogit => "categorical_logit",
         }
     }
 }
