@@ -678,9 +678,19 @@ fn every_family_gradient_matches_finite_differences() {
         rand_vec(3 + 12, &mut rng),
         "mvi_lr",
     );
-    let tri = Triangular { z: z.clone() };
+    let tri = Triangular {
+        z: z.clone(),
+        base: None,
+    };
     let phi = tri.pack(&rand_vec(3, &mut rng), &c);
     check_gradient(tri, phi, "vi_full");
+    let based = Triangular {
+        z: z.clone(),
+        base: Some(c.clone()),
+    };
+    let t = DMatrix::from_row_slice(3, 3, &[1.1, 0.0, 0.0, -0.3, 0.8, 0.0, 0.2, 0.4, 1.3]);
+    let phi = based.pack(&rand_vec(3, &mut rng), &t);
+    check_gradient(based, phi, "vi_full, whitened");
     let mu0 = rand_vec(3, &mut rng);
     check_gradient(
         MeanPreconditioned::new(LowRank::new(c.clone(), &z, 1), c.clone(), mu0),

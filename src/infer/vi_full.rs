@@ -51,17 +51,26 @@ impl Method for ViFull {
     ) -> Result<Posterior, Error> {
         let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
-        let family = Triangular { z: start.z.clone() };
-        let phi0 = family.pack(&start.laplace.mode, &start.laplace.chol);
+        let d = model.dim();
+        let family = Triangular {
+            z: start.z.clone(),
+            base: Some(start.laplace.chol.clone()),
+        };
+        let phi0 = family.pack(&start.laplace.mode, &DMatrix::identity(d, d));
         let run = vi::optimise(model, family, &phi0, &start, s, obs);
         Ok(vi::finish(self.name(), run, start, s, rng))
     }
 }
 
-/// w = μ + L z, L lower-triangular; φ = [μ; the lower triangle of L, column by column].
+/// w = μ + L z, L lower-triangular; φ = [μ; the lower triangle of T, column by column]
+/// with L = B T for a fixed lower-triangular B (the Laplace factor C in `vi_full`, so T
+/// starts at I and the optimiser works in whitened coordinates; the family is the same,
+/// since B T is lower-triangular exactly when T is) or L = T without one.
 pub struct Triangular {
     /// The fixed draws.
     pub z: DMatrix<f64>,
+    /// B, when L = B T.
+    pub base: Option<DMatrix<f64>>,
 }
 
 impl Triangular {
@@ -76,6 +85,14 @@ impl Triangular {
             .flat_map(|j| (j..d).map(move |i| (i, j)))
             .map(|(i, j)| l[(i, j)]);
         DVector::from_iterator(self.n_params(), mu.iter().copied().chain(tri))
+    }
+
+    /// L = B T (or T).
+    fn root(&self, t: DMatrix<f64>) -> DMatrix<f64> {
+        match &self.base {
+            Some(b) => b * t,
+            None => t,
+        }
     }
 
     fn unpack(&self, phi: &DVector<f64>) -> (DVector<f64>, DMatrix<f64>) {
@@ -99,22 +116,31 @@ impl Family for Triangular {
     }
 
     fn forward(&self, phi: &DVector<f64>) -> (DMatrix<f64>, f64) {
-        let (mu, l) = self.unpack(phi);
-        let log_det = l.diagonal().iter().map(|x| x.abs().ln()).sum();
-        (points(&mu, &(&l * &self.z)), log_det)
+        let (mu, t) = self.unpack(phi);
+        let log_abs_diag = |m: &DMatrix<f64>| m.diagonal().iter().map(|x| x.abs().ln()).sum::<f64>();
+        let log_det = log_abs_diag(&t) + self.base.as_ref().map_or(0.0, log_abs_diag);
+        (points(&mu, &(self.root(t) * &self.z)), log_det)
     }
 
     fn backward(&self, phi: &DVector<f64>, g: &DMatrix<f64>) -> DVector<f64> {
-        let (_, l) = self.unpack(phi);
-        let mut dl = g * self.z.transpose() / g.ncols() as f64;
+        let (_, t) = self.unpack(phi);
+        let dl = g * self.z.transpose() / g.ncols() as f64;
+        // L = B T: ∂/∂T = Bᵀ ∂/∂L (the lower triangle is kept by `pack`)
+        let mut dt = match &self.base {
+            Some(b) => b.tr_mul(&dl),
+            None => dl,
+        };
         for d in 0..self.dim() {
-            dl[(d, d)] += 1.0 / l[(d, d)];
+            dt[(d, d)] += 1.0 / t[(d, d)];
         }
-        self.pack(&g.column_mean(), &dl)
+        self.pack(&g.column_mean(), &dt)
     }
 
     fn gaussian(&self, phi: &DVector<f64>) -> Gaussian {
-        let (mean, root) = self.unpack(phi);
-        Gaussian { mean, root }
+        let (mean, t) = self.unpack(phi);
+        Gaussian {
+            mean,
+            root: self.root(t),
+        }
     }
 }
