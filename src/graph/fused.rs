@@ -374,13 +374,23 @@ pub(crate) fn backprop<T: Scalar>(
         };
         for c in 0..s.min(ycols) {
             let pc = &part[(c % cols) * n..(c % cols + 1) * n];
-            if a.size == n {
-                for (i, (o, &p)) in xbar[c * n..(c + 1) * n].iter_mut().zip(pc).enumerate() {
-                    *o += yb(i, c) * p;
+            match (mode, a.size == n) {
+                (Output::Sum, true) => {
+                    let y = ybar[c];
+                    for (o, &p) in xbar[c * n..(c + 1) * n].iter_mut().zip(pc) {
+                        *o += y * p;
+                    }
                 }
-            } else {
-                let total: T = pc.iter().enumerate().map(|(i, &p)| yb(i, c) * p).sum();
-                xbar[c] += total;
+                (Output::Pointwise, true) => {
+                    let yc = &ybar[c * n..(c + 1) * n];
+                    for ((o, &p), &y) in xbar[c * n..(c + 1) * n].iter_mut().zip(pc).zip(yc) {
+                        *o += y * p;
+                    }
+                }
+                (_, false) => {
+                    let total: T = pc.iter().enumerate().map(|(i, &p)| yb(i, c) * p).sum();
+                    xbar[c] += total;
+                }
             }
         }
     }
