@@ -819,8 +819,28 @@ type LikCase = (
     fn(&mut Graph, NodeId, NodeId) -> (NodeId, Vec<NodeId>),
 );
 
-fn lik_cases() -> Vec<LikCase> {
+/// The location-scale cases of `dist` (`normal`, `cauchy`): σ from w, μ from θ; μ from w;
+/// μ and σ both θ.
+fn location_scale_cases(dist: &'static str) -> Vec<LikCase> {
     vec![
+        (dist, |g, x, t| {
+            let sd = pos_idx(g, x, 1);
+            (x, vec![t, sd])
+        }),
+        (dist, |g, x, t| {
+            (
+                g.constant(Shape::Vector(4), vec![0.5, -1.0, 2.0, 0.1]),
+                vec![x, t],
+            )
+        }),
+        (dist, |g, _, t| {
+            (g.constant(Shape::Vector(2), vec![0.5, -1.0]), vec![t, t])
+        }),
+    ]
+}
+
+fn lik_cases() -> Vec<LikCase> {
+    let others: Vec<LikCase> = vec![
         ("bernoulli_logit", |g, x, t| {
             let y = g.constant(Shape::Vector(4), vec![1.0, 0.0, 1.0, 1.0]);
             (y, vec![g.mul(x, t).unwrap()])
@@ -832,33 +852,7 @@ fn lik_cases() -> Vec<LikCase> {
         ("poisson_log", |g, _, t| {
             (g.constant(Shape::Vector(3), vec![2.0, 0.0, 5.0]), vec![t])
         }),
-        ("normal", |g, x, t| {
-            let sd = pos_idx(g, x, 1);
-            (x, vec![t, sd])
-        }),
-        ("normal", |g, x, t| {
-            (
-                g.constant(Shape::Vector(4), vec![0.5, -1.0, 2.0, 0.1]),
-                vec![x, t],
-            )
-        }),
-        ("normal", |g, _, t| {
-            (g.constant(Shape::Vector(2), vec![0.5, -1.0]), vec![t, t])
-        }),
         ("normal", |g, x, _| (x, vec![g.scalar(0.0), g.scalar(2.0)])),
-        ("cauchy", |g, x, t| {
-            let sd = pos_idx(g, x, 1);
-            (x, vec![t, sd])
-        }),
-        ("cauchy", |g, x, t| {
-            (
-                g.constant(Shape::Vector(4), vec![0.5, -1.0, 2.0, 0.1]),
-                vec![x, t],
-            )
-        }),
-        ("cauchy", |g, _, t| {
-            (g.constant(Shape::Vector(2), vec![0.5, -1.0]), vec![t, t])
-        }),
         ("categorical_logit", |g, x, t| {
             // 2 rows × 3 classes of logits from w and θ
             let m = g
@@ -867,7 +861,11 @@ fn lik_cases() -> Vec<LikCase> {
             let eta = g.mul(m, t).unwrap();
             (g.constant(Shape::Vector(2), vec![3.0, 1.0]), vec![eta])
         }),
-    ]
+    ];
+    let mut cases = location_scale_cases("normal");
+    cases.extend(location_scale_cases("cauchy"));
+    cases.extend(others);
+    cases
 }
 
 fn lik_graph(case: &LikCase, unfused: bool) -> Graph {

@@ -92,30 +92,9 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     /// yᵢ = 1, −1 where yᵢ = 0; `y` and `eta` of one length), writing the partials
     /// ∂/∂ηᵢ = sᵢ σ(−sᵢηᵢ) to `d` when given. f64 overrides it with one `exp` per entry.
     fn bernoulli_logit_col(y: &[Self], eta: &[Self], d: Option<&mut [Self]>) -> Self {
-        let term = |y: Self, e: Self| {
-            if y.real() > 0.5 {
-                e.log_sigmoid_d()
-            } else {
-                let (v, d) = (-e).log_sigmoid_d();
-                (v, -d)
-            }
-        };
-        let mut sum = Self::zero();
-        match d {
-            Some(d) => {
-                for ((&y, &e), d) in y.iter().zip(eta).zip(d) {
-                    let (v, dv) = term(y, e);
-                    sum += v;
-                    *d = dv;
-                }
-            }
-            None => {
-                for (&y, &e) in y.iter().zip(eta) {
-                    sum += term(y, e).0;
-                }
-            }
-        }
-        sum
+        let mut values = vec![Self::zero(); y.len()];
+        Self::bernoulli_logit_point(y, eta, &mut values, d);
+        values.into_iter().sum()
     }
 
     /// f applied to every entry of `x` (one node of the forward sweep). f64 overrides it
@@ -128,25 +107,28 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     /// per-observation `bernoulli_logit` log-likelihood, with the partials sᵢ σ(−sᵢηᵢ) in
     /// `d` when given. f64 overrides it with the SIMD kernels of [`vmath`].
     fn bernoulli_logit_point(y: &[Self], eta: &[Self], out: &mut [Self], d: Option<&mut [Self]>) {
-        let term = |y: Self, e: Self| {
-            if y.real() > 0.5 {
-                e.log_sigmoid_d()
-            } else {
-                let (v, d) = (-e).log_sigmoid_d();
-                (v, -d)
-            }
-        };
         match d {
             Some(d) => {
                 for (((o, d), &y), &e) in out.iter_mut().zip(d).zip(y).zip(eta) {
-                    (*o, *d) = term(y, e);
+                    (*o, *d) = Self::bernoulli_logit_d(y, e);
                 }
             }
             None => {
                 for ((o, &y), &e) in out.iter_mut().zip(y).zip(eta) {
-                    *o = term(y, e).0;
+                    *o = Self::bernoulli_logit_d(y, e).0;
                 }
             }
+        }
+    }
+
+    /// (log σ(sη), s σ(−sη)) with s = +1 for y = 1 and −1 for y = 0: one observation's
+    /// `bernoulli_logit` log-likelihood and its η-partial.
+    fn bernoulli_logit_d(y: Self, eta: Self) -> (Self, Self) {
+        if y.real() > 0.5 {
+            eta.log_sigmoid_d()
+        } else {
+            let (v, d) = (-eta).log_sigmoid_d();
+            (v, -d)
         }
     }
 

@@ -108,14 +108,7 @@ pub(crate) fn forward<T: Scalar>(
                 }
                 return out.out;
             }
-            run(y, eta, n, s, parts, &mut out, |y, e| {
-                if y.real() > 0.5 {
-                    e.log_sigmoid_d()
-                } else {
-                    let (v, d) = (-e).log_sigmoid_d();
-                    (v, -d)
-                }
-            });
+            run(y, eta, n, s, parts, &mut out, T::bernoulli_logit_d);
         }
         Lik::PoissonLog => {
             let [k, alpha] = two(args);
