@@ -895,54 +895,49 @@ fn lik_graph_as(case: &LikCase, unfused: bool, pointwise: bool) -> Graph {
     g
 }
 
-#[test]
-fn fused_likelihoods_equal_the_unfused_graph_and_agree_three_ways() {
+/// The fused graph of `case` (summed, or per observation with `pointwise`) has its fused
+/// node, equals the graph of elementary nodes in values, gradients and Hessians, and agrees
+/// three ways.
+fn check_fused_against_unfused(case: &LikCase, pointwise: bool) {
     let (w, t) = (vec![0.3, -0.8, 1.1, 0.45], 0.7);
     let s = 3;
     let big: Vec<f64> = (0..s)
         .flat_map(|c| w.iter().map(move |x| x - 0.4 * c as f64))
         .collect();
+    let (fused, plain) = (
+        lik_graph_as(case, false, pointwise),
+        lik_graph_as(case, true, pointwise),
+    );
+    let is_fused = |op: &mvi::graph::Op| match op {
+        mvi::graph::Op::LikSum(..) => !pointwise,
+        mvi::graph::Op::LikPoint(..) => pointwise,
+        _ => false,
+    };
+    let has = |g: &Graph| g.nodes.iter().any(|n| is_fused(&n.op));
+    assert!(has(&fused) && !has(&plain), "{}: fusion switch", case.0);
+    let (cf, cp) = (lift_consts::<f64>(&fused), lift_consts::<f64>(&plain));
+    let rf = reverse::value_grad(&fused, &cf, &[t], &big, s);
+    let rp = reverse::value_grad(&plain, &cp, &[t], &big, s);
+    assert_close(case.0, &rf.values, &rp.values, EXACT_TOL);
+    assert_close(case.0, &rf.grad_w, &rp.grad_w, EXACT_TOL);
+    assert_close(case.0, &rf.grad_theta, &rp.grad_theta, EXACT_TOL);
+    let (hf, hp) = (dual::hessian(&fused, &[t], &w), dual::hessian(&plain, &[t], &w));
+    assert_close(case.0, hf.as_slice(), hp.as_slice(), EXACT_TOL);
+    check_all(&fused, &[t], &w);
+}
+
+#[test]
+fn fused_likelihoods_equal_the_unfused_graph_and_agree_three_ways() {
     for case in lik_cases() {
-        let (fused, plain) = (lik_graph(&case, false), lik_graph(&case, true));
-        let has = |g: &Graph| g.nodes.iter().any(|n| matches!(n.op, mvi::graph::Op::LikSum(..)));
-        assert!(has(&fused) && !has(&plain), "{}: fusion switch", case.0);
-        let (cf, cp) = (lift_consts::<f64>(&fused), lift_consts::<f64>(&plain));
-        let rf = reverse::value_grad(&fused, &cf, &[t], &big, s);
-        let rp = reverse::value_grad(&plain, &cp, &[t], &big, s);
-        assert_close(case.0, &rf.values, &rp.values, EXACT_TOL);
-        assert_close(case.0, &rf.grad_w, &rp.grad_w, EXACT_TOL);
-        assert_close(case.0, &rf.grad_theta, &rp.grad_theta, EXACT_TOL);
-        let (hf, hp) = (dual::hessian(&fused, &[t], &w), dual::hessian(&plain, &[t], &w));
-        assert_close(case.0, hf.as_slice(), hp.as_slice(), EXACT_TOL);
-        check_all(&fused, &[t], &w);
+        check_fused_against_unfused(&case, false);
     }
 }
 
 #[test]
 fn pointwise_fused_likelihoods_equal_the_unfused_nodes_and_agree_three_ways() {
-    let (w, t) = (vec![0.3, -0.8, 1.1, 0.45], 0.7);
-    let s = 3;
-    let big: Vec<f64> = (0..s)
-        .flat_map(|c| w.iter().map(move |x| x - 0.4 * c as f64))
-        .collect();
     // categorical_logit is fused only summed (its pointwise form keeps elementary nodes)
     for case in lik_cases().into_iter().filter(|c| c.0 != "categorical_logit") {
-        let (fused, plain) = (lik_graph_as(&case, false, true), lik_graph_as(&case, true, true));
-        let has = |g: &Graph| {
-            g.nodes
-                .iter()
-                .any(|n| matches!(n.op, mvi::graph::Op::LikPoint(..)))
-        };
-        assert!(has(&fused) && !has(&plain), "{}: fusion switch", case.0);
-        let (cf, cp) = (lift_consts::<f64>(&fused), lift_consts::<f64>(&plain));
-        let rf = reverse::value_grad(&fused, &cf, &[t], &big, s);
-        let rp = reverse::value_grad(&plain, &cp, &[t], &big, s);
-        assert_close(case.0, &rf.values, &rp.values, EXACT_TOL);
-        assert_close(case.0, &rf.grad_w, &rp.grad_w, EXACT_TOL);
-        assert_close(case.0, &rf.grad_theta, &rp.grad_theta, EXACT_TOL);
-        let (hf, hp) = (dual::hessian(&fused, &[t], &w), dual::hessian(&plain, &[t], &w));
-        assert_close(case.0, hf.as_slice(), hp.as_slice(), EXACT_TOL);
-        check_all(&fused, &[t], &w);
+        check_fused_against_unfused(&case, true);
     }
 }
 
