@@ -269,16 +269,24 @@ impl Ctx<'_> {
         };
         let bound = self.bound(&tree, self.z);
         let mut rec = Recorder { inner: obs, trace };
+        // The optimiser's last evaluation is usually at the point it returns: keep it
+        // rather than evaluating K·S columns once more.
+        let mut last: Option<(DVector<f64>, bound::BoundValue)> = None;
         let out = optim::maximize(
             |x| {
                 let b = bound.eval(x);
-                (b.value, b.grad)
+                let pair = (b.value, b.grad.clone());
+                last = Some((x.clone(), b));
+                pair
             },
             x0,
             &opts,
             &mut rec,
         );
-        let final_eval = bound.eval(&out.x);
+        let final_eval = match last {
+            Some((x, b)) if x == out.x => b,
+            _ => bound.eval(&out.x),
+        };
         Stage {
             x: out.x,
             bound: final_eval.value,
