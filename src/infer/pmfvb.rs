@@ -20,10 +20,18 @@
 //! each sweep updates a random half of each block's coordinates, with the other blocks at
 //! their particle means, and D_j adapts like Adam/RMSprop (1 / running mean of ∇²).
 //!
+//! Metropolis adjustment (`metropolis`, on by default after the fallback start): each block
+//! step is a MALA proposal with the curvature preconditioner, accepted against particle
+//! i's subset-mean target, and each block adapts its own step h_j towards an acceptance
+//! rate of 0.574 ([`Run::mala`]). Warm-up (`warmup`, likewise): a run with
+//! [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping rule first; the
+//! full run starts from its particles. The mean-field fixed point of strongly coupled blocks
+//! (SV: σ and h) takes hundreds of sweeps whatever P is, so most of them run cheaply.
+//!
 //! Bound estimate per sweep: the particle mean of log p̃ at the current particles plus, per
 //! block, the Gaussian entropy ½ log det(2πe Ĉ_j) of the particle covariance Ĉ_j (exact
 //! for Gaussian blocks, otherwise an upper bound on the block entropy, so the estimate is
-//! not a guaranteed bound). It is smoothed over windows of `window` sweeps; the run stops
+//! not a guaranteed bound; the diagonal of Ĉ_j for blocks with 2·len ≥ P). It is smoothed over windows of `window` sweeps; the run stops
 //! when one window's mean does not exceed the previous one's by `tol`, or at `max_iters`.
 //!
 //! Cost per sweep: one batched `eval` per block of P·m columns (Algorithm 1) or P columns
