@@ -451,10 +451,10 @@ fn check_sv_recovers_truth(overrides: &[(&str, &str)]) {
 
 /// The SV example (T = 1000, D = 1003) as written (P = 200 particles, m = 10), with up to
 /// 3000 sweeps: the vi_diag fallback start (the model has no proper mode), a warm-up of 50
-/// particles with m = 2 (about 750 Metropolis-adjusted sweeps to its stopping rule), then
-/// the full run (about 125 sweeps). Measured 2026-11-21 (release, load average ~4): μ
-/// −0.998 ± 0.167, φ 0.937 ± 0.012, σ 0.326 ± 0.007 against NUTS's −0.990 ± 0.188,
-/// 0.937 ± 0.020, 0.322 ± 0.051; corr(E[h], E_NUTS[h]) = 0.999; 5.5 min in all. The
+/// particles with m = 2 (550–750 Metropolis-adjusted sweeps to its stopping rule), then
+/// the full run (125–175 sweeps). Measured 2026-11-21 (release, load average 4–5): μ
+/// −0.991 ± 0.168, φ 0.936 ± 0.013, σ 0.326 ± 0.008 against NUTS's −0.990 ± 0.188,
+/// 0.937 ± 0.020, 0.322 ± 0.051; corr(E[h], E_NUTS[h]) = 0.999; 5.5–10.6 min in all. The
 /// mean-field sds of φ and σ are smaller than NUTS's, as expected of mean-field VB; the
 /// means are checked. Run:
 /// `cargo test --release --test pmfvb -- --ignored --nocapture stochastic_volatility_truth`
@@ -502,8 +502,8 @@ fn pmfvb_fits_the_stochastic_volatility_example_from_the_fallback_start() {
     );
     let (phi, sigma) = (get("phi").1[0], get("sigma").1[0]);
     eprintln!("phi {phi:.3}, sigma {sigma:.3}");
-    // Measured: φ 0.54, σ 0.915 (from φ ≈ 0.17, σ ≈ 0.96 at the start; unadjusted steps
-    // of h = 0.1 as before got φ only to ≈ 0.3 in the same number of sweeps).
+    // Measured: φ 0.54, σ 0.915 (from φ ≈ 0.17, σ ≈ 0.96 at the start; with unadjusted
+    // steps of h = 0.1 and no warm-up, 25 sweeps left φ 0.172, σ 0.965).
     assert!(
         phi > 0.4 && sigma < 0.95,
         "no progress from the start: phi {phi}, sigma {sigma}"
