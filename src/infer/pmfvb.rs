@@ -568,11 +568,12 @@ impl<'a> Run<'a> {
             if !ok {
                 continue;
             }
-            let e = eps.column(i);
-            let forward = -0.5 * e.norm_squared();
-            let back = (rtg.column(i) + rtg2.column(i)) * a + e * b;
-            let reverse = -0.5 * back.norm_squared() / (b * b);
-            let log_alpha = value2[i] - value[i] + reverse - forward;
+            let log_alpha = value2[i] - value[i]
+                + log_proposal_ratio(
+                    &eps.column(i).into_owned(),
+                    &(rtg.column(i) + rtg2.column(i)),
+                    (a, b),
+                );
             if log_alpha >= 0.0 || uniform(rng).ln() < log_alpha {
                 accepted += 1;
                 for (r, &c) in coords.iter().enumerate() {
@@ -582,8 +583,7 @@ impl<'a> Run<'a> {
         }
         let rate = accepted as f64 / p as f64;
         self.accept[j] = rate;
-        self.steps[j] =
-            (self.steps[j] * (STEP_GAIN * (rate - TARGET_ACCEPT)).exp()).clamp(MIN_STEP, MAX_STEP);
+        self.steps[j] = adapted_step(self.steps[j], rate);
         finite.column_iter().map(|c| c.norm()).sum::<f64>() / p as f64
     }
 
@@ -821,6 +821,20 @@ fn step_coefficients(h: f64) -> (f64, f64) {
     (-(-0.5 * h).exp_m1(), (-(-h).exp_m1()).sqrt())
 }
 
+/// log q(x | x′) − log q(x′ | x) of the proposal x′ = x + a·R Rᵀ g + b·R ε, from ε and
+/// Rᵀ(g + g′) (g′ the gradient at x′): the reverse move needs the noise
+/// −(a·Rᵀ(g + g′) + b·ε) / b, so the ratio is ½‖ε‖² − ½‖a·Rᵀ(g + g′) + b·ε‖² / b².
+fn log_proposal_ratio(eps: &DVector<f64>, rt_sum: &DVector<f64>, (a, b): (f64, f64)) -> f64 {
+    let back = rt_sum * a + eps * b;
+    0.5 * eps.norm_squared() - 0.5 * back.norm_squared() / (b * b)
+}
+
+/// The next step after a Metropolis step with acceptance `rate`: h · e^{STEP_GAIN·(rate −
+/// TARGET_ACCEPT)}, within [MIN_STEP, MAX_STEP].
+fn adapted_step(h: f64, rate: f64) -> f64 {
+    (h * (STEP_GAIN * (rate - TARGET_ACCEPT)).exp()).clamp(MIN_STEP, MAX_STEP)
+}
+
 /// A uniform draw in (0, 1).
 fn uniform(rng: &mut dyn RngCore) -> f64 {
     ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
@@ -985,6 +999,42 @@ mod tests {
         // Each row has sample variance 4/3, so the floor is 1 / (8/3) = 3/8.
         let expect = DMatrix::from_diagonal(&DVector::from_vec(vec![0.25, 8.0 / 3.0]));
         assert!((&m - &expect).norm() < 1e-12, "{m}");
+    }
+
+    #[test]
+    fn proposal_ratio_makes_the_exponential_integrator_exact_on_a_matched_gaussian() {
+        // Target N(0, λ⁻¹) in 1-D with M = 1/λ: π(x′) q(x | x′) = π(x) q(x′ | x), so the
+        // log acceptance ratio vanishes for every x, ε and h.
+        let lam: f64 = 2.5;
+        let r = (1.0 / lam).sqrt();
+        for (x, e, h) in [(0.3, 1.2, 0.1), (-2.0, -0.4, 1.0), (1.5, 0.0, 8.0)] {
+            let (a, b) = step_coefficients(h);
+            let g = -lam * x;
+            let x2 = x + a * r * r * g + b * r * e;
+            let g2 = -lam * x2;
+            let dv = -0.5 * lam * (x2 * x2 - x * x);
+            let eps = DVector::from_element(1, e);
+            let rt_sum = DVector::from_element(1, r * (g + g2));
+            let log_alpha = dv + log_proposal_ratio(&eps, &rt_sum, (a, b));
+            assert!(log_alpha.abs() < 1e-12, "x {x}, ε {e}, h {h}: {log_alpha}");
+        }
+        // A mismatched preconditioner (M = 2/λ) is not exact: the ratio is not 0.
+        let (a, b) = step_coefficients(4.0);
+        let r = (2.0 / lam).sqrt();
+        let (x, e) = (1.0, 0.5);
+        let x2 = x + a * r * r * (-lam * x) + b * r * e;
+        let dv = -0.5 * lam * (x2 * x2 - x * x);
+        let rt_sum = DVector::from_element(1, r * (-lam * x - lam * x2));
+        let log_alpha = dv + log_proposal_ratio(&DVector::from_element(1, e), &rt_sum, (a, b));
+        assert!(log_alpha.abs() > 0.1, "{log_alpha}");
+    }
+
+    #[test]
+    fn adapted_step_grows_above_and_shrinks_below_the_target_rate_within_bounds() {
+        assert!(adapted_step(1.0, 0.9) > 1.0 && adapted_step(1.0, 0.2) < 1.0);
+        assert!((adapted_step(1.0, TARGET_ACCEPT) - 1.0).abs() < 1e-12);
+        assert!((adapted_step(MAX_STEP, 1.0) - MAX_STEP).abs() < 1e-12);
+        assert!((adapted_step(MIN_STEP, 0.0) - MIN_STEP).abs() < 1e-12);
     }
 
     #[test]
