@@ -23,7 +23,7 @@
 //! Metropolis adjustment (`metropolis`, on by default after the fallback start): each block
 //! step is a MALA proposal with the curvature preconditioner, accepted against particle
 //! i's subset-mean target, and each block adapts its own step h_j towards an acceptance
-//! rate of 0.574 ([`Run::mala`]). Warm-up (`warmup`, likewise): a run with
+//! rate of 0.574 (`Run::mala`). Warm-up (`warmup`, likewise): a run with
 //! [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping rule first; the
 //! full run starts from its particles. The mean-field fixed point of strongly coupled blocks
 //! (SV: σ and h) takes hundreds of sweeps whatever P is, so most of them run cheaply.
