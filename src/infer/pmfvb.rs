@@ -20,10 +20,18 @@
 //! each sweep updates a random half of each block's coordinates, with the other blocks at
 //! their particle means, and D_j adapts like Adam/RMSprop (1 / running mean of ∇²).
 //!
+//! Metropolis adjustment (`metropolis`, on by default after the fallback start): each block
+//! step is a MALA proposal with the curvature preconditioner, accepted against particle
+//! i's subset-mean target, and each block adapts its own step h_j towards an acceptance
+//! rate of 0.574 (`Run::mala`). Warm-up (`warmup`, likewise): a run with
+//! [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping rule first; the
+//! full run starts from its particles. The mean-field fixed point of strongly coupled blocks
+//! (SV: σ and h) takes hundreds of sweeps whatever P is, so most of them run cheaply.
+//!
 //! Bound estimate per sweep: the particle mean of log p̃ at the current particles plus, per
 //! block, the Gaussian entropy ½ log det(2πe Ĉ_j) of the particle covariance Ĉ_j (exact
 //! for Gaussian blocks, otherwise an upper bound on the block entropy, so the estimate is
-//! not a guaranteed bound). It is smoothed over windows of `window` sweeps; the run stops
+//! not a guaranteed bound; the diagonal of Ĉ_j for blocks with 2·len ≥ P). It is smoothed over windows of `window` sweeps; the run stops
 //! when one window's mean does not exceed the previous one's by `tol`, or at `max_iters`.
 //!
 //! Cost per sweep: one batched `eval` per block of P·m columns (Algorithm 1) or P columns
@@ -69,6 +77,13 @@ pub struct Settings {
     /// Fit θ on the Laplace evidence before the sweeps (θ then stays fixed); otherwise θ is
     /// the model's initial value. Key `learn_hyper`, default true.
     pub learn_hyper: bool,
+    /// Metropolis-adjusted Langevin steps with a per-block adaptive step (Algorithm 1).
+    /// Key `metropolis`; `None` (default) = on after the fallback start, off otherwise.
+    pub metropolis: Option<bool>,
+    /// A cheap warm-up run ([`WARM_PARTICLES`] particles, subset [`WARM_SUBSET`]) to its
+    /// stopping rule before the full run, which starts from its particles. Key `warmup`;
+    /// `None` (default) = on after the fallback start, off otherwise.
+    pub warmup: Option<bool>,
 }
 
 impl Default for Settings {
@@ -83,6 +98,8 @@ impl Default for Settings {
             window: 25,
             algorithm: 1,
             learn_hyper: true,
+            metropolis: None,
+            warmup: None,
         }
     }
 }
@@ -92,7 +109,16 @@ impl Default for Settings {
 /// # Errors
 /// A [`Diagnostic`] at an unknown key or a value of the wrong kind.
 pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let extra = ["blocks", "particles", "subset", "step", "window", "algorithm"];
+    let extra = [
+        "blocks",
+        "particles",
+        "subset",
+        "step",
+        "window",
+        "algorithm",
+        "metropolis",
+        "warmup",
+    ];
     let r = Reader::new(opts, "pmfvb", &extra)?;
     let k = Keys::new(opts, "pmfvb");
     let d = Settings::default();
@@ -106,6 +132,14 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
         window: r.int("window", 1, d.window)?,
         algorithm: k.int_in("algorithm", &[1, 2], 1)? as u8,
         learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
+        metropolis: match opts.entries.iter().any(|e| e.key == "metropolis") {
+            true => Some(r.boolean("metropolis", false)?),
+            false => None,
+        },
+        warmup: match opts.entries.iter().any(|e| e.key == "warmup") {
+            true => Some(r.boolean("warmup", false)?),
+            false => None,
+        },
     };
     Ok(Box::new(Pmfvb::new(settings)))
 }
@@ -118,6 +152,9 @@ pub struct Pmfvb {
     /// The Gaussian to draw the initial particles from and to precondition with (θ then
     /// stays at the model's initial value); `None` fits the Laplace approximation.
     pub start: Option<Gaussian>,
+    /// With a given `start`: precondition with the blocks' curvature (as after the
+    /// fallback start) instead of the start's marginal variances.
+    pub curvature: bool,
 }
 
 impl Pmfvb {
@@ -126,12 +163,20 @@ impl Pmfvb {
         Pmfvb {
             settings,
             start: None,
+            curvature: false,
         }
     }
 
     /// Start from the given Gaussian (e.g. a Laplace posterior computed elsewhere).
     pub fn with_start(mut self, start: Gaussian) -> Self {
         self.start = Some(start);
+        self
+    }
+
+    /// Precondition by the blocks' curvature (and, unless `metropolis` says otherwise,
+    /// take Metropolis-adjusted steps) from a given start, as after the fallback start.
+    pub fn with_curvature(mut self) -> Self {
+        self.curvature = true;
         self
     }
 }
@@ -153,13 +198,42 @@ impl Method for Pmfvb {
     ) -> Result<Posterior, Error> {
         let blocks = resolve_blocks(model, self.settings.blocks.as_deref())?;
         let (start, theta, notes, curvature) = match &self.start {
-            Some(g) => (g.clone(), model.theta_init(), Vec::new(), false),
+            Some(g) => (g.clone(), model.theta_init(), Vec::new(), self.curvature),
             None => {
                 let s = start::robust_start(model, self.settings.learn_hyper, rng, obs)?;
                 (s.gaussian, s.theta, s.notes, !s.from_laplace)
             }
         };
-        let mut run = Run::new(model, &self.settings, blocks, &start, theta, curvature, rng);
+        let s = &self.settings;
+        let small = s.particles > WARM_PARTICLES || s.subset > WARM_SUBSET;
+        let mut notes = notes;
+        let mut run = if s.algorithm == 1 && small && s.warmup.unwrap_or(curvature) {
+            let warm_settings = Settings {
+                particles: s.particles.min(WARM_PARTICLES),
+                subset: s.subset.min(WARM_SUBSET),
+                ..s.clone()
+            };
+            obs.phase("pmfvb: warm-up");
+            let mut warm = Run::new(model, &warm_settings, blocks, &start, theta, curvature, rng);
+            warm.sweeps(rng, obs);
+            notes.push(format!(
+                "warm-up: {} sweeps with {} particles, subset {} ({})",
+                warm.trace.len(),
+                warm_settings.particles,
+                warm_settings.subset,
+                if warm.converged {
+                    "to the stopping rule"
+                } else {
+                    "to max_iters"
+                }
+            ));
+            if warm.stopped_by_observer {
+                return Ok(warm.into_posterior(notes));
+            }
+            Run::resume(model, s, warm, rng)
+        } else {
+            Run::new(model, s, blocks, &start, theta, curvature, rng)
+        };
         obs.phase("pmfvb");
         run.sweeps(rng, obs);
         Ok(run.into_posterior(notes))
@@ -206,8 +280,21 @@ pub fn resolve_blocks(
     Ok(out)
 }
 
+/// Particles of the warm-up run (see [`Settings::warmup`]).
+pub const WARM_PARTICLES: usize = 50;
+/// Subset size m of the warm-up run.
+pub const WARM_SUBSET: usize = 2;
 /// Particles whose Hessians are averaged for the curvature preconditioner.
 const CURVATURE_PARTICLES: usize = 8;
+/// Acceptance rate the Metropolis-adjusted step sizes aim at (MALA's optimum, Roberts &
+/// Rosenthal 1998).
+const TARGET_ACCEPT: f64 = 0.574;
+/// h_j ← h_j · exp(STEP_GAIN · (rate − TARGET_ACCEPT)) after each Metropolis step.
+const STEP_GAIN: f64 = 1.0;
+/// Bounds of the adapted step: at MAX_STEP a Gaussian block is redrawn almost
+/// independently (contraction e^{−h/2} ≈ 0.02).
+const MIN_STEP: f64 = 1e-4;
+const MAX_STEP: f64 = 8.0;
 
 /// The state of one pmfvb run.
 struct Run<'a> {
@@ -224,6 +311,12 @@ struct Run<'a> {
     /// the fallback start): the inverse of the block's regularised curvature −H_jj at the
     /// particle mean, refreshed every `window` sweeps. `None`: diagonal `precond`.
     roots: Option<Vec<DMatrix<f64>>>,
+    /// Metropolis-adjusted steps (Algorithm 1), see [`Run::mala`].
+    metropolis: bool,
+    /// Per block, its Langevin step h_j (adapted when `metropolis`).
+    steps: Vec<f64>,
+    /// Per block, the acceptance rate of its last Metropolis step.
+    accept: Vec<f64>,
     theta: DVector<f64>,
     trace: Vec<IterRecord>,
     smoothed: Vec<f64>,
@@ -245,6 +338,8 @@ impl<'a> Run<'a> {
         decouple_blocks(&mut x, &blocks, rng);
         let precond = start.cov().diagonal().map(|v| v.max(1e-12));
         let sq_grad = precond.map(|v| 1.0 / v);
+        let metropolis = settings.algorithm == 1 && settings.metropolis.unwrap_or(curvature);
+        let n_blocks = blocks.len();
         let mut run = Run {
             model,
             settings,
@@ -253,16 +348,54 @@ impl<'a> Run<'a> {
             precond,
             sq_grad,
             roots: None,
+            metropolis,
+            steps: vec![settings.step; n_blocks],
+            accept: vec![f64::NAN; n_blocks],
             theta,
             trace: Vec::new(),
             smoothed: Vec::new(),
             converged: false,
             stopped_by_observer: false,
         };
-        if curvature && settings.algorithm == 1 {
+        // Metropolis-adjusted steps need the curvature preconditioner: with diag Σ_LA (the
+        // marginal variances, larger than the conditional ones) large accepted steps
+        // overshoot each block's conditional mean, and through the random pairing of the
+        // blocks' particles outliers then grow from sweep to sweep.
+        if (curvature || metropolis) && settings.algorithm == 1 {
             run.refresh_roots();
         }
         run
+    }
+
+    /// The full run after a warm-up: its particles repeated up to `settings.particles`
+    /// (each block's independently shuffled), its preconditioner and step sizes.
+    fn resume(
+        model: &'a dyn LogDensity,
+        settings: &'a Settings,
+        warm: Run<'_>,
+        rng: &mut dyn RngCore,
+    ) -> Run<'a> {
+        let (d, pw) = (warm.x.nrows(), warm.x.ncols());
+        let mut x = DMatrix::from_fn(d, settings.particles, |c, i| warm.x[(c, i % pw)]);
+        decouple_blocks(&mut x, &warm.blocks, rng);
+        let n_blocks = warm.blocks.len();
+        Run {
+            model,
+            settings,
+            blocks: warm.blocks,
+            x,
+            precond: warm.precond,
+            sq_grad: warm.sq_grad,
+            roots: warm.roots,
+            metropolis: warm.metropolis,
+            steps: warm.steps,
+            accept: vec![f64::NAN; n_blocks],
+            theta: warm.theta,
+            trace: Vec::new(),
+            smoothed: Vec::new(),
+            converged: false,
+            stopped_by_observer: false,
+        }
     }
 
     /// Recompute each block's curvature preconditioner: the Hessian of E_q[log p̃],
@@ -346,6 +479,24 @@ impl<'a> Run<'a> {
         } else {
             self.settings.subset
         };
+        let mut w = self.mixed_columns(j, m, rng);
+        let (value, mean_grad) = self.block_means(j, &w, m);
+        let coords = self.blocks[j].clone();
+        if self.metropolis {
+            return self.mala(j, &mut w, m, &value, &mean_grad, rng);
+        }
+        match &self.roots {
+            Some(roots) => {
+                let root = roots[j].clone();
+                self.langevin_full(&coords, &root, &mean_grad, rng)
+            }
+            None => self.langevin(&coords, &mean_grad, rng),
+        }
+    }
+
+    /// D × P·m columns: column i·m + l holds particle i of block j and, for every other
+    /// block, a particle drawn at random (independently per column).
+    fn mixed_columns(&self, j: usize, m: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
         let p = self.x.ncols();
         let mut w = DMatrix::zeros(self.x.nrows(), p * m);
         for i in 0..p {
@@ -359,20 +510,91 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        let g = self.grad(&w);
-        let mut mean_grad = DMatrix::zeros(self.blocks[j].len(), p);
+        w
+    }
+
+    /// Per particle i, the subset means (1/m) Σ_l log p̃ and (1/m) Σ_l ∇_{x_j} log p̃ over
+    /// its m columns i·m + l of `w`: the block target's log density (up to a constant)
+    /// and its gradient, rows `blocks[j]`.
+    fn block_means(&self, j: usize, w: &DMatrix<f64>, m: usize) -> (DVector<f64>, DMatrix<f64>) {
+        let e = self.model.eval(&self.theta, w, Want::GRAD_W);
+        let g = e.grad_w.expect("Want::GRAD_W asks for the gradient");
+        let p = w.ncols() / m;
+        let value = DVector::from_fn(p, |i, _| {
+            (0..m).map(|l| e.values[i * m + l]).sum::<f64>() / m as f64
+        });
+        let coords = &self.blocks[j];
+        let grad = DMatrix::from_fn(coords.len(), p, |r, i| {
+            (0..m).map(|l| g[(coords[r], i * m + l)]).sum::<f64>() / m as f64
+        });
+        (value, grad)
+    }
+
+    /// One Metropolis-adjusted preconditioned Langevin step (MALA) for block j, against
+    /// the same subsets as the current point (the target of particle i is its subset mean
+    /// of log p̃). Proposal x′ = x + a·R Rᵀ g + b·R ε with (a, b) from
+    /// [`step_coefficients`] at the block's own step h_j, which then adapts towards an
+    /// acceptance rate of [`TARGET_ACCEPT`]. Returns the mean ‖g‖ at the current points.
+    fn mala(
+        &mut self,
+        j: usize,
+        w: &mut DMatrix<f64>,
+        m: usize,
+        value: &DVector<f64>,
+        grad: &DMatrix<f64>,
+        rng: &mut dyn RngCore,
+    ) -> f64 {
+        let coords = self.blocks[j].clone();
+        let p = self.x.ncols();
+        let root = self.block_root(j);
+        let (a, b) = step_coefficients(self.steps[j]);
+        let eps = standard_normal(coords.len(), p, rng);
+        let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
+        let rtg = root.transpose() * &finite;
+        let delta = &root * (&rtg * a + &eps * b);
         for i in 0..p {
-            for (r, &c) in self.blocks[j].iter().enumerate() {
-                mean_grad[(r, i)] = (0..m).map(|l| g[(c, i * m + l)]).sum::<f64>() / m as f64;
+            for l in 0..m {
+                for (r, &c) in coords.iter().enumerate() {
+                    w[(c, i * m + l)] = self.x[(c, i)] + delta[(r, i)];
+                }
             }
         }
-        let coords = self.blocks[j].clone();
-        match &self.roots {
-            Some(roots) => {
-                let root = roots[j].clone();
-                self.langevin_full(&coords, &root, &mean_grad, rng)
+        let (value2, grad2) = self.block_means(j, w, m);
+        let finite2 = grad2.map(|g| if g.is_finite() { g } else { 0.0 });
+        let rtg2 = root.transpose() * &finite2;
+        let mut accepted = 0usize;
+        for i in 0..p {
+            let ok = value2[i].is_finite() && grad2.column(i).iter().all(|g| g.is_finite());
+            if !ok {
+                continue;
             }
-            None => self.langevin(&coords, &mean_grad, rng),
+            let log_alpha = value2[i] - value[i]
+                + log_proposal_ratio(
+                    &eps.column(i).into_owned(),
+                    &(rtg.column(i) + rtg2.column(i)),
+                    (a, b),
+                );
+            if log_alpha >= 0.0 || uniform(rng).ln() < log_alpha {
+                accepted += 1;
+                for (r, &c) in coords.iter().enumerate() {
+                    self.x[(c, i)] += delta[(r, i)];
+                }
+            }
+        }
+        let rate = accepted as f64 / p as f64;
+        self.accept[j] = rate;
+        self.steps[j] = adapted_step(self.steps[j], rate);
+        finite.column_iter().map(|c| c.norm()).sum::<f64>() / p as f64
+    }
+
+    /// Block j's preconditioner root R (R Rᵀ = M_j): the curvature root, or diag √D_j.
+    fn block_root(&self, j: usize) -> DMatrix<f64> {
+        match &self.roots {
+            Some(roots) => roots[j].clone(),
+            None => DMatrix::from_diagonal(&DVector::from_iterator(
+                self.blocks[j].len(),
+                self.blocks[j].iter().map(|&c| self.precond[c].sqrt()),
+            )),
         }
     }
 
@@ -535,9 +757,15 @@ fn cholesky_root(a: &DMatrix<f64>, floor: f64) -> Option<DMatrix<f64>> {
     Some(l_inv.transpose())
 }
 
-/// ½ log det(2πe Ĉ) of the sample covariance Ĉ of rows `coords` of the particles.
+/// ½ log det(2πe Ĉ) of the sample covariance Ĉ of rows `coords` of the particles; for a
+/// block too long for its particles to estimate a full covariance (2·len ≥ P, where Ĉ is
+/// singular or nearly so) the diagonal of Ĉ instead, which by Hadamard's inequality is
+/// again an upper bound (log det Ĉ ≤ Σ log Ĉ_ii).
 fn gaussian_entropy(x: &DMatrix<f64>, coords: &[usize]) -> f64 {
     let (k, p) = (coords.len(), x.ncols());
+    if 2 * k >= p {
+        return diagonal_entropy(x, coords);
+    }
     let mut sub = DMatrix::zeros(k, p);
     for (r, &c) in coords.iter().enumerate() {
         sub.row_mut(r).copy_from(&x.row(c));
@@ -552,6 +780,21 @@ fn gaussian_entropy(x: &DMatrix<f64>, coords: &[usize]) -> f64 {
         None => f64::NEG_INFINITY,
     };
     0.5 * (k as f64 * (2.0 * std::f64::consts::PI * std::f64::consts::E).ln() + log_det)
+}
+
+/// Σ_c ½ log(2πe Ĉ_cc) over rows `coords` (−∞ when a row has no spread).
+fn diagonal_entropy(x: &DMatrix<f64>, coords: &[usize]) -> f64 {
+    let p = x.ncols();
+    let c = (2.0 * std::f64::consts::PI * std::f64::consts::E).ln();
+    coords
+        .iter()
+        .map(|&r| {
+            let row = x.row(r);
+            let m = row.mean();
+            let var = row.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (p.max(2) - 1) as f64;
+            0.5 * (c + var.ln())
+        })
+        .sum()
 }
 
 /// Shuffle each block's particles independently, so the start is the product of the
@@ -576,6 +819,25 @@ fn decouple_blocks(x: &mut DMatrix<f64>, blocks: &[Vec<usize>], rng: &mut dyn Rn
 /// so steps of order 1 carry no O(h) variance bias on near-Gaussian blocks.
 fn step_coefficients(h: f64) -> (f64, f64) {
     (-(-0.5 * h).exp_m1(), (-(-h).exp_m1()).sqrt())
+}
+
+/// log q(x | x′) − log q(x′ | x) of the proposal x′ = x + a·R Rᵀ g + b·R ε, from ε and
+/// Rᵀ(g + g′) (g′ the gradient at x′): the reverse move needs the noise
+/// −(a·Rᵀ(g + g′) + b·ε) / b, so the ratio is ½‖ε‖² − ½‖a·Rᵀ(g + g′) + b·ε‖² / b².
+fn log_proposal_ratio(eps: &DVector<f64>, rt_sum: &DVector<f64>, (a, b): (f64, f64)) -> f64 {
+    let back = rt_sum * a + eps * b;
+    0.5 * eps.norm_squared() - 0.5 * back.norm_squared() / (b * b)
+}
+
+/// The next step after a Metropolis step with acceptance `rate`: h · e^{STEP_GAIN·(rate −
+/// TARGET_ACCEPT)}, within [MIN_STEP, MAX_STEP].
+fn adapted_step(h: f64, rate: f64) -> f64 {
+    (h * (STEP_GAIN * (rate - TARGET_ACCEPT)).exp()).clamp(MIN_STEP, MAX_STEP)
+}
+
+/// A uniform draw in (0, 1).
+fn uniform(rng: &mut dyn RngCore) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
 }
 
 /// A uniform index in 0..n.
@@ -737,6 +999,128 @@ mod tests {
         // Each row has sample variance 4/3, so the floor is 1 / (8/3) = 3/8.
         let expect = DMatrix::from_diagonal(&DVector::from_vec(vec![0.25, 8.0 / 3.0]));
         assert!((&m - &expect).norm() < 1e-12, "{m}");
+    }
+
+    #[test]
+    fn proposal_ratio_makes_the_exponential_integrator_exact_on_a_matched_gaussian() {
+        // Target N(0, λ⁻¹) in 1-D with M = 1/λ: π(x′) q(x | x′) = π(x) q(x′ | x), so the
+        // log acceptance ratio vanishes for every x, ε and h.
+        let lam: f64 = 2.5;
+        let r = (1.0 / lam).sqrt();
+        for (x, e, h) in [(0.3, 1.2, 0.1), (-2.0, -0.4, 1.0), (1.5, 0.0, 8.0)] {
+            let (a, b) = step_coefficients(h);
+            let g = -lam * x;
+            let x2 = x + a * r * r * g + b * r * e;
+            let g2 = -lam * x2;
+            let dv = -0.5 * lam * (x2 * x2 - x * x);
+            let eps = DVector::from_element(1, e);
+            let rt_sum = DVector::from_element(1, r * (g + g2));
+            let log_alpha = dv + log_proposal_ratio(&eps, &rt_sum, (a, b));
+            assert!(log_alpha.abs() < 1e-12, "x {x}, ε {e}, h {h}: {log_alpha}");
+        }
+        // A mismatched preconditioner (M = 2/λ) is not exact: the ratio is not 0.
+        let (a, b) = step_coefficients(4.0);
+        let r = (2.0 / lam).sqrt();
+        let (x, e) = (1.0, 0.5);
+        let x2 = x + a * r * r * (-lam * x) + b * r * e;
+        let dv = -0.5 * lam * (x2 * x2 - x * x);
+        let rt_sum = DVector::from_element(1, r * (-lam * x - lam * x2));
+        let log_alpha = dv + log_proposal_ratio(&DVector::from_element(1, e), &rt_sum, (a, b));
+        assert!(log_alpha.abs() > 0.1, "{log_alpha}");
+    }
+
+    #[test]
+    fn adapted_step_grows_above_and_shrinks_below_the_target_rate_within_bounds() {
+        assert!(adapted_step(1.0, 0.9) > 1.0 && adapted_step(1.0, 0.2) < 1.0);
+        assert!((adapted_step(1.0, TARGET_ACCEPT) - 1.0).abs() < 1e-12);
+        assert!((adapted_step(MAX_STEP, 1.0) - MAX_STEP).abs() < 1e-12);
+        assert!((adapted_step(MIN_STEP, 0.0) - MIN_STEP).abs() < 1e-12);
+    }
+
+    #[test]
+    fn entropy_of_a_block_longer_than_half_the_particles_is_the_finite_diagonal_one() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let x = standard_normal(30, 40, &mut rng) * 2.0;
+        let coords: Vec<usize> = (0..30).collect();
+        let h = gaussian_entropy(&x, &coords);
+        assert!(h.is_finite());
+        assert!((h - diagonal_entropy(&x, &coords)).abs() < 1e-12);
+        // Each coordinate has variance ≈ 4: ½ log(2πe·4) per coordinate.
+        let per = 0.5 * (2.0 * std::f64::consts::PI * std::f64::consts::E * 4.0).ln();
+        assert!((h / 30.0 - per).abs() < 0.1, "{h}");
+    }
+
+    #[test]
+    fn metropolis_steps_reach_the_mean_field_optimum_and_grow_the_step() {
+        let settings = Settings {
+            particles: 1000,
+            step: 0.05,
+            max_iters: 200,
+            metropolis: Some(true),
+            ..Settings::default()
+        };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        let blocks = vec![vec![0], vec![1]];
+        let start = Gaussian {
+            mean: DVector::from_vec(vec![3.0, 0.0]),
+            root: DMatrix::identity(2, 2),
+        };
+        let model = target();
+        let mut run = Run::new(
+            &model,
+            &settings,
+            blocks,
+            &start,
+            DVector::zeros(0),
+            true,
+            &mut rng,
+        );
+        run.sweeps(&mut rng, &mut Silent);
+        let (m, c) = (run.x.column_mean(), particle_cov(&run.x));
+        assert!((m[0] - 1.0).abs() < 0.1 && (m[1] + 2.0).abs() < 0.1, "{m}");
+        for (i, lam) in [2.0, 1.5].iter().enumerate() {
+            assert!((c[(i, i)] * lam - 1.0).abs() < 0.15, "var {i} = {}", c[(i, i)]);
+        }
+        // Each block's target is an exact Gaussian and the curvature preconditioner is
+        // exact: every proposal is accepted, so the step grows to its bound.
+        assert!(run.steps.iter().all(|h| *h > 1.0), "{:?}", run.steps);
+    }
+
+    #[test]
+    fn warm_up_hands_its_particles_to_the_full_run() {
+        let settings = Settings {
+            particles: 400,
+            step: 0.05,
+            max_iters: 200,
+            warmup: Some(true),
+            metropolis: Some(true),
+            ..Settings::default()
+        };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let post = Pmfvb::new(settings)
+            .fit(&target(), &mut rng, &mut Silent)
+            .unwrap();
+        assert!(
+            post.notes.iter().any(|n| n.starts_with("warm-up")),
+            "{:?}",
+            post.notes
+        );
+        let (m, c) = (post.mean(), post.cov());
+        match &post.approx {
+            Approximation::Particles(x) => assert_eq!(x.ncols(), 400),
+            other => panic!("particles expected, not {other:?}"),
+        }
+        assert!((m[0] - 1.0).abs() < 0.15 && (m[1] + 2.0).abs() < 0.15, "{m}");
+        assert!((c[(0, 0)] * 2.0 - 1.0).abs() < 0.25, "{c}");
+    }
+
+    fn particle_cov(x: &DMatrix<f64>) -> DMatrix<f64> {
+        let mean = x.column_mean();
+        let mut c = x.clone();
+        for mut col in c.column_iter_mut() {
+            col -= &mean;
+        }
+        &c * c.transpose() / (x.ncols() - 1) as f64
     }
 
     #[test]

@@ -40,9 +40,9 @@ use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 
 /// Relative tolerance of the intermediate growth stages (K < `bins`).
-pub const INTERMEDIATE_TOL: f64 = 1e-6;
+pub const INTERMEDIATE_TOL: f64 = 1e-5;
 /// Iteration limit of the intermediate growth stages (K < `bins`), at most `max_iters`.
-pub const INTERMEDIATE_ITERS: usize = 200;
+pub const INTERMEDIATE_ITERS: usize = 100;
 
 /// The settings of `split_mf`.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ pub struct Settings {
     pub samples: usize,
     /// Optimiser iterations per growth stage. Key `max_iters`, default 1000.
     pub max_iters: usize,
-    /// Relative change of the bound that ends an optimisation. Key `tol`, default 1e-9.
+    /// Relative change of the bound that ends an optimisation. Key `tol`, default 1e-6.
     pub tol: f64,
     /// `lbfgs` or `scg`. Key `optimizer`, default `lbfgs`.
     pub optimizer: Optimizer,
@@ -71,7 +71,7 @@ impl Default for Settings {
             bins: 4,
             samples: 1000,
             max_iters: 1000,
-            tol: 1e-9,
+            tol: 1e-6,
             optimizer: Optimizer::Lbfgs,
             learn_hyper: true,
             full_cov: false,
@@ -269,16 +269,24 @@ impl Ctx<'_> {
         };
         let bound = self.bound(&tree, self.z);
         let mut rec = Recorder { inner: obs, trace };
+        // The optimiser's last evaluation is usually at the point it returns: keep it
+        // rather than evaluating K·S columns once more.
+        let mut last: Option<(DVector<f64>, bound::BoundValue)> = None;
         let out = optim::maximize(
             |x| {
                 let b = bound.eval(x);
-                (b.value, b.grad)
+                let pair = (b.value, b.grad.clone());
+                last = Some((x.clone(), b));
+                pair
             },
             x0,
             &opts,
             &mut rec,
         );
-        let final_eval = bound.eval(&out.x);
+        let final_eval = match last {
+            Some((x, b)) if x == out.x => b,
+            _ => bound.eval(&out.x),
+        };
         Stage {
             x: out.x,
             bound: final_eval.value,

@@ -27,7 +27,7 @@ use crate::infer::{Error, Observer};
 use crate::posterior::{standard_normal, Gaussian};
 
 /// Fixed draws of the fallback `vi_diag` fit.
-pub const FALLBACK_SAMPLES: usize = 200;
+pub const FALLBACK_SAMPLES: usize = 50;
 /// Iteration limit of the fallback `vi_diag` fit.
 pub const FALLBACK_ITERS: usize = 500;
 /// Initial variance of every coordinate in the fallback fit.
