@@ -14,7 +14,7 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use super::eval::{clean, forward_values, lift_consts, CHUNK};
-use super::{Graph, NodeId, Observed};
+use super::{Graph, NodeId, Observed, Op};
 use crate::autodiff::vmath;
 
 /// log Σ_s exp(x_is) per row i, accumulated over blocks of columns (draws): a running
@@ -146,16 +146,32 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
         .par_iter()
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
-            let tape = forward_values(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0);
+            let cols = c1 - c0;
+            let mut tape = forward_values(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], cols);
+            // the log-likelihoods are moved out of the tape (they are reduced in place)
+            let lls: Vec<(usize, Vec<f64>)> = g
+                .pointwise
+                .iter()
+                .map(|p| {
+                    let n = g.shape(p.loglik).size();
+                    let v = if tape.is_batched(p.loglik) && !matches!(g.nodes[p.loglik.0].op, Op::Const(_)) {
+                        std::mem::take(&mut tape.vals[p.loglik.0])
+                    } else {
+                        let a = tape.arg(p.loglik);
+                        (0..cols).flat_map(|c| a.col(c).iter().copied()).collect()
+                    };
+                    (n, v)
+                })
+                .collect();
             let value = |id: NodeId| -> Cow<'_, [f64]> {
                 let a = tape.arg(id);
                 if a.batched {
                     Cow::Borrowed(a.data)
                 } else {
-                    Cow::Owned((0..c1 - c0).flat_map(|c| a.col(c).iter().copied()).collect())
+                    Cow::Owned((0..cols).flat_map(|c| a.col(c).iter().copied()).collect())
                 }
             };
-            reduce_block(g, c1 - c0, value)
+            reduce_block(g, cols, lls, value)
         })
         .collect();
     let mut out = PredictSums::default();
@@ -166,25 +182,28 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
 }
 
 /// The sums over one block of `cols` draws, given each node's values (size × cols).
-fn reduce_block<'v>(g: &Graph, cols: usize, value: impl Fn(NodeId) -> Cow<'v, [f64]>) -> PredictSums {
+fn reduce_block<'v>(
+    g: &Graph,
+    cols: usize,
+    lls: Vec<(usize, Vec<f64>)>,
+    value: impl Fn(NodeId) -> Cow<'v, [f64]>,
+) -> PredictSums {
     // the pointwise log-likelihoods of all outputs stacked per column, cleaned (NaN and +∞,
-    // outside the support, are −∞)
-    let lls: Vec<(usize, Cow<'v, [f64]>)> = g
-        .pointwise
-        .iter()
-        .map(|p| (g.shape(p.loglik).size(), value(p.loglik)))
-        .collect();
+    // outside the support, are −∞); one output is used as it is
     let rows: usize = lls.iter().map(|(n, _)| n).sum();
-    let mut stacked = vec![0.0; rows * cols];
-    let mut at = 0;
-    for c in 0..cols {
-        for (n, v) in &lls {
-            let (dst, src) = (&mut stacked[at..at + n], &v[c * n..(c + 1) * n]);
-            for i in 0..*n {
-                dst[i] = clean(src[i]);
+    let mut stacked = if lls.len() == 1 {
+        lls.into_iter().next().map(|(_, v)| v).unwrap_or_default()
+    } else {
+        let mut stacked = Vec::with_capacity(rows * cols);
+        for c in 0..cols {
+            for (n, v) in &lls {
+                stacked.extend_from_slice(&v[c * n..(c + 1) * n]);
             }
-            at += n;
         }
+        stacked
+    };
+    for v in &mut stacked {
+        *v = clean(*v);
     }
     let joint = stacked.chunks_exact(rows.max(1)).map(vmath::sum_lanes).collect();
     let mut pointwise = RowLogSumExp::default();
