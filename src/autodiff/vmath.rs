@@ -295,11 +295,11 @@ fn map_in_place_generic<const F: bool>(f: Map, x: &mut [f64]) {
 }
 
 dispatch! {
-    /// x[i] ← f(x[i]) for every i.
+    /// `x[i] ← f(x[i])` for every i.
     pub fn map_in_place(f: Map, x: &mut [f64]) => map_in_place_generic
 }
 
-/// out[i] = f(x[i]) for every i (`out` at least as long as `x`).
+/// `out[i] = f(x[i])` for every i (`out` at least as long as `x`).
 pub fn map(f: Map, x: &[f64], out: &mut [f64]) {
     let out = &mut out[..x.len()];
     out.copy_from_slice(x);
@@ -403,7 +403,7 @@ fn add_exp_shifted_generic<const F: bool>(x: &[f64], shift: &[f64], acc: &mut [f
 }
 
 dispatch! {
-    /// acc[i] += e^{x[i] − shift[i]} (nothing where shift[i] is −∞): one column of a
+    /// `acc[i] += e^(x[i] − shift[i])` (nothing where `shift[i]` is −∞): one column of a
     /// row-wise log-sum-exp.
     pub fn add_exp_shifted(x: &[f64], shift: &[f64], acc: &mut [f64]) => add_exp_shifted_generic
 }
