@@ -255,8 +255,8 @@ fn newton_polish(model: &dyn LogDensity, theta: &DVector<f64>, mut out: Outcome)
 /// C with C Cᵀ = (−H)⁻¹ (lower triangular) and log det(−H).
 ///
 /// # Errors
-/// [`Error::NotNegativeDefinite`] with H's largest eigenvalue when −H is not (numerically)
-/// positive definite.
+/// [`Error::NotNegativeDefinite`] with H's eigenvalue range when −H is not (numerically)
+/// positive definite: an eigenvalue ≥ 0, or a condition number above 10¹².
 pub fn curvature(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
@@ -268,10 +268,16 @@ pub fn curvature(
     let (min, max) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| {
         (lo.min(e), hi.max(e.abs()))
     });
+    // H's eigenvalues are those of −H negated: the largest is −min, the smallest −(most
+    // positive of −H)
+    let most = eig.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let not_pd = || Error::NotNegativeDefinite {
+        max_eig: -min,
+        min_eig: -most,
+    };
     if !(min.is_finite() && min > 1e-12 * max.max(1e-300)) {
-        return Err(Error::NotNegativeDefinite { max_eig: -min });
+        return Err(not_pd());
     }
-    let not_pd = || Error::NotNegativeDefinite { max_eig: -min };
     let r = neg_h.cholesky().ok_or_else(not_pd)?;
     let log_det = 2.0 * r.l().diagonal().iter().map(|x| x.ln()).sum::<f64>();
     let sigma = r.inverse();
@@ -359,7 +365,7 @@ mod tests {
     fn positive_curvature_is_an_error_that_names_the_eigenvalue() {
         let err = fit_laplace(&Saddle, &Common::default(), &mut Silent).unwrap_err();
         match err {
-            Error::NotNegativeDefinite { max_eig } => assert!((max_eig - 2.0).abs() < 1e-12),
+            Error::NotNegativeDefinite { max_eig, .. } => assert!((max_eig - 2.0).abs() < 1e-12),
             e => panic!("unexpected {e}"),
         }
         assert!(err.to_string().contains("2.000e0"));

@@ -88,11 +88,17 @@ impl Observer for Silent {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The Hessian at the mode is not negative definite.
-    #[error("Hessian at the mode is not negative definite (largest eigenvalue {max_eig:.3e})")]
+    /// The Hessian at the mode is not negative definite (to working precision: its
+    /// eigenvalues may all be negative but spread over more than 12 orders of magnitude).
+    #[error(
+        "Hessian at the mode is not negative definite to working precision (eigenvalues from \
+         {min_eig:.3e} to {max_eig:.3e})"
+    )]
     NotNegativeDefinite {
         /// Largest eigenvalue of H.
         max_eig: f64,
+        /// Smallest (most negative) eigenvalue of H.
+        min_eig: f64,
     },
     /// The objective or its gradient became non-finite at the starting point.
     #[error("the log density is not finite at the starting point ({value})")]
