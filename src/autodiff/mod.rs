@@ -97,12 +97,6 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         values.into_iter().sum()
     }
 
-    /// f applied to every entry of `x` (one node of the forward sweep). f64 overrides it
-    /// with the SIMD kernels of [`vmath`] for exp, log and the logistic functions.
-    fn unary_slice(f: crate::graph::Fun1, x: &[Self]) -> Vec<Self> {
-        x.iter().map(|&v| crate::graph::eval::unary(f, v)).collect()
-    }
-
     /// `out`ᵢ = log σ(sᵢηᵢ) (sᵢ = +1 where yᵢ = 1, −1 where yᵢ = 0): one column of the
     /// per-observation `bernoulli_logit` log-likelihood, with the partials sᵢ σ(−sᵢηᵢ) in
     /// `d` when given. f64 overrides it with the SIMD kernels of [`vmath`].
@@ -132,25 +126,12 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         }
     }
 
-    /// x ← eˣ for every entry. f64 overrides it with the SIMD kernel of [`vmath`].
-    fn exp_in_place(x: &mut [Self]) {
+    /// x ← f(x) for every entry (one node of the forward sweep, or a pass inside a fused
+    /// likelihood). f64 overrides it with the SIMD kernels of [`vmath`] for exp, log, log1p
+    /// and the logistic functions.
+    fn map_in_place(f: crate::graph::Fun1, x: &mut [Self]) {
         for v in x {
-            *v = v.exp();
-        }
-    }
-
-    /// x ← log x for every entry. f64 overrides it with the SIMD kernel of [`vmath`].
-    fn ln_in_place(x: &mut [Self]) {
-        for v in x {
-            *v = v.ln();
-        }
-    }
-
-    /// x ← log(1 + x) for every entry (x ≥ 0 in the callers). f64 overrides it with the
-    /// SIMD kernel of [`vmath`].
-    fn ln_1p_in_place(x: &mut [Self]) {
-        for v in x {
-            *v = v.ln_1p();
+            *v = crate::graph::eval::unary(f, *v);
         }
     }
 
@@ -211,19 +192,7 @@ impl Scalar for f64 {
         vmath::map_in_place(vmath::Map::LogSigmoid, out);
     }
 
-    fn exp_in_place(x: &mut [f64]) {
-        vmath::map_in_place(vmath::Map::Exp, x);
-    }
-
-    fn ln_in_place(x: &mut [f64]) {
-        vmath::map_in_place(vmath::Map::Ln, x);
-    }
-
-    fn ln_1p_in_place(x: &mut [f64]) {
-        vmath::map_in_place(vmath::Map::Ln1p, x);
-    }
-
-    fn unary_slice(f: crate::graph::Fun1, x: &[f64]) -> Vec<f64> {
+    fn map_in_place(f: crate::graph::Fun1, x: &mut [f64]) {
         use crate::graph::Fun1;
         let kernel = match f {
             Fun1::Exp => vmath::Map::Exp,
@@ -232,11 +201,14 @@ impl Scalar for f64 {
             Fun1::InvLogit => vmath::Map::Sigmoid,
             Fun1::LogInvLogit => vmath::Map::LogSigmoid,
             Fun1::Log1mInvLogit => vmath::Map::LogOneMinusSigmoid,
-            _ => return x.iter().map(|&v| crate::graph::eval::unary(f, v)).collect(),
+            _ => {
+                for v in x {
+                    *v = crate::graph::eval::unary(f, *v);
+                }
+                return;
+            }
         };
-        let mut out = x.to_vec();
-        vmath::map_in_place(kernel, &mut out);
-        out
+        vmath::map_in_place(kernel, x);
     }
 
     /// With e = e^{−|x|} ∈ (0, 1]: log σ(x) = min(x, 0) − log(1 + e), and σ(−x) is e/(1 + e)

@@ -234,7 +234,11 @@ pub(crate) fn eval_op<'b, T: Scalar>(
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {
             unreachable!("inputs are handled by forward")
         }
-        Op::Unary(f, a) => T::unary_slice(*f, get(*a).data),
+        Op::Unary(f, a) => {
+            let mut out = get(*a).data.to_vec();
+            T::map_in_place(*f, &mut out);
+            out
+        }
         Op::Binary(f, a, b) => binary_values(*f, get(*a), get(*b), n, s),
         Op::Ternary(f, ids) => ternary_values(*f, ids.map(get), n, s),
         Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),

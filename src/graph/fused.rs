@@ -9,10 +9,10 @@
 //! multiply-add per entry. Everything is generic over [`Scalar`], so forward-over-reverse H·v
 //! (`Dual64`) and the all-forward reference (`HyperDual64`) run the same code; f64 takes the
 //! SIMD kernels of [`crate::autodiff::vmath`] through [`Scalar::bernoulli_logit_col`] and
-//! [`Scalar::ln_1p_in_place`].
+//! [`Scalar::map_in_place`].
 
 use super::eval::{Arg, Tape};
-use super::{Lik, NodeId};
+use super::{Fun1, Lik, NodeId};
 use crate::autodiff::Scalar;
 use crate::dist::HALF_LOG_2PI;
 
@@ -182,7 +182,7 @@ fn bernoulli_logit_sums<T: Scalar>(
 
 /// η_{i,yᵢ} − log Σ_k e^{η_ik} per row i of the N×K logits (column-major) of each column,
 /// by the max-shifted sum; partials 1[k = yᵢ] − softmax_ik (N·K per column). The
-/// exponentials come from [`Scalar::exp_in_place`] over the whole N×K block.
+/// exponentials come from [`Scalar::map_in_place`] over the whole N×K block.
 fn categorical_logit<T: Scalar>(
     args: &[Arg<'_, T>],
     s: usize,
@@ -210,7 +210,7 @@ fn categorical_logit<T: Scalar>(
                 *d = v - m;
             }
         }
-        T::exp_in_place(&mut e);
+        T::map_in_place(Fun1::Exp, &mut e);
         sum.iter_mut().for_each(|v| *v = T::zero());
         for col in e.chunks_exact(n) {
             for (t, &v) in sum.iter_mut().zip(col) {
@@ -218,7 +218,7 @@ fn categorical_logit<T: Scalar>(
             }
         }
         values.copy_from_slice(&sum);
-        T::ln_in_place(&mut values);
+        T::map_in_place(Fun1::Log, &mut values);
         for (i, v) in values.iter_mut().enumerate() {
             *v = ec[i + labels[i] * n] - max[i] - *v;
         }
@@ -257,7 +257,7 @@ fn normal_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut 
 }
 
 /// −log π − log σ − log(1 + z²); partials −2z/(σ(1 + z²)) (x), the negative (μ),
-/// (z² − 1)/(σ(1 + z²)) (σ). The logs come from [`Scalar::ln_1p_in_place`] over the column.
+/// (z² − 1)/(σ(1 + z²)) (σ). The logs come from [`Scalar::map_in_place`] over the column.
 fn cauchy_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
     let c = T::from(-std::f64::consts::PI.ln()) - ls;
     for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
@@ -269,7 +269,7 @@ fn cauchy_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut 
         }
         *z = z2;
     }
-    T::ln_1p_in_place(z);
+    T::map_in_place(Fun1::Log1p, z);
     for v in z.iter_mut() {
         *v = c - *v;
     }

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-use super::eval::{clean, forward_values, lift_consts, CHUNK};
+use super::eval::{clean, forward_values, lift_consts, Tape, CHUNK};
 use super::{Graph, NodeId, Observed, Op};
 use crate::autodiff::vmath;
 
@@ -153,25 +153,17 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
                 .pointwise
                 .iter()
                 .map(|p| {
-                    let n = g.shape(p.loglik).size();
-                    let v = if tape.is_batched(p.loglik) && !matches!(g.nodes[p.loglik.0].op, Op::Const(_)) {
-                        std::mem::take(&mut tape.vals[p.loglik.0])
+                    let id = p.loglik;
+                    let batched = tape.is_batched(id) && !matches!(g.nodes[id.0].op, Op::Const(_));
+                    let v = if batched {
+                        std::mem::take(&mut tape.vals[id.0])
                     } else {
-                        let a = tape.arg(p.loglik);
-                        (0..cols).flat_map(|c| a.col(c).iter().copied()).collect()
+                        columns(&tape, id, cols).into_owned()
                     };
-                    (n, v)
+                    (g.shape(id).size(), v)
                 })
                 .collect();
-            let value = |id: NodeId| -> Cow<'_, [f64]> {
-                let a = tape.arg(id);
-                if a.batched {
-                    Cow::Borrowed(a.data)
-                } else {
-                    Cow::Owned((0..cols).flat_map(|c| a.col(c).iter().copied()).collect())
-                }
-            };
-            reduce_block(g, cols, lls, value)
+            reduce_block(g, cols, lls, |id| columns(&tape, id, cols))
         })
         .collect();
     let mut out = PredictSums::default();
@@ -179,6 +171,17 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
         out.merge(p);
     }
     out
+}
+
+/// Node `id`'s values at `cols` columns (size × cols): borrowed when it has a batch
+/// dimension, else its one value repeated.
+fn columns<'t>(tape: &'t Tape<'_, f64>, id: NodeId, cols: usize) -> Cow<'t, [f64]> {
+    let a = tape.arg(id);
+    if a.batched {
+        Cow::Borrowed(a.data)
+    } else {
+        Cow::Owned((0..cols).flat_map(|c| a.col(c).iter().copied()).collect())
+    }
 }
 
 /// The sums over one block of `cols` draws, given each node's values (size × cols).
