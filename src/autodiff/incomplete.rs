@@ -94,19 +94,41 @@ fn gamma_series<D: Real>(a: D, x: D) -> D {
     let mut term = D::one();
     let mut sum = D::one();
     let mut ap = a;
-    let mut extra = 0;
+    let mut settle = Settle::default();
     for _ in 0..MAX_ITER {
         ap += 1.0;
         term = term * x / ap;
         sum += term;
-        if re(term).abs() < TOL * re(sum).abs() {
-            extra += 1;
-            if extra > EXTRA {
-                break;
-            }
+        if settle.done(re(term).abs() < TOL * re(sum).abs()) {
+            break;
         }
     }
     sum
+}
+
+/// Stops a series or continued fraction once its convergence test has held on more than
+/// [`EXTRA`] steps (a single small step can be a cancellation, not convergence).
+#[derive(Default)]
+struct Settle {
+    held: usize,
+}
+
+impl Settle {
+    /// Record one step's test; whether to stop now.
+    fn done(&mut self, converged: bool) -> bool {
+        if converged {
+            self.held += 1;
+        }
+        self.held > EXTRA
+    }
+}
+
+/// One modified-Lentz step with partial numerator `aa` (denominator 1): updates C and D and
+/// returns the factor C·D for the running value.
+fn lentz_step<D: Real>(aa: D, c: &mut D, d: &mut D) -> D {
+    *d = guard(D::one() + aa * *d).recip();
+    *c = guard(D::one() + aa / *c);
+    *d * *c
 }
 
 /// One Lentz step's guard: a value too close to 0 is moved to ±TINY.
@@ -125,7 +147,7 @@ fn gamma_cf<D: Real>(a: D, x: D) -> D {
     let mut c = D::from(1.0 / TINY);
     let mut d = guard(b).recip();
     let mut h = d;
-    let mut extra = 0;
+    let mut settle = Settle::default();
     for i in 1..MAX_ITER {
         let fi = i as f64;
         let an = (a - fi) * fi;
@@ -134,11 +156,8 @@ fn gamma_cf<D: Real>(a: D, x: D) -> D {
         c = guard(b + an / c);
         let del = d * c;
         h *= del;
-        if (re(del) - 1.0).abs() < TOL {
-            extra += 1;
-            if extra > EXTRA {
-                break;
-            }
+        if settle.done((re(del) - 1.0).abs() < TOL) {
+            break;
         }
     }
     h
@@ -198,24 +217,17 @@ fn beta_cf<D: Real>(x: D, a: D, b: D) -> D {
     let mut c = D::one();
     let mut d = guard(D::one() - qab * x / qap).recip();
     let mut h = d;
-    let mut extra = 0;
+    let mut settle = Settle::default();
     for m in 1..MAX_ITER {
         let fm = m as f64;
         let m2 = 2.0 * fm;
         let aa = (b - fm) * x * fm / ((qam + m2) * (a + m2));
-        d = guard(D::one() + aa * d).recip();
-        c = guard(D::one() + aa / c);
-        h = h * d * c;
+        h *= lentz_step(aa, &mut c, &mut d);
         let aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2));
-        d = guard(D::one() + aa * d).recip();
-        c = guard(D::one() + aa / c);
-        let del = d * c;
+        let del = lentz_step(aa, &mut c, &mut d);
         h *= del;
-        if (re(del) - 1.0).abs() < TOL {
-            extra += 1;
-            if extra > EXTRA {
-                break;
-            }
+        if settle.done((re(del) - 1.0).abs() < TOL) {
+            break;
         }
     }
     h
