@@ -135,6 +135,13 @@ fn check_batched(g: &Graph, theta: &[f64], w: &[f64]) {
             &one.grad_w,
             BATCH_TOL,
         );
+        let p = theta.len();
+        assert_close(
+            "batched theta gradient",
+            &r.grad_theta[c * p..(c + 1) * p],
+            &one.grad_theta,
+            BATCH_TOL,
+        );
     }
 }
 
@@ -269,6 +276,35 @@ fn op_cases() -> Vec<(&'static str, Build)> {
             );
             let y = g.matmul(a, x).unwrap();
             g.unary(Fun1::Square, y)
+        }),
+        ("matvec_theta_matrix", |g, x, t| {
+            // A(θ) · x with A depending on θ only (RBF features with a learned width): its
+            // ∇_θ share is pushed forward through the product rather than pulled back
+            let c = g.constant(
+                Shape::Matrix(3, 4),
+                (0..12).map(|i| (i as f64 * 0.7).sin()).collect(),
+            );
+            let tc = g.mul(t, c).unwrap();
+            let a = g.unary(Fun1::Exp, tc);
+            let y = g.matmul(a, x).unwrap();
+            g.unary(Fun1::Tanh, y)
+        }),
+        ("theta_matrix_times_param_matrix", |g, x, t| {
+            // A(θ) (3×2) times a 2×2 matrix of w, and A also read elementwise with w (not
+            // pushed forward then)
+            let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), g_idx(g, x, 3), g_idx(g, x, 4)];
+            let m = g.pack(Shape::Matrix(2, 2), items).unwrap();
+            let c = g.constant(Shape::Matrix(3, 2), vec![1.0, -0.5, 2.0, 0.3, 0.0, 1.5]);
+            let tc = g.mul(t, c).unwrap();
+            let a = g.unary(Fun1::Sin, tc);
+            let am = g.matmul(a, m).unwrap();
+            let s1 = g.unary(Fun1::Tanh, am);
+            let c2 = g.constant(Shape::Matrix(2, 3), vec![0.2, 1.0, -1.0, 0.4, 0.5, -0.3]);
+            let b = g.matmul(m, c2).unwrap();
+            let bt = g.transpose(b);
+            let e = g.mul(a, bt).unwrap();
+            let (u, v) = (g.sum(s1), g.sum(e));
+            g.add_nodes(u, v).unwrap()
         }),
         ("matmul_params", |g, x, t| {
             let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), g_idx(g, x, 3), g_idx(g, x, 4)];

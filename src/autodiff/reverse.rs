@@ -12,7 +12,8 @@ use std::borrow::Cow;
 use num_dual::Dual;
 
 use crate::graph::eval::{
-    argext, broadcast_at, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape,
+    argext, broadcast_at, forward, int_exponent, inv_logit, pushed_forward, theta_frontier, tri_solve_t, Arg,
+    Tape,
 };
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
@@ -81,6 +82,11 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
     } else {
         Vec::new()
     };
+    let pushed = if by_tangents {
+        pushed_forward(g, &tape.batched, &frontier)
+    } else {
+        Vec::new()
+    };
     let mut adj: Vec<Vec<T>> = g
         .nodes
         .iter()
@@ -88,7 +94,7 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
         .map(|(k, n)| match n.op {
             Op::Const(_) => Vec::new(),
             _ if !want_theta && !tape.is_batched(NodeId(k)) => Vec::new(),
-            _ if by_tangents && !tape.is_batched(NodeId(k)) && !frontier[k] => Vec::new(),
+            _ if by_tangents && !tape.is_batched(NodeId(k)) && (!frontier[k] || pushed[k]) => Vec::new(),
             _ => vec![T::zero(); n.shape.size() * s],
         })
         .collect();
@@ -117,7 +123,7 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
         let tangents = super::theta::tangents(tape);
         let p = g.theta_dim;
         for (k, vbar) in adj.iter().enumerate() {
-            if frontier[k] && !tangents[k].is_empty() {
+            if frontier[k] && !pushed[k] && !tangents[k].is_empty() {
                 // ∇_θ (P×S) += J_kᵀ V̄_k with J_k (size × P), V̄_k (size × S).
                 T::gemm(
                     true,
@@ -131,8 +137,44 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
                 );
             }
         }
+        for (c, node) in g.nodes.iter().enumerate() {
+            if let Op::MatMul(a, b) = node.op {
+                if pushed[a.0] && tape.is_batched(NodeId(c)) {
+                    push_matmul(tape, &tangents[a.0], c, b, &adj[c], &mut gt);
+                }
+            }
+        }
     }
     (gw, gt)
+}
+
+/// ∇_θ of the product Y = A·B (node `c`, B batched, A θ-only with tangent `ta`): column s
+/// gains Σ_ij Ȳ_ij ((dA/dθ_q) B_s)_ij for every direction q in which A moves. One product
+/// (m×k)·(k×n·S) per such q: the S blocks of B lie side by side as one k × n·S matrix.
+fn push_matmul<T: Scalar>(tape: &Tape<'_, T>, ta: &[T], c: usize, b: NodeId, ybar: &[T], gt: &mut [T]) {
+    let (s, p) = (tape.s, tape.graph.theta_dim);
+    let shape = tape.graph.nodes[c].shape;
+    let (m, n) = (shape.rows(), shape.cols());
+    let bb = tape.arg(b);
+    let k = bb.size / n;
+    let size_a = m * k;
+    let mut prod = vec![T::zero(); m * n * s];
+    for q in 0..p {
+        let da = &ta[q * size_a..(q + 1) * size_a];
+        if da.iter().all(|v| *v == T::zero()) {
+            continue;
+        }
+        prod.iter_mut().for_each(|v| *v = T::zero());
+        T::gemm(false, false, m, n * s, k, da, bb.data, &mut prod);
+        for col in 0..s {
+            let block = col * m * n..(col + 1) * m * n;
+            let dot = ybar[block.clone()]
+                .iter()
+                .zip(&prod[block])
+                .fold(T::zero(), |acc, (y, d)| acc + *y * *d);
+            gt[col * p + q] += dot;
+        }
+    }
 }
 
 fn scatter_input<T: Scalar>(ybar: &[T], out: &mut [T], d: usize, offset: usize, n: usize, s: usize) {

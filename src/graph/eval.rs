@@ -151,6 +151,33 @@ pub fn theta_frontier(graph: &Graph, batched: &[bool]) -> Vec<bool> {
     out
 }
 
+/// The frontier nodes whose ∇_θ share is pushed forward through their consumers instead of
+/// pulled back through an adjoint: those read by the batched part only as the left factor A
+/// of products A·B (RBF features Φ(θ) times the weights). Their adjoint would be one
+/// (size × S) block filled by S outer products (N·D·S entries for Φ); instead
+/// `autodiff::reverse`'s `push_matmul` forms (dA/dθ_q)·B, of the product's own size.
+pub fn pushed_forward(g: &Graph, batched: &[bool], frontier: &[bool]) -> Vec<bool> {
+    let mut out = frontier.to_vec();
+    for t in &g.targets {
+        out[t.0] = false;
+    }
+    for (c, node) in g.nodes.iter().enumerate() {
+        if !batched[c] {
+            continue;
+        }
+        let left_factor = match node.op {
+            Op::MatMul(a, b) if a != b => Some(a),
+            _ => None,
+        };
+        for i in super::build::inputs(&node.op) {
+            if Some(i) != left_factor {
+                out[i.0] = false;
+            }
+        }
+    }
+    out
+}
+
 /// Evaluate every node at the S columns of `w` (D×S column-major) and θ; nodes that do not
 /// depend on w are evaluated once. The tape keeps what the reverse sweep needs.
 pub fn forward<'a, T: Scalar>(
