@@ -225,6 +225,7 @@ model {
 /// A fresh directory under the system temp dir for one test.
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("mvi-check-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -247,6 +248,7 @@ fn csv_data_binds_by_argument_and_by_csv_value_relative_to_the_model() {
     assert_eq!((x.nrows(), x.ncols()), (3, 2));
     assert!((x[(2, 1)] - 6.0).abs() < 1e-12);
     assert_eq!(m.data.size("N"), Some(3));
+    std::fs::remove_dir_all(&dir).expect("scratch directory removed");
 }
 
 #[test]
@@ -264,6 +266,7 @@ fn a_single_csv_row_binds_a_vector() {
     )
     .unwrap();
     assert_eq!(m.data.size("N"), Some(4));
+    std::fs::remove_dir_all(&dir).expect("scratch directory removed");
 }
 
 #[test]
