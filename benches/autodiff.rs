@@ -5,7 +5,9 @@
 //!    peak memory (target ≤ 200 MB, by a counting global allocator);
 //! 2. the full Hessian at D = 100 against one single-point gradient (target ≤ 4·D×);
 //! 3. value + gradient per point for an eight-schools graph (D = 10) and a
-//!    stochastic-volatility graph (latent AR(1) unrolled, T = 100, D = 103), evaluations/s.
+//!    stochastic-volatility graph (latent AR(1) unrolled, T = 100, D = 103), evaluations/s;
+//! 4. what ∇_θ adds to a batched value + ∇_w on the README's banana model (RBF width and
+//!    prior precision learned).
 //!
 //! Run: `cargo bench --bench autodiff` (ratios print first, then criterion's timings);
 //! `cargo bench --bench autodiff -- --bench none` prints the ratios only. Times are the
@@ -254,6 +256,8 @@ fn ratios() {
         t_hess / t_grad
     );
 
+    rbf_theta_gradient();
+
     for (name, lj) in [
         ("eight schools D=10", eight_schools()),
         ("stochastic volatility T=100 D=103", stochastic_volatility(100)),
@@ -276,6 +280,33 @@ fn ratios() {
             lj.graph.nodes.len()
         );
     }
+}
+
+/// The README's banana model (RBF features Φ(r) with the width r and the prior precision α
+/// learned, N = 400, D = 31): what ∇_θ adds to a batched value + ∇_w at S = 1000.
+fn rbf_theta_gradient() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = root.join("examples/data/logistic_rbf_banana.json");
+    let typed = mvi::check::load_model(
+        &root.join("examples/logistic_rbf_banana.mvi"),
+        &[data.display().to_string()],
+    )
+    .expect("the banana example checks");
+    let lj = mvi::graph::lower_model(&typed).expect("the banana example lowers");
+    let th = lj.theta0.clone();
+    let w = draws(lj.dim(), 1000);
+    let t_w = time(9, || {
+        black_box(lj.eval(&th, &w, Want::GRAD_W));
+    });
+    let t_all = time(9, || {
+        black_box(lj.eval(&th, &w, Want::ALL));
+    });
+    println!(
+        "logistic RBF banana N=400 D=31 S=1000 (α, r learned): value+∇w {:.2} ms, value+∇w+∇θ {:.2} ms, ratio {:.2}x",
+        t_w * 1e3,
+        t_all * 1e3,
+        t_all / t_w
+    );
 }
 
 fn benches(c: &mut Criterion) {
