@@ -3,22 +3,22 @@
 //! per M, S = 50, 100 test draws), checking the report's structure and that a second run
 //! skips every finished fit.
 //!
-//! The data are read from `../shared/data` next to the crate (override with the environment
-//! variable `MVI_PAPER_DATA`); the test fails with a clear message if that directory is
-//! missing.
+//! The data are the repository's copy of those two sets, `tests/data/paper` (see its README;
+//! the environment variable `MVI_PAPER_DATA` points the tests at another data directory, such
+//! as the whole `../shared/data`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn data_dir() -> PathBuf {
     let dir = std::env::var_os("MVI_PAPER_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/paper"),
         PathBuf::from,
     );
     assert!(
         dir.join("thyroid").join("X.csv").is_file(),
-        "the benchmark data directory `{}` is missing (it holds the MVI paper's data sets; \
-         point MVI_PAPER_DATA at it)",
+        "the benchmark data directory `{}` has no thyroid data (point MVI_PAPER_DATA at a \
+         directory laid out like ../shared/data)",
         dir.display()
     );
     dir
