@@ -139,25 +139,43 @@ pub fn fit_laplace(
     }
     obs.phase("laplace");
     let mut trace = Vec::new();
-    let out = {
-        let _t = timing::span("laplace: mode");
-        let mut rec = Recorder {
-            inner: obs,
-            trace: &mut trace,
-        };
-        find_mode(model, &theta, start, &opts, &mut rec)
+    let mut rec = Recorder {
+        inner: obs,
+        trace: &mut trace,
     };
+    let mut out = polished_mode(model, &theta, start, &opts, &mut rec);
+    let mut iterations = out.iterations;
+    let mut escapes = 0;
+    let (chol, log_det_neg_h) = loop {
+        let result = {
+            let _t = timing::span("laplace: hessian, cholesky");
+            curvature(model, &theta, &out.x)
+        };
+        match result {
+            Err(Error::NotNegativeDefinite { max_eig, .. })
+                if max_eig > 0.0 && escapes < MAX_SADDLE_ESCAPES && !out.interrupted =>
+            {
+                let Some(x) = escape_saddle(model, &theta, &out) else {
+                    break result?;
+                };
+                escapes += 1;
+                out = polished_mode(model, &theta, x, &opts, &mut rec);
+                iterations += out.iterations;
+            }
+            result => break result?,
+        }
+    };
+    if escapes > 0 {
+        notes.push(format!(
+            "the laplace mode search stopped at a saddle point of log p̃ (H had a positive \
+             eigenvalue) and was restarted along that direction {escapes} time(s); the mode found \
+             is a local maximum, but the posterior has several"
+        ));
+    }
     if !out.converged {
         notes.push(not_converged("laplace mode search", &out));
     }
-    let out = {
-        let _t = timing::span("laplace: newton polish");
-        newton_polish(model, &theta, out)
-    };
-    let (chol, log_det_neg_h) = {
-        let _t = timing::span("laplace: hessian, cholesky");
-        curvature(model, &theta, &out.x)?
-    };
+    out.iterations = iterations;
     let d = out.x.len() as f64;
     Ok(LaplaceFit {
         log_evidence: out.value + 0.5 * d * (2.0 * std::f64::consts::PI).ln() - 0.5 * log_det_neg_h,
@@ -206,6 +224,51 @@ impl Observer for Recorder<'_> {
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
     }
+}
+
+/// How often a mode search that ended at a saddle point is restarted from beside it.
+const MAX_SADDLE_ESCAPES: usize = 5;
+
+/// The mode search from `start` and the Newton polish of its end point.
+fn polished_mode(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    start: DVector<f64>,
+    opts: &optim::Options,
+    obs: &mut dyn Observer,
+) -> Outcome {
+    let out = {
+        let _t = timing::span("laplace: mode");
+        find_mode(model, theta, start, opts, obs)
+    };
+    let _t = timing::span("laplace: newton polish");
+    newton_polish(model, theta, out)
+}
+
+/// A point beside the stationary point `out.x` with a higher log p̃, along the eigenvector of
+/// H's largest (positive) eigenvalue: log p̃ rises in both directions along it. Steps of
+/// 1, 0.3, 0.1, 0.03 and 0.01 each way are tried and the best is kept; `None` when none of
+/// them rises (the positive curvature is rounding, not a saddle).
+fn escape_saddle(model: &dyn LogDensity, theta: &DVector<f64>, out: &Outcome) -> Option<DVector<f64>> {
+    let h = model.hessian(theta, &out.x);
+    let eig = ((&h + h.transpose()) * 0.5).symmetric_eigen();
+    let (k, _) = eig
+        .eigenvalues
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))?;
+    let v = eig.eigenvectors.column(k).into_owned();
+    let mut best: Option<(f64, DVector<f64>)> = None;
+    for t in [1.0, 0.3, 0.1, 0.03, 0.01] {
+        for sign in [1.0, -1.0] {
+            let x = &out.x + &v * (sign * t);
+            let (value, _) = value_grad(model, theta, &x);
+            if value.is_finite() && value > best.as_ref().map_or(out.value, |b| b.0) {
+                best = Some((value, x));
+            }
+        }
+    }
+    best.map(|(_, x)| x)
 }
 
 fn find_mode(
@@ -338,7 +401,8 @@ mod tests {
     use super::*;
     use crate::density::{Evaluated, Want};
 
-    /// log p̃(w) = −w₁² + w₂²: a saddle at the origin, where the mode search starts.
+    /// log p̃(w) = −w₁² + w₂²: a saddle at the origin, where the mode search starts, and no
+    /// mode (log p̃ is unbounded along w₂, so escaping the saddle cannot help).
     struct Saddle;
     impl LogDensity for Saddle {
         fn dim(&self) -> usize {
@@ -359,6 +423,51 @@ mod tests {
         fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
             DMatrix::from_row_slice(2, 2, &[-2.0, 0.0, 0.0, 2.0])
         }
+    }
+
+    /// log p̃(w) = −w₁²/2 − (w₂² − 1)²: modes at (0, ±1) and a saddle at the origin, where
+    /// the mode search starts and where its gradient is zero.
+    struct DoubleWell;
+    impl LogDensity for DoubleWell {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+            let values = DVector::from_iterator(
+                w.ncols(),
+                w.column_iter()
+                    .map(|c| -0.5 * c[0] * c[0] - (c[1] * c[1] - 1.0).powi(2)),
+            );
+            let mut g = w.clone();
+            for mut c in g.column_iter_mut() {
+                c[0] = -c[0];
+                c[1] = -4.0 * c[1] * (c[1] * c[1] - 1.0);
+            }
+            Evaluated {
+                values,
+                grad_w: Some(g),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+            DMatrix::from_row_slice(2, 2, &[-1.0, 0.0, 0.0, 4.0 - 12.0 * w[1] * w[1]])
+        }
+    }
+
+    #[test]
+    fn a_mode_search_that_stops_at_a_saddle_is_restarted_beside_it() {
+        let fit = fit_laplace(&DoubleWell, &Common::default(), &mut Silent).unwrap();
+        assert!(fit.mode[0].abs() < 1e-8, "mode {}", fit.mode);
+        assert!((fit.mode[1].abs() - 1.0).abs() < 1e-8, "mode {}", fit.mode);
+        assert!(fit.log_p.abs() < 1e-12);
+        // −H = diag(1, 8), so Σ = diag(1, 1/8)
+        let cov = fit.cov();
+        assert!((cov[(0, 0)] - 1.0).abs() < 1e-8 && (cov[(1, 1)] - 0.125).abs() < 1e-8);
+        assert!(
+            fit.notes.iter().any(|n| n.contains("saddle point")),
+            "notes: {:?}",
+            fit.notes
+        );
     }
 
     #[test]
