@@ -12,8 +12,7 @@ use std::borrow::Cow;
 use num_dual::Dual;
 
 use crate::graph::eval::{
-    argext, broadcast_at, forward, int_exponent, inv_logit, pushed_forward, theta_frontier, tri_solve_t, Arg,
-    Tape,
+    argext, broadcast_at, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape,
 };
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
@@ -77,15 +76,11 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
     // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
     // part (see `autodiff::theta`).
     let by_tangents = want_theta && g.theta_dim > 0 && super::theta::supported(tape);
-    let frontier = if by_tangents {
-        theta_frontier(g, &tape.batched)
+    let (frontier, pushed) = if by_tangents {
+        let f = theta_frontier(g, &tape.batched);
+        (f.nodes, f.pushed)
     } else {
-        Vec::new()
-    };
-    let pushed = if by_tangents {
-        pushed_forward(g, &tape.batched, &frontier)
-    } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let mut adj: Vec<Vec<T>> = g
         .nodes

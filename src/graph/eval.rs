@@ -134,48 +134,45 @@ pub fn batched_mask(graph: &Graph) -> Vec<bool> {
     out
 }
 
-/// Per node: whether it does not depend on w but is read by a node that does, or is a target
-/// term (where ∇_θ leaves the part of the graph that is the same for every column).
-pub fn theta_frontier(graph: &Graph, batched: &[bool]) -> Vec<bool> {
-    let mut out = vec![false; graph.nodes.len()];
+/// Where ∇_θ leaves the part of the graph that is the same for every column, in one pass
+/// over the batched nodes' inputs.
+pub struct Frontier {
+    /// Per node: it does not depend on w but is read by a node that does, or is a target
+    /// term.
+    pub nodes: Vec<bool>,
+    /// Per node: a frontier node whose ∇_θ share is pushed forward through its consumers
+    /// instead of pulled back through an adjoint — one read by the batched part only as the
+    /// left factor A of products A·B (RBF features Φ(θ) times the weights), and not a target.
+    /// Its adjoint would be one (size × S) block filled by S outer products (N·D·S entries
+    /// for Φ); `autodiff::reverse`'s `push_matmul` forms (dA/dθ_q)·B instead, of the
+    /// product's own size.
+    pub pushed: Vec<bool>,
+}
+
+/// The [`Frontier`] of a graph with these batched nodes.
+pub fn theta_frontier(graph: &Graph, batched: &[bool]) -> Frontier {
+    let n = graph.nodes.len();
+    let mut nodes = vec![false; n];
+    // read by a batched node other than as the left factor of a product, or a target
+    let mut elsewhere = vec![false; n];
     for (k, node) in graph.nodes.iter().enumerate() {
         if batched[k] {
+            let left_factor = match node.op {
+                Op::MatMul(a, b) if a != b => Some(a),
+                _ => None,
+            };
             for i in super::build::inputs(&node.op) {
-                out[i.0] |= !batched[i.0] && !matches!(graph.nodes[i.0].op, Op::Const(_));
+                nodes[i.0] |= !batched[i.0] && !matches!(graph.nodes[i.0].op, Op::Const(_));
+                elsewhere[i.0] |= Some(i) != left_factor;
             }
         }
     }
     for t in &graph.targets {
-        out[t.0] |= !batched[t.0] && !matches!(graph.nodes[t.0].op, Op::Const(_));
+        nodes[t.0] |= !batched[t.0] && !matches!(graph.nodes[t.0].op, Op::Const(_));
+        elsewhere[t.0] = true;
     }
-    out
-}
-
-/// The frontier nodes whose ∇_θ share is pushed forward through their consumers instead of
-/// pulled back through an adjoint: those read by the batched part only as the left factor A
-/// of products A·B (RBF features Φ(θ) times the weights). Their adjoint would be one
-/// (size × S) block filled by S outer products (N·D·S entries for Φ); instead
-/// `autodiff::reverse`'s `push_matmul` forms (dA/dθ_q)·B, of the product's own size.
-pub fn pushed_forward(g: &Graph, batched: &[bool], frontier: &[bool]) -> Vec<bool> {
-    let mut out = frontier.to_vec();
-    for t in &g.targets {
-        out[t.0] = false;
-    }
-    for (c, node) in g.nodes.iter().enumerate() {
-        if !batched[c] {
-            continue;
-        }
-        let left_factor = match node.op {
-            Op::MatMul(a, b) if a != b => Some(a),
-            _ => None,
-        };
-        for i in super::build::inputs(&node.op) {
-            if Some(i) != left_factor {
-                out[i.0] = false;
-            }
-        }
-    }
-    out
+    let pushed = nodes.iter().zip(&elsewhere).map(|(f, e)| *f && !e).collect();
+    Frontier { nodes, pushed }
 }
 
 /// Evaluate every node at the S columns of `w` (D×S column-major) and θ; nodes that do not
