@@ -73,6 +73,13 @@ pub trait LogDensity: Sync {
         self.hessian(theta, w) * v
     }
 
+    /// ∇²_w log p̃ · V at one point for the K columns of V (D×K), e.g. the products with a
+    /// few seed vectors from which a sparse Hessian is recovered. The default uses the full
+    /// Hessian.
+    fn hessian_times(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
+        self.hessian(theta, w) * v
+    }
+
     /// A point to start optimisation from (the default is w = 0, i.e. the centre of every
     /// constraint transform).
     fn initial_point(&self) -> DVector<f64> {

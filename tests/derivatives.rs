@@ -856,9 +856,22 @@ type LikCase = (
 );
 
 /// The location-scale cases of `dist` (`normal`, `cauchy`): σ from w, μ from θ; μ from w;
-/// μ and σ both θ.
+/// μ and σ both θ; one σ per observation from w (as stochastic volatility's
+/// `y ~ normal(0, exp(h / 2))`) or from θ.
 fn location_scale_cases(dist: &'static str) -> Vec<LikCase> {
     vec![
+        (dist, |g, x, t| {
+            let sd = g.unary(Fun1::Exp, x);
+            (
+                g.constant(Shape::Vector(4), vec![0.5, -1.0, 2.0, 0.1]),
+                vec![t, sd],
+            )
+        }),
+        (dist, |g, x, t| {
+            let c = g.constant(Shape::Vector(4), vec![1.0, 0.5, 2.0, 1.5]);
+            let sd = g.mul(c, t).unwrap();
+            (x, vec![g.scalar(0.2), sd])
+        }),
         (dist, |g, x, t| {
             let sd = pos_idx(g, x, 1);
             (x, vec![t, sd])

@@ -36,39 +36,34 @@ pub fn hessian(graph: &Graph, theta: &[f64], w: &[f64]) -> DMatrix<f64> {
 /// forward-over-reverse pass (in parallel chunks), not symmetrised.
 pub fn hessian_raw(graph: &Graph, theta: &[f64], w: &[f64]) -> DMatrix<f64> {
     let d = w.len();
-    if d == 0 {
-        return DMatrix::zeros(0, 0);
+    hessian_times(graph, theta, w, &DMatrix::identity(d, d))
+}
+
+/// H·V at w for the K columns of V (D×K): the K products H·vⱼ as the batch columns of one
+/// forward-over-reverse pass (in parallel chunks of columns).
+pub fn hessian_times(graph: &Graph, theta: &[f64], w: &[f64], v: &DMatrix<f64>) -> DMatrix<f64> {
+    let (d, k) = (w.len(), v.ncols());
+    if d == 0 || k == 0 {
+        return DMatrix::zeros(d, k);
     }
     let consts = lift_consts::<Dual64>(graph);
     let th = lift_point::<Dual64>(theta);
-    let mut h = DMatrix::zeros(d, d);
-    let chunk = crate::graph::eval::CHUNK.min(d);
-    let starts: Vec<usize> = (0..d).step_by(chunk).collect();
+    let chunk = crate::graph::eval::CHUNK.min(k);
+    let starts: Vec<usize> = (0..k).step_by(chunk).collect();
     use rayon::prelude::*;
-    let parts: Vec<(usize, usize, Vec<f64>)> = starts
+    let parts: Vec<Vec<f64>> = starts
         .par_iter()
         .map(|&j0| {
-            let j1 = (j0 + chunk).min(d);
+            let j1 = (j0 + chunk).min(k);
             let mut wd = Vec::with_capacity(d * (j1 - j0));
             for j in j0..j1 {
-                wd.extend(
-                    w.iter()
-                        .enumerate()
-                        .map(|(i, &x)| Dual64::new(x, if i == j { 1.0 } else { 0.0 })),
-                );
+                wd.extend(w.iter().zip(v.column(j).iter()).map(|(&x, &e)| Dual64::new(x, e)));
             }
             let g = value_grad_with(graph, &consts, &th, &wd, j1 - j0, false);
-            (j0, j1, g.grad_w.iter().map(|x| x.eps).collect())
+            g.grad_w.iter().map(|x| x.eps).collect()
         })
         .collect();
-    for (j0, j1, cols) in parts {
-        for j in j0..j1 {
-            for i in 0..d {
-                h[(i, j)] = cols[(j - j0) * d + i];
-            }
-        }
-    }
-    h
+    DMatrix::from_iterator(d, k, parts.into_iter().flatten())
 }
 
 /// The gradient at w by forward mode: D passes with `Dual64` (batched as D columns).

@@ -135,6 +135,16 @@ fn broadcasts(g: &Graph, a: NodeId, b: NodeId) -> bool {
     sa == Shape::Scalar || sb == Shape::Scalar || sa == sb
 }
 
+/// Whether the operands broadcast together: every one is a scalar or has the one shape
+/// of the others that are not.
+fn all_broadcast(g: &Graph, ids: &[NodeId]) -> bool {
+    let mut shapes = ids.iter().map(|&id| g.shape(id)).filter(|&s| s != Shape::Scalar);
+    match shapes.next() {
+        Some(first) => shapes.all(|s| s == first),
+        None => true,
+    }
+}
+
 /// The log density as one fused node, for the families and argument shapes that have one:
 /// summed ([`Op::LikSum`](crate::graph::Op::LikSum)) when `sum`, else per observation
 /// ([`Op::LikPoint`](crate::graph::Op::LikPoint)); `None` otherwise (the caller builds the
@@ -182,10 +192,10 @@ fn fused_lik(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId], sum: bool) -
                     .all(|&v| v >= 1.0 && v <= k as f64 && v.fract() == 0.0);
             ok.then(|| node(g, Lik::CategoricalLogit, &[x, args[0]]))
         }
-        "normal" if g.shape(args[1]) == Shape::Scalar && broadcasts(g, x, args[0]) => {
+        "normal" if all_broadcast(g, &[x, args[0], args[1]]) => {
             Some(node(g, Lik::Normal, &[x, args[0], args[1]]))
         }
-        "cauchy" if g.shape(args[1]) == Shape::Scalar && broadcasts(g, x, args[0]) => {
+        "cauchy" if all_broadcast(g, &[x, args[0], args[1]]) => {
             Some(node(g, Lik::Cauchy, &[x, args[0], args[1]]))
         }
         _ => None,

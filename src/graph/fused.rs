@@ -1,5 +1,5 @@
 //! Fused likelihood nodes ([`Op::LikSum`](super::Op::LikSum)): the summed log density of
-//! `bernoulli_logit`, `poisson_log`, `normal` and `cauchy` (one σ) in one pass over the
+//! `bernoulli_logit`, `poisson_log`, `normal` and `cauchy` (one σ, or one per observation) in one pass over the
 //! observations.
 //!
 //! Input: the operands of a [`Lik`] node (the outcome first), each with one entry per
@@ -238,46 +238,48 @@ fn categorical_logit<T: Scalar>(
 }
 
 /// A location-scale family's terms at one column: given z = (x − μ)/σ for every
-/// observation, log σ and 1/σ, overwrites `z` with each observation's log density and,
-/// when `partials`, writes ∂/∂x (= −∂/∂μ) to `dx` and ∂/∂σ to `ds`.
-type Terms<T> = fn(z: &mut [T], log_sigma: T, inv_sigma: T, partials: bool, dx: &mut [T], ds: &mut [T]);
+/// observation, log σ and 1/σ (one value for all observations or one each), overwrites
+/// `z` with each observation's log density and, when `partials`, writes ∂/∂x (= −∂/∂μ) to
+/// `dx` and ∂/∂σ to `ds`.
+type Terms<T> = fn(z: &mut [T], log_sigma: &[T], inv_sigma: &[T], partials: bool, dx: &mut [T], ds: &mut [T]);
 
 /// −½z² − log σ − ½ log 2π; partials −z/σ (x), z/σ (μ), (z² − 1)/σ (σ).
-fn normal_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
-    let c = T::from(-HALF_LOG_2PI) - ls;
+fn normal_terms<T: Scalar>(z: &mut [T], ls: &[T], inv: &[T], partials: bool, dx: &mut [T], ds: &mut [T]) {
+    let c = T::from(-HALF_LOG_2PI);
     let half = T::from(-0.5);
-    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
+    for (i, ((z, dx), ds)) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()).enumerate() {
         let z2 = *z * *z;
         if partials {
+            let inv = pick(inv, i);
             *dx = -(*z * inv);
             *ds = (z2 - T::one()) * inv;
         }
-        *z = c + half * z2;
+        *z = c - pick(ls, i) + half * z2;
     }
 }
 
 /// −log π − log σ − log(1 + z²); partials −2z/(σ(1 + z²)) (x), the negative (μ),
 /// (z² − 1)/(σ(1 + z²)) (σ). The logs come from [`Scalar::map_in_place`] over the column.
-fn cauchy_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
-    let c = T::from(-std::f64::consts::PI.ln()) - ls;
-    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
+fn cauchy_terms<T: Scalar>(z: &mut [T], ls: &[T], inv: &[T], partials: bool, dx: &mut [T], ds: &mut [T]) {
+    let c = T::from(-std::f64::consts::PI.ln());
+    for (i, ((z, dx), ds)) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()).enumerate() {
         let z2 = *z * *z;
         if partials {
-            let r = inv / (T::one() + z2);
+            let r = pick(inv, i) / (T::one() + z2);
             *dx = -(*z * r) * T::from(2.0);
             *ds = (z2 - T::one()) * r;
         }
         *z = z2;
     }
     T::map_in_place(Fun1::Log1p, z);
-    for v in z.iter_mut() {
-        *v = c - *v;
+    for (i, v) in z.iter_mut().enumerate() {
+        *v = c - pick(ls, i) - *v;
     }
 }
 
-/// A location-scale family with one σ (arguments [x, μ, σ]): −∞ where σ ≤ 0 (or NaN), as
-/// the unfused support check; partials ∂x, −∂x (μ) and ∂σ in the aux blocks of the
-/// non-constant operands.
+/// A location-scale family (arguments [x, μ, σ], σ one value or one per observation): −∞
+/// where some σ ≤ 0 (or NaN), as the unfused support check; partials ∂x, −∂x (μ) and ∂σ
+/// in the aux blocks of the non-constant operands.
 fn location_scale<T: Scalar>(
     args: &[Arg<'_, T>],
     n: usize,
@@ -298,18 +300,26 @@ fn location_scale<T: Scalar>(
     }
     let partials = aux.is_some();
     let (mut z, mut dx, mut ds) = (vec![T::zero(); n], vec![T::zero(); n], vec![T::zero(); n]);
+    let (mut ls, mut inv) = (vec![T::zero(); sigma.size], vec![T::zero(); sigma.size]);
     for c in 0..s {
-        let sd = sigma.at(0, c);
-        if sd.real().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        let sd = sigma.col(c);
+        if sd
+            .iter()
+            .any(|v| v.real().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+        {
             out.impossible(n);
             continue;
         }
-        let (ls, inv) = (sd.ln(), sd.recip());
+        ls.copy_from_slice(sd);
+        T::map_in_place(Fun1::Log, &mut ls);
+        for (r, &v) in inv.iter_mut().zip(sd) {
+            *r = v.recip();
+        }
         let (xc, mc) = (x.col(c), mu.col(c));
         for (i, z) in z.iter_mut().enumerate() {
-            *z = (pick(xc, i) - pick(mc, i)) * inv;
+            *z = (pick(xc, i) - pick(mc, i)) * pick(&inv, i);
         }
-        terms(&mut z, ls, inv, partials, &mut dx, &mut ds);
+        terms(&mut z, &ls, &inv, partials, &mut dx, &mut ds);
         out.column(&z);
         if let Some(a) = aux.as_deref_mut() {
             let col = |j: usize| slot[j].map(|off| off + c * n);

@@ -157,6 +157,10 @@ impl LogDensity for LogJoint {
         dual::hvp(&self.graph, theta.as_slice(), w.as_slice(), v.as_slice())
     }
 
+    fn hessian_times(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
+        dual::hessian_times(&self.graph, theta.as_slice(), w.as_slice(), v)
+    }
+
     fn coordinate_names(&self) -> Vec<String> {
         self.params.iter().flat_map(names_of).collect()
     }
@@ -363,6 +367,19 @@ mod tests {
             );
             assert!(c.err_fd <= 1e-6 && c.err_fd > 0.0, "{}", c.err_fd);
         }
+    }
+
+    #[test]
+    fn hessian_times_is_the_hessian_times_each_column() {
+        let lj = model();
+        let th = lj.theta_init();
+        let w = DVector::from_vec(vec![0.2, 0.1]);
+        let v = DMatrix::from_column_slice(2, 3, &[1.0, 0.0, 0.3, -2.0, 0.5, 0.5]);
+        assert_relative_eq!(
+            lj.hessian_times(&th, &w, &v),
+            lj.hessian(&th, &w) * &v,
+            epsilon = 1e-12
+        );
     }
 
     #[test]

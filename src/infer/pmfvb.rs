@@ -40,6 +40,7 @@
 //! # Reference
 //! M.-N. Tran, P. Tseng, R. Kohn, "Particle Mean Field Variational Bayes", arXiv:2303.13930.
 
+mod curvature;
 pub(crate) mod keys;
 pub mod start;
 
@@ -48,6 +49,7 @@ use crate::diagnostic::Diagnostic;
 use crate::infer::settings::Reader;
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{standard_normal, Approximation, Gaussian, IterRecord, Posterior};
+use curvature::{curvature_root, Root, Seeds};
 use keys::Keys;
 use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
@@ -310,7 +312,10 @@ struct Run<'a> {
     /// Per block, a root R_j of a full preconditioner M_j = R_j R_jᵀ (Algorithm 1 after
     /// the fallback start): the inverse of the block's regularised curvature −H_jj at the
     /// particle mean, refreshed every `window` sweeps. `None`: diagonal `precond`.
-    roots: Option<Vec<DMatrix<f64>>>,
+    roots: Option<Vec<Root>>,
+    /// Seed vectors that read the blocks' Hessians off a few products, once the first
+    /// refresh has seen a sparse pattern (see [`curvature`]).
+    seeds: Option<Seeds>,
     /// Metropolis-adjusted steps (Algorithm 1), see [`Run::mala`].
     metropolis: bool,
     /// Per block, its Langevin step h_j (adapted when `metropolis`).
@@ -348,6 +353,7 @@ impl<'a> Run<'a> {
             precond,
             sq_grad,
             roots: None,
+            seeds: None,
             metropolis,
             steps: vec![settings.step; n_blocks],
             accept: vec![f64::NAN; n_blocks],
@@ -387,6 +393,7 @@ impl<'a> Run<'a> {
             precond: warm.precond,
             sq_grad: warm.sq_grad,
             roots: warm.roots,
+            seeds: warm.seeds,
             metropolis: warm.metropolis,
             steps: warm.steps,
             accept: vec![f64::NAN; n_blocks],
@@ -402,23 +409,44 @@ impl<'a> Run<'a> {
     /// estimated as the mean Hessian at [`CURVATURE_PARTICLES`] particles (a Hessian at
     /// the particle mean would miss E_q[1/σ²] ≥ 1/E_q[σ]² and step too far).
     fn refresh_roots(&mut self) {
-        let k = CURVATURE_PARTICLES.min(self.x.ncols());
-        let d = self.x.nrows();
-        let mut h = DMatrix::zeros(d, d);
-        for i in 0..k {
-            let col = self.x.column(i).into_owned();
-            let hi = self.model.hessian(&self.theta, &col);
-            if hi.iter().all(|v| v.is_finite()) {
-                h += hi;
-            }
-        }
-        h /= k as f64;
+        let h = self.mean_block_hessian();
         let roots = self
             .blocks
             .iter()
             .map(|coords| curvature_root(&h, coords, &self.x))
             .collect();
         self.roots = Some(roots);
+    }
+
+    /// The mean Hessian at the first [`CURVATURE_PARTICLES`] particles (those with a finite
+    /// one), exact inside the blocks: full Hessians at the first call, which also look for
+    /// a sparse pattern, and after that products with the seed vectors when one was found.
+    fn mean_block_hessian(&mut self) -> DMatrix<f64> {
+        let k = CURVATURE_PARTICLES.min(self.x.ncols());
+        let d = self.x.nrows();
+        let finite = |m: &DMatrix<f64>| m.iter().all(|v| v.is_finite());
+        let mean = |sum: DMatrix<f64>, n: usize| if n > 0 { sum / n as f64 } else { sum };
+        if let Some(seeds) = &self.seeds {
+            let v = seeds.vectors();
+            let (mut sum, mut n) = (DMatrix::zeros(d, v.ncols()), 0);
+            for i in 0..k {
+                let hv = self
+                    .model
+                    .hessian_times(&self.theta, &self.x.column(i).into_owned(), v);
+                if finite(&hv) {
+                    sum += hv;
+                    n += 1;
+                }
+            }
+            return seeds.recover(&mean(sum, n));
+        }
+        let hessians: Vec<DMatrix<f64>> = (0..k)
+            .map(|i| self.model.hessian(&self.theta, &self.x.column(i).into_owned()))
+            .filter(finite)
+            .collect();
+        self.seeds = Seeds::from_hessians(&hessians, &self.blocks);
+        let n = hessians.len();
+        mean(hessians.into_iter().fold(DMatrix::zeros(d, d), |a, h| a + h), n)
     }
 
     fn sweeps(&mut self, rng: &mut dyn RngCore, obs: &mut dyn Observer) {
@@ -550,8 +578,8 @@ impl<'a> Run<'a> {
         let (a, b) = step_coefficients(self.steps[j]);
         let eps = standard_normal(coords.len(), p, rng);
         let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
-        let rtg = root.transpose() * &finite;
-        let delta = &root * (&rtg * a + &eps * b);
+        let rtg = root.tr_mul(&finite);
+        let delta = root.mul(&(&rtg * a + &eps * b));
         for i in 0..p {
             for l in 0..m {
                 for (r, &c) in coords.iter().enumerate() {
@@ -561,7 +589,7 @@ impl<'a> Run<'a> {
         }
         let (value2, grad2) = self.block_means(j, w, m);
         let finite2 = grad2.map(|g| if g.is_finite() { g } else { 0.0 });
-        let rtg2 = root.transpose() * &finite2;
+        let rtg2 = root.tr_mul(&finite2);
         let mut accepted = 0usize;
         for i in 0..p {
             let ok = value2[i].is_finite() && grad2.column(i).iter().all(|g| g.is_finite());
@@ -588,13 +616,10 @@ impl<'a> Run<'a> {
     }
 
     /// Block j's preconditioner root R (R Rᵀ = M_j): the curvature root, or diag √D_j.
-    fn block_root(&self, j: usize) -> DMatrix<f64> {
+    fn block_root(&self, j: usize) -> Root {
         match &self.roots {
             Some(roots) => roots[j].clone(),
-            None => DMatrix::from_diagonal(&DVector::from_iterator(
-                self.blocks[j].len(),
-                self.blocks[j].iter().map(|&c| self.precond[c].sqrt()),
-            )),
+            None => Root::diagonal(self.blocks[j].iter().map(|&c| self.precond[c])),
         }
     }
 
@@ -649,14 +674,14 @@ impl<'a> Run<'a> {
     fn langevin_full(
         &mut self,
         coords: &[usize],
-        root: &DMatrix<f64>,
+        root: &Root,
         grad: &DMatrix<f64>,
         rng: &mut dyn RngCore,
     ) -> f64 {
         let (a, b) = step_coefficients(self.settings.step);
         let eps = standard_normal(coords.len(), self.x.ncols(), rng);
         let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
-        let drift = root * ((root.transpose() * &finite) * a + eps * b);
+        let drift = root.mul(&(root.tr_mul(&finite) * a + eps * b));
         for i in 0..self.x.ncols() {
             if grad.column(i).iter().all(|g| g.is_finite()) {
                 for (r, &c) in coords.iter().enumerate() {
@@ -711,50 +736,6 @@ impl<'a> Run<'a> {
             fresh_elbo: None,
         }
     }
-}
-
-/// R with R Rᵀ = (−H_jj)⁻¹ after clipping the eigenvalues of −H_jj (block `coords`) from
-/// below at 1 / (total particle variance of the block): directions of flat or positive
-/// curvature then move on the scale of the particle spread, never faster.
-fn curvature_root(h: &DMatrix<f64>, coords: &[usize], x: &DMatrix<f64>) -> DMatrix<f64> {
-    let k = coords.len();
-    let neg_h = DMatrix::from_fn(k, k, |a, b| {
-        -0.5 * (h[(coords[a], coords[b])] + h[(coords[b], coords[a])])
-    });
-    // The total particle variance tr Ĉ bounds the largest eigenvalue of Ĉ from above, so
-    // no direction is held to a smaller spread than the particles have (the largest single
-    // coordinate variance would over-clip the smooth directions of a long latent path).
-    let total_var = coords
-        .iter()
-        .map(|&c| {
-            let row = x.row(c);
-            let m = row.mean();
-            row.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.ncols().max(2) - 1) as f64
-        })
-        .sum::<f64>()
-        .max(1e-12);
-    let floor = 1.0 / total_var;
-    if let Some(root) = cholesky_root(&neg_h, floor) {
-        return root;
-    }
-    let eig = neg_h.symmetric_eigen();
-    let scale = eig.eigenvalues.map(|l| {
-        let l = if l.is_finite() { l.max(floor) } else { floor };
-        1.0 / l.sqrt()
-    });
-    eig.eigenvectors * DMatrix::from_diagonal(&scale)
-}
-
-/// R = L⁻ᵀ with A = L Lᵀ, so R Rᵀ = A⁻¹, when every eigenvalue of A is at least `floor`
-/// (A − floor·I has a Cholesky factor): then clipping would change nothing, and two
-/// Cholesky factorisations are far cheaper than an eigendecomposition of a long block.
-fn cholesky_root(a: &DMatrix<f64>, floor: f64) -> Option<DMatrix<f64>> {
-    let k = a.nrows();
-    let eye = DMatrix::<f64>::identity(k, k);
-    (a - &eye * floor).cholesky()?;
-    let l = a.clone().cholesky()?.unpack();
-    let l_inv = l.solve_lower_triangular(&eye)?;
-    Some(l_inv.transpose())
 }
 
 /// ½ log det(2πe Ĉ) of the sample covariance Ĉ of rows `coords` of the particles; for a
@@ -968,40 +949,6 @@ mod tests {
     }
 
     #[test]
-    fn curvature_root_does_not_clip_smooth_directions_of_a_long_block() {
-        // −H = tridiagonal AR(1)-like precision whose smallest eigenvalue (the smooth
-        // direction) is far below 1 / (largest coordinate variance) of the particles.
-        let n = 50;
-        let mut h = DMatrix::zeros(n, n);
-        for i in 0..n {
-            h[(i, i)] = -2.2;
-            if i + 1 < n {
-                h[(i, i + 1)] = 1.0;
-                h[(i + 1, i)] = 1.0;
-            }
-        }
-        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let x = standard_normal(n, 400, &mut rng) * 0.5;
-        let coords: Vec<usize> = (0..n).collect();
-        let r = curvature_root(&h, &coords, &x);
-        let m = &r * r.transpose();
-        let exact = (-&h).try_inverse().unwrap();
-        assert!((&m - &exact).norm() < 1e-8 * exact.norm(), "unclipped inverse");
-    }
-
-    #[test]
-    fn curvature_root_clips_positive_curvature_at_the_total_particle_variance() {
-        // log p̃ curving up along the second axis: its step is held to the particle spread.
-        let h = DMatrix::from_diagonal(&DVector::from_vec(vec![-4.0, 1.0]));
-        let x = DMatrix::from_row_slice(2, 4, &[1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0]);
-        let r = curvature_root(&h, &[0, 1], &x);
-        let m = &r * r.transpose();
-        // Each row has sample variance 4/3, so the floor is 1 / (8/3) = 3/8.
-        let expect = DMatrix::from_diagonal(&DVector::from_vec(vec![0.25, 8.0 / 3.0]));
-        assert!((&m - &expect).norm() < 1e-12, "{m}");
-    }
-
-    #[test]
     fn proposal_ratio_makes_the_exponential_integrator_exact_on_a_matched_gaussian() {
         // Target N(0, λ⁻¹) in 1-D with M = 1/λ: π(x′) q(x | x′) = π(x) q(x′ | x), so the
         // log acceptance ratio vanishes for every x, ε and h.
@@ -1112,6 +1059,52 @@ mod tests {
         }
         assert!((m[0] - 1.0).abs() < 0.15 && (m[1] + 2.0).abs() < 0.15, "{m}");
         assert!((c[(0, 0)] * 2.0 - 1.0).abs() < 0.25, "{c}");
+    }
+
+    #[test]
+    fn curvature_refreshes_read_sparse_block_hessians_off_seed_products() {
+        // Coordinate 0 coupled to all others, a chain on coordinates 1..=n (an SV shape).
+        let n = 40;
+        let prec = DMatrix::from_fn(n + 1, n + 1, |i, j| match (i, j, i.abs_diff(j)) {
+            (0, 0, _) => 3.0,
+            (0, _, _) | (_, 0, _) => 0.05,
+            (_, _, 0) => 4.0 + 0.1 * i as f64,
+            (_, _, 1) => -1.0,
+            _ => 0.0,
+        });
+        let model = Gauss {
+            mu: DVector::zeros(n + 1),
+            prec: prec.clone(),
+        };
+        let settings = Settings {
+            particles: 20,
+            ..Settings::default()
+        };
+        let blocks = vec![vec![0], (1..=n).collect::<Vec<_>>()];
+        let start = Gaussian {
+            mean: DVector::zeros(n + 1),
+            root: DMatrix::identity(n + 1, n + 1),
+        };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let theta = DVector::zeros(0);
+        let mut run = Run::new(&model, &settings, blocks.clone(), &start, theta, true, &mut rng);
+        let seeds = run
+            .seeds
+            .as_ref()
+            .expect("the first refresh finds the sparse pattern");
+        assert_eq!(
+            seeds.vectors().ncols(),
+            1 + 3,
+            "one group for coordinate 0, 3 for the chain"
+        );
+        let h = run.mean_block_hessian();
+        for coords in &blocks {
+            for &r in coords {
+                for &c in coords {
+                    assert!((h[(r, c)] + prec[(r, c)]).abs() < 1e-12, "({r}, {c})");
+                }
+            }
+        }
     }
 
     fn particle_cov(x: &DMatrix<f64>) -> DMatrix<f64> {
