@@ -238,48 +238,48 @@ fn categorical_logit<T: Scalar>(
 }
 
 /// A location-scale family's terms at one column: given z = (x − μ)/σ for every
-/// observation, log σ and 1/σ (one value for all observations or one each), overwrites
-/// `z` with each observation's log density and, when `partials`, writes ∂/∂x (= −∂/∂μ) to
-/// `dx` and ∂/∂σ to `ds`.
-type Terms<T> = fn(z: &mut [T], log_sigma: &[T], inv_sigma: &[T], partials: bool, dx: &mut [T], ds: &mut [T]);
+/// observation, log σ and 1/σ, overwrites `z` with each observation's log density and,
+/// when `partials`, writes ∂/∂x (= −∂/∂μ) to `dx` and ∂/∂σ to `ds`.
+type Terms<T> = fn(z: &mut [T], log_sigma: T, inv_sigma: T, partials: bool, dx: &mut [T], ds: &mut [T]);
 
 /// −½z² − log σ − ½ log 2π; partials −z/σ (x), z/σ (μ), (z² − 1)/σ (σ).
-fn normal_terms<T: Scalar>(z: &mut [T], ls: &[T], inv: &[T], partials: bool, dx: &mut [T], ds: &mut [T]) {
-    let c = T::from(-HALF_LOG_2PI);
+fn normal_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
+    let c = T::from(-HALF_LOG_2PI) - ls;
     let half = T::from(-0.5);
-    for (i, ((z, dx), ds)) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()).enumerate() {
+    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
         let z2 = *z * *z;
         if partials {
-            let inv = pick(inv, i);
             *dx = -(*z * inv);
             *ds = (z2 - T::one()) * inv;
         }
-        *z = c - pick(ls, i) + half * z2;
+        *z = c + half * z2;
     }
 }
 
 /// −log π − log σ − log(1 + z²); partials −2z/(σ(1 + z²)) (x), the negative (μ),
 /// (z² − 1)/(σ(1 + z²)) (σ). The logs come from [`Scalar::map_in_place`] over the column.
-fn cauchy_terms<T: Scalar>(z: &mut [T], ls: &[T], inv: &[T], partials: bool, dx: &mut [T], ds: &mut [T]) {
-    let c = T::from(-std::f64::consts::PI.ln());
-    for (i, ((z, dx), ds)) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()).enumerate() {
+fn cauchy_terms<T: Scalar>(z: &mut [T], ls: T, inv: T, partials: bool, dx: &mut [T], ds: &mut [T]) {
+    let c = T::from(-std::f64::consts::PI.ln()) - ls;
+    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
         let z2 = *z * *z;
         if partials {
-            let r = pick(inv, i) / (T::one() + z2);
+            let r = inv / (T::one() + z2);
             *dx = -(*z * r) * T::from(2.0);
             *ds = (z2 - T::one()) * r;
         }
         *z = z2;
     }
     T::map_in_place(Fun1::Log1p, z);
-    for (i, v) in z.iter_mut().enumerate() {
-        *v = c - pick(ls, i) - *v;
+    for v in z.iter_mut() {
+        *v = c - *v;
     }
 }
 
 /// A location-scale family (arguments [x, μ, σ], σ one value or one per observation): −∞
 /// where some σ ≤ 0 (or NaN), as the unfused support check; partials ∂x, −∂x (μ) and ∂σ
-/// in the aux blocks of the non-constant operands.
+/// in the aux blocks of the non-constant operands. With one σ per observation the terms
+/// are those of σ = 1 at zᵢ = (xᵢ − μᵢ)/σᵢ, then log f(x | μ, σᵢ) = log f₀(zᵢ) − log σᵢ
+/// and both partials (∂/∂x, ∂/∂σ) are divided by σᵢ, as for every location-scale family.
 fn location_scale<T: Scalar>(
     args: &[Arg<'_, T>],
     n: usize,
@@ -300,26 +300,36 @@ fn location_scale<T: Scalar>(
     }
     let partials = aux.is_some();
     let (mut z, mut dx, mut ds) = (vec![T::zero(); n], vec![T::zero(); n], vec![T::zero(); n]);
-    let (mut ls, mut inv) = (vec![T::zero(); sigma.size], vec![T::zero(); sigma.size]);
+    let mut ls = vec![T::zero(); if sigma.size == 1 { 0 } else { n }];
     for c in 0..s {
-        let sd = sigma.col(c);
-        if sd
+        let sc = sigma.col(c);
+        if sc
             .iter()
             .any(|v| v.real().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
         {
             out.impossible(n);
             continue;
         }
-        ls.copy_from_slice(sd);
-        T::map_in_place(Fun1::Log, &mut ls);
-        for (r, &v) in inv.iter_mut().zip(sd) {
-            *r = v.recip();
+        differences(&mut z, x.col(c), mu.col(c));
+        if let [sd] = *sc {
+            let (ls, inv) = (sd.ln(), sd.recip());
+            z.iter_mut().for_each(|z| *z *= inv);
+            terms(&mut z, ls, inv, partials, &mut dx, &mut ds);
+        } else {
+            z.iter_mut().zip(sc).for_each(|(z, &sd)| *z /= sd);
+            terms(&mut z, T::zero(), T::one(), partials, &mut dx, &mut ds);
+            ls.copy_from_slice(sc);
+            T::map_in_place(Fun1::Log, &mut ls);
+            for (v, &l) in z.iter_mut().zip(&ls) {
+                *v -= l;
+            }
+            if partials {
+                for ((dx, ds), &sd) in dx.iter_mut().zip(ds.iter_mut()).zip(sc) {
+                    *dx /= sd;
+                    *ds /= sd;
+                }
+            }
         }
-        let (xc, mc) = (x.col(c), mu.col(c));
-        for (i, z) in z.iter_mut().enumerate() {
-            *z = (pick(xc, i) - pick(mc, i)) * pick(&inv, i);
-        }
-        terms(&mut z, &ls, &inv, partials, &mut dx, &mut ds);
         out.column(&z);
         if let Some(a) = aux.as_deref_mut() {
             let col = |j: usize| slot[j].map(|off| off + c * n);
@@ -335,6 +345,19 @@ fn location_scale<T: Scalar>(
                 a[o..o + n].copy_from_slice(&ds);
             }
         }
+    }
+}
+
+/// z ← x − μ per observation, a single x or μ broadcast (each case its own loop).
+fn differences<T: Scalar>(z: &mut [T], x: &[T], mu: &[T]) {
+    match (x, mu) {
+        ([a], [b]) => z.fill(*a - *b),
+        ([a], _) => z.iter_mut().zip(mu).for_each(|(z, &b)| *z = *a - b),
+        (_, [b]) => z.iter_mut().zip(x).for_each(|(z, &a)| *z = a - *b),
+        _ => z
+            .iter_mut()
+            .zip(x.iter().zip(mu))
+            .for_each(|(z, (&a, &b))| *z = a - b),
     }
 }
 
