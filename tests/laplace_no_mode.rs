@@ -54,7 +54,10 @@ fn laplace_on_a_centred_hierarchy_says_there_is_no_mode_and_names_the_scale() {
             text.contains(&format!("{method} failed: the joint density has no maximum")),
             "{text}"
         );
-        assert!(text.contains("`tau` (tau ≈ "), "{text}");
+        assert!(
+            text.contains("as `tau` runs off into the neck of a funnel (tau ≈ "),
+            "{text}"
+        );
         assert!(
             text.contains("as `tau` → 0 the values it scales collapse"),
             "{text}"

@@ -266,14 +266,12 @@ pub struct NoMode {
 const NAMED_RUNAWAYS: usize = 3;
 
 impl Runaway {
-    /// `sigma ≈ 1.8e-14` when the declared value is known, else the unconstrained value.
+    /// `sigma ≈ 1.77e-14, -31.7 unconstrained` when the declared value is known, else
+    /// `sigma = -31.7 unconstrained`.
     fn value_text(&self) -> String {
         match self.constrained {
-            Some(v) => format!(
-                "{} ≈ {v:.2e}, {:.1} on the unconstrained scale",
-                self.name, self.unconstrained
-            ),
-            None => format!("{:.1} on the unconstrained scale", self.unconstrained),
+            Some(v) => format!("{} ≈ {v:.2e}, {:.1} unconstrained", self.name, self.unconstrained),
+            None => format!("{} = {:.1} unconstrained", self.name, self.unconstrained),
         }
     }
 
@@ -289,20 +287,25 @@ impl Runaway {
 }
 
 impl NoMode {
-    /// The runaway coordinates as "`sigma` (…), `tau` (…) and 2 more".
-    fn names_text(&self) -> String {
-        let named: Vec<String> = self
-            .runaway
+    /// The runaway coordinates as "`s.1`, `s.2`, `s.3` and 2 more", and the values of those
+    /// named as "s.1 ≈ …; s.2 ≈ …; s.3 ≈ …".
+    fn names_and_values(&self) -> (String, String) {
+        let named = &self.runaway[..self.runaway.len().min(NAMED_RUNAWAYS)];
+        let mut names = named
             .iter()
-            .take(NAMED_RUNAWAYS)
-            .map(|r| format!("`{}` ({})", r.name, r.value_text()))
-            .collect();
-        let more = self.runaway.len().saturating_sub(NAMED_RUNAWAYS);
-        let mut text = named.join(", ");
+            .map(|r| format!("`{}`", r.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = self.runaway.len() - named.len();
         if more > 0 {
-            text.push_str(&format!(" and {more} more"));
+            names.push_str(&format!(" and {more} more"));
         }
-        text
+        let values = named
+            .iter()
+            .map(Runaway::value_text)
+            .collect::<Vec<_>>()
+            .join("; ");
+        (names, values)
     }
 
     /// What to try, for the diagnostic's help line.
@@ -324,18 +327,14 @@ impl NoMode {
 
 impl std::fmt::Display for NoMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (names, values) = self.names_and_values();
+        let verb = if self.runaway.len() == 1 { "runs" } else { "run" };
         write!(
             f,
             "the joint density has no maximum: the mode search raised log p̃ from {:.4e} to \
-             {:.4e} in {} iterations, and it still rises as {} {} (the neck of a funnel)",
-            self.log_p_start,
-            self.log_p,
-            self.iterations,
-            self.names_text(),
-            match self.runaway.len() {
-                1 => "runs off",
-                _ => "run off",
-            }
+             {:.4e} in {} iterations, and it still rises as {names} {verb} off into the neck of a \
+             funnel ({values})",
+            self.log_p_start, self.log_p, self.iterations,
         )
     }
 }
@@ -814,14 +813,59 @@ mod tests {
     fn the_message_gives_the_declared_value_and_limit_when_known() {
         let mut m = no_mode(fit_laplace(&Funnel { k: 3 }, &Common::default(), &mut Silent).unwrap_err());
         let u = m.runaway[0].unconstrained;
-        assert!(m
-            .to_string()
-            .contains(&format!("{u:.1} on the unconstrained scale")));
+        let bare = m.to_string();
+        assert!(
+            bare.contains(&format!("(sigma = {u:.1} unconstrained)")),
+            "{bare}"
+        );
         m.runaway[0].constrained = Some(u.exp());
         m.runaway[0].limit = Some(0.0);
         let text = m.to_string();
-        assert!(text.contains(&format!("sigma ≈ {:.2e}", u.exp())), "{text}");
+        assert!(
+            text.contains(&format!("(sigma ≈ {:.2e}, {u:.1} unconstrained)", u.exp())),
+            "{text}"
+        );
         assert!(m.help().starts_with("a funnel: as `sigma` → 0 "), "{}", m.help());
+    }
+
+    #[test]
+    fn several_runaways_are_named_up_to_three_then_counted() {
+        let runaway = (1..=5)
+            .map(|i| Runaway {
+                name: format!("s.{i}"),
+                index: i - 1,
+                unconstrained: -20.0 - i as f64,
+                slope: 3.0,
+                constrained: None,
+                limit: None,
+            })
+            .collect();
+        let m = NoMode {
+            log_p: 100.0,
+            log_p_start: -5.0,
+            iterations: 42,
+            runaway,
+        };
+        let text = m.to_string();
+        assert!(
+            text.contains("as `s.1`, `s.2`, `s.3` and 2 more run off into the neck of a funnel"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "(s.1 = -21.0 unconstrained; s.2 = -22.0 unconstrained; s.3 = -23.0 unconstrained)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("from -5.0000e0 to 1.0000e2 in 42 iterations"),
+            "{text}"
+        );
+        assert!(
+            m.help().contains("as `s.1` runs to the edge of its range"),
+            "{}",
+            m.help()
+        );
     }
 
     #[test]
