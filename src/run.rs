@@ -183,7 +183,8 @@ fn method_error(method: &str, e: &crate::infer::Error) -> Diagnostic {
         crate::infer::Error::NoMode(no_mode) => &no_mode.help(),
         crate::infer::Error::NotNegativeDefinite { .. } => {
             "the mode is not a proper maximum: check the priors (an improper or flat direction), \
-             or try `--method vi_diag`, which does not need the Hessian"
+             or try `--method pmfvb` or `--method split_mf`, which start from a vi_diag fit when \
+             the Laplace fit fails (vi_diag, vi_full and the MVI methods start from it)"
         }
         crate::infer::Error::NonFiniteStart { .. } => {
             "the log density is −∞ or NaN at the starting point: check that the data lie in the \
