@@ -7,6 +7,12 @@
 //! optimiser step and one Hessian per θ visited. The same fit initialises every MVI and VI
 //! method ([`fit_laplace`]).
 //!
+//! Failures are errors the user can act on: a Hessian that is not negative definite at the
+//! mode ([`Error::NotNegativeDefinite`], after up to 5 restarts beside a saddle point), or no
+//! mode at all ([`Error::NoMode`]): the search ran into the neck of a funnel, a scale
+//! parameter → 0 with the values it scales collapsed and log p̃ → +∞
+//! ([`runaway_coordinates`] says how that is recognised).
+//!
 //! # Reference
 //! MacKay, "Bayesian interpolation", Neural Computation 4 (1992); Gianniotis, "Mixed
 //! Variational Inference" (2019), §III-D.
@@ -225,9 +231,9 @@ pub fn not_converged(what: &str, out: &Outcome) -> String {
 const RUNAWAY_EXTENT: f64 = 12.0;
 
 /// The least rise of log p̃ per unit of the coordinate, further out, for it to count as running
-/// off. In a funnel the rise is the number of values the scale collapses, less one, and the
-/// prior's pull (K − 1 = 2, 7 and 920 on the three cases above); a sup that is only
-/// approached, as with a separable logistic regression, rises by far less than this.
+/// off. In a funnel the rise is about the number of values the scale collapses, less one
+/// (measured: 2, 7 and 920 on the three cases above); a sup that is only approached, as with
+/// a separable logistic regression, rises by far less than this, and at a mode it is 0.
 const RUNAWAY_SLOPE: f64 = 0.25;
 
 /// A coordinate of w that the mode search drove towards the edge of its range while log p̃
