@@ -228,13 +228,13 @@ pub fn not_converged(what: &str, out: &Outcome) -> String {
 /// (or above e¹² ≈ 1.6·10⁵) times its unit. On the stochastic volatility example the search
 /// stops at log σ = −31.7, on eight schools written centred at log τ = −35.6, and on
 /// `z[1:3] ~ normal(0, sigma)` at log σ = −708.7 (the last value before σ underflows).
-const RUNAWAY_EXTENT: f64 = 12.0;
+pub const RUNAWAY_EXTENT: f64 = 12.0;
 
 /// The least rise of log p̃ per unit of the coordinate, further out, for it to count as running
 /// off. In a funnel the rise is about the number of values the scale collapses, less one
 /// (measured: 2, 7 and 920 on the three cases above); a sup that is only approached, as with
 /// a separable logistic regression, rises by far less than this, and at a mode it is 0.
-const RUNAWAY_SLOPE: f64 = 0.25;
+pub const RUNAWAY_SLOPE: f64 = 0.25;
 
 /// A coordinate of w that the mode search drove towards the edge of its range while log p̃
 /// kept rising: the scale of a funnel.
