@@ -7,6 +7,12 @@
 //! optimiser step and one Hessian per θ visited. The same fit initialises every MVI and VI
 //! method ([`fit_laplace`]).
 //!
+//! Failures are errors the user can act on: a Hessian that is not negative definite at the
+//! mode ([`Error::NotNegativeDefinite`], after up to 5 restarts beside a saddle point), or no
+//! mode at all ([`Error::NoMode`]): the search ran into the neck of a funnel, a scale
+//! parameter → 0 with the values it scales collapsed and log p̃ → +∞
+//! ([`runaway_coordinates`] says how that is recognised).
+//!
 //! # Reference
 //! MacKay, "Bayesian interpolation", Neural Computation 4 (1992); Gianniotis, "Mixed
 //! Variational Inference" (2019), §III-D.
@@ -118,6 +124,8 @@ impl LaplaceFit {
 ///
 /// # Errors
 /// [`Error::NonFiniteStart`] when log p̃ is not finite at the initial point;
+/// [`Error::NoMode`] when log p̃ has no maximum: the search ran off towards the edge of the
+/// parameter space while log p̃ kept rising (a funnel; see [`runaway_coordinates`]);
 /// [`Error::NotNegativeDefinite`] when −H at the mode is not positive definite.
 pub fn fit_laplace(
     model: &dyn LogDensity,
@@ -147,10 +155,23 @@ pub fn fit_laplace(
     let mut iterations = out.iterations;
     let mut escapes = 0;
     let (chol, log_det_neg_h) = loop {
-        let result = {
+        let (h, result) = {
             let _t = timing::span("laplace: hessian, cholesky");
-            curvature(model, &theta, &out.x)
+            let h = model.hessian(&theta, &out.x);
+            let result = curvature_of(&h);
+            (h, result)
         };
+        if result.is_err() {
+            let runaway = runaway_coordinates(model, &theta, &out.x, &h);
+            if !runaway.is_empty() {
+                return Err(Error::NoMode(Box::new(NoMode {
+                    log_p: out.value,
+                    log_p_start: v0,
+                    iterations,
+                    runaway,
+                })));
+            }
+        }
         match result {
             Err(Error::NotNegativeDefinite { max_eig, .. })
                 if max_eig > 0.0 && escapes < MAX_SADDLE_ESCAPES && !out.interrupted =>
@@ -200,6 +221,168 @@ pub fn not_converged(what: &str, out: &Outcome) -> String {
             out.iterations, out.grad_norm
         )
     }
+}
+
+/// How far out on the unconstrained scale a coordinate must be before the mode search is
+/// said to have run off with it: |w_i| ≥ 12, i.e. a log-transformed scale below e⁻¹² ≈ 6·10⁻⁶
+/// (or above e¹² ≈ 1.6·10⁵) times its unit. On the stochastic volatility example the search
+/// stops at log σ = −31.7, on eight schools written centred at log τ = −35.6, and on
+/// `z[1:3] ~ normal(0, sigma)` at log σ = −708.7 (the last value before σ underflows).
+pub const RUNAWAY_EXTENT: f64 = 12.0;
+
+/// The least rise of log p̃ per unit of the coordinate, further out, for it to count as running
+/// off. In a funnel the rise is about the number of values the scale collapses, less one
+/// (measured: 2, 7 and 920 on the three cases above); a sup that is only approached, as with
+/// a separable logistic regression, rises by far less than this, and at a mode it is 0.
+pub const RUNAWAY_SLOPE: f64 = 0.25;
+
+/// A coordinate of w that the mode search drove towards the edge of its range while log p̃
+/// kept rising: the scale of a funnel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runaway {
+    /// The coordinate's name (from [`LogDensity::coordinate_names`]).
+    pub name: String,
+    /// Its index in w.
+    pub index: usize,
+    /// Its value on the unconstrained scale where the search stopped.
+    pub unconstrained: f64,
+    /// ∂ log p̃ / ∂w_i there, signed outwards (positive: log p̃ still rises further out).
+    pub slope: f64,
+    /// Its value on the declared scale, when the caller knows the transform
+    /// (the run pipeline fills it in; a bare [`LogDensity`] does not tell).
+    pub constrained: Option<f64>,
+    /// The value it approaches on the declared scale (a bound, or ±∞), when known.
+    pub limit: Option<f64>,
+}
+
+/// Where the mode search went when log p̃ has no maximum ([`Error::NoMode`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoMode {
+    /// log p̃ where the search stopped.
+    pub log_p: f64,
+    /// log p̃ at the initial point.
+    pub log_p_start: f64,
+    /// Iterations of the mode search.
+    pub iterations: usize,
+    /// The coordinates that ran off, outermost first (never empty).
+    pub runaway: Vec<Runaway>,
+}
+
+/// How many runaway coordinates a message names.
+const NAMED_RUNAWAYS: usize = 3;
+
+impl Runaway {
+    /// `sigma ≈ 1.77e-14, -31.7 unconstrained` when the declared value is known, else
+    /// `sigma = -31.7 unconstrained`.
+    fn value_text(&self) -> String {
+        match self.constrained {
+            Some(v) => format!("{} ≈ {v:.2e}, {:.1} unconstrained", self.name, self.unconstrained),
+            None => format!("{} = {:.1} unconstrained", self.name, self.unconstrained),
+        }
+    }
+
+    /// `→ 0` when the limit is known, else a description.
+    fn limit_text(&self) -> String {
+        match self.limit {
+            Some(l) if l.is_infinite() && l > 0.0 => "→ ∞".to_string(),
+            Some(l) if l.is_infinite() => "→ −∞".to_string(),
+            Some(l) => format!("→ {l}"),
+            None => "runs to the edge of its range".to_string(),
+        }
+    }
+}
+
+impl NoMode {
+    /// The runaway coordinates as "`s.1`, `s.2`, `s.3` and 2 more", and the values of those
+    /// named as "s.1 ≈ …; s.2 ≈ …; s.3 ≈ …".
+    fn names_and_values(&self) -> (String, String) {
+        let named = &self.runaway[..self.runaway.len().min(NAMED_RUNAWAYS)];
+        let mut names = named
+            .iter()
+            .map(|r| format!("`{}`", r.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = self.runaway.len() - named.len();
+        if more > 0 {
+            names.push_str(&format!(" and {more} more"));
+        }
+        let values = named
+            .iter()
+            .map(Runaway::value_text)
+            .collect::<Vec<_>>()
+            .join("; ");
+        (names, values)
+    }
+
+    /// What to try, for the diagnostic's help line.
+    pub fn help(&self) -> String {
+        let first = &self.runaway[0];
+        let name = &first.name;
+        let base = name.split('.').next().unwrap_or(name);
+        format!(
+            "a funnel: as `{name}` {} the values it scales collapse together and log p̃ grows \
+             without bound, so there is no mode for laplace, the MVI methods, vi_diag or vi_full \
+             to start from. Try `--method pmfvb` (it starts from a vi_diag fit when there is no \
+             mode), or write the model non-centred where it allows (`x = m + {base} * z` with \
+             `z ~ normal(0, 1)` instead of `x ~ normal(m, {base})`). A prior on `{base}` that \
+             vanishes at the edge makes a mode, but one in the neck of the funnel, not a useful fit",
+            first.limit_text()
+        )
+    }
+}
+
+impl std::fmt::Display for NoMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (names, values) = self.names_and_values();
+        let verb = if self.runaway.len() == 1 { "runs" } else { "run" };
+        write!(
+            f,
+            "the joint density has no maximum: the mode search raised log p̃ from {:.4e} to \
+             {:.4e} in {} iterations, and it still rises as {names} {verb} off into the neck of a \
+             funnel ({values})",
+            self.log_p_start, self.log_p, self.iterations,
+        )
+    }
+}
+
+/// The coordinates the mode search ran off with, if the end point `x` (H the Hessian there)
+/// looks like the neck of a funnel: a coordinate i with |x_i| ≥ [`RUNAWAY_EXTENT`] along
+/// which log p̃ still rises outwards by at least [`RUNAWAY_SLOPE`] per unit, while the
+/// values it scales have collapsed: some other coordinate's curvature −H_jj is at least
+/// e^{|x_i|/2} (it grows like σ⁻² = e^{2|log σ|} in a funnel), or H is not finite there.
+/// Called only when the curvature at the end point is unusable, so a proper mode (however
+/// sharp) is never flagged. Empty when nothing ran off.
+pub fn runaway_coordinates(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    x: &DVector<f64>,
+    h: &DMatrix<f64>,
+) -> Vec<Runaway> {
+    let (value, g) = value_grad(model, theta, x);
+    if !value.is_finite() {
+        return Vec::new();
+    }
+    let names = model.coordinate_names();
+    let h_finite = h.iter().all(|v| v.is_finite());
+    let collapsed = |i: usize| {
+        let need = (0.5 * x[i].abs()).exp();
+        !h_finite || (0..x.len()).any(|j| j != i && -h[(j, j)] >= need)
+    };
+    let mut out: Vec<Runaway> = (0..x.len())
+        .filter(|&i| x[i].abs() >= RUNAWAY_EXTENT)
+        .filter(|&i| g[i] * x[i].signum() >= RUNAWAY_SLOPE)
+        .filter(|&i| collapsed(i))
+        .map(|i| Runaway {
+            name: names.get(i).cloned().unwrap_or_else(|| format!("w.{}", i + 1)),
+            index: i,
+            unconstrained: x[i],
+            slope: g[i] * x[i].signum(),
+            constrained: None,
+            limit: None,
+        })
+        .collect();
+    out.sort_by(|a, b| b.unconstrained.abs().total_cmp(&a.unconstrained.abs()));
+    out
 }
 
 /// An observer that keeps the trace and forwards to another.
@@ -325,8 +508,12 @@ pub fn curvature(
     theta: &DVector<f64>,
     mode: &DVector<f64>,
 ) -> Result<(DMatrix<f64>, f64), Error> {
-    let h = model.hessian(theta, mode);
-    let neg_h = (&h + h.transpose()) * -0.5;
+    curvature_of(&model.hessian(theta, mode))
+}
+
+/// [`curvature`] from the Hessian H itself.
+fn curvature_of(h: &DMatrix<f64>) -> Result<(DMatrix<f64>, f64), Error> {
+    let neg_h = (h + h.transpose()) * -0.5;
     let eig = neg_h.clone().symmetric_eigenvalues();
     let (min, max) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| {
         (lo.min(e), hi.max(e.abs()))
@@ -478,6 +665,240 @@ mod tests {
             e => panic!("unexpected {e}"),
         }
         assert!(err.to_string().contains("2.000e0"));
+    }
+
+    /// Neal's funnel as a joint density: w = (u, z₁, …, z_K) with σ = e^u,
+    /// z_k ~ N(0, σ), σ ~ half-normal(10), the log-Jacobian u included:
+    /// log p̃ = −(K − 1) u − Σ z_k² e^{−2u}/2 − e^{2u}/200. Unbounded above as u → −∞ with
+    /// z = 0; the search starts at z ≠ 0 so that the z have to collapse first.
+    struct Funnel {
+        k: usize,
+    }
+
+    impl Funnel {
+        fn value_grad_at(&self, c: &[f64]) -> (f64, Vec<f64>) {
+            let u = c[0];
+            let prec = (-2.0 * u).exp();
+            let ss: f64 = c[1..].iter().map(|z| z * z).sum();
+            let km1 = self.k as f64 - 1.0;
+            let value = -km1 * u - 0.5 * ss * prec - (2.0 * u).exp() / 200.0;
+            let mut g = vec![-km1 + ss * prec - (2.0 * u).exp() / 100.0];
+            g.extend(c[1..].iter().map(|z| -z * prec));
+            if value.is_finite() {
+                (value, g)
+            } else {
+                (f64::NEG_INFINITY, vec![0.0; c.len()])
+            }
+        }
+    }
+
+    impl LogDensity for Funnel {
+        fn dim(&self) -> usize {
+            self.k + 1
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+            let mut g = DMatrix::zeros(w.nrows(), w.ncols());
+            let mut values = DVector::zeros(w.ncols());
+            for (s, col) in w.column_iter().enumerate() {
+                let (v, gs) = self.value_grad_at(col.as_slice());
+                values[s] = v;
+                g.column_mut(s).copy_from_slice(&gs);
+            }
+            Evaluated {
+                values,
+                grad_w: Some(g),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+            let u = w[0];
+            let prec = (-2.0 * u).exp();
+            let ss: f64 = w.rows(1, self.k).iter().map(|z| z * z).sum();
+            let mut h = DMatrix::from_diagonal_element(self.k + 1, self.k + 1, -prec);
+            h[(0, 0)] = -2.0 * ss * prec - (2.0 * u).exp() / 50.0;
+            for i in 1..=self.k {
+                h[(0, i)] = 2.0 * w[i] * prec;
+                h[(i, 0)] = h[(0, i)];
+            }
+            h
+        }
+        fn initial_point(&self) -> DVector<f64> {
+            DVector::from_fn(self.k + 1, |i, _| if i == 0 { 0.0 } else { 1.0 - 0.3 * i as f64 })
+        }
+        fn coordinate_names(&self) -> Vec<String> {
+            let mut names = vec!["sigma".to_string()];
+            names.extend((1..=self.k).map(|i| format!("z.{i}")));
+            names
+        }
+    }
+
+    /// y_i ~ N(mu, σ) for n data points with sample mean 3 and sample sd `s`, a flat prior on
+    /// mu and σ = e^u with its log-Jacobian: log p̃ = −(n − 1) u − n (s² + (mu − 3)²) e^{−2u}/2.
+    /// A proper, sharp posterior with its mode at u = log s + ½ log(n/(n − 1)).
+    struct Sharp {
+        n: f64,
+        s: f64,
+    }
+
+    impl Sharp {
+        fn value_grad_at(&self, c: &[f64]) -> (f64, [f64; 2]) {
+            let (mu, u) = (c[0], c[1]);
+            let prec = (-2.0 * u).exp();
+            let ss = self.n * (self.s * self.s + (mu - 3.0).powi(2));
+            let value = -(self.n - 1.0) * u - 0.5 * ss * prec;
+            let g = [-self.n * (mu - 3.0) * prec, -(self.n - 1.0) + ss * prec];
+            if value.is_finite() {
+                (value, g)
+            } else {
+                (f64::NEG_INFINITY, [0.0; 2])
+            }
+        }
+    }
+
+    impl LogDensity for Sharp {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+            let mut g = DMatrix::zeros(2, w.ncols());
+            let mut values = DVector::zeros(w.ncols());
+            for (s, col) in w.column_iter().enumerate() {
+                let (v, gs) = self.value_grad_at(col.as_slice());
+                values[s] = v;
+                g.column_mut(s).copy_from_slice(&gs);
+            }
+            Evaluated {
+                values,
+                grad_w: Some(g),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+            let (mu, u) = (w[0], w[1]);
+            let prec = (-2.0 * u).exp();
+            let ss = self.n * (self.s * self.s + (mu - 3.0).powi(2));
+            let cross = 2.0 * self.n * (mu - 3.0) * prec;
+            DMatrix::from_row_slice(2, 2, &[-self.n * prec, cross, cross, -2.0 * ss * prec])
+        }
+        fn coordinate_names(&self) -> Vec<String> {
+            vec!["mu".into(), "sigma".into()]
+        }
+    }
+
+    fn no_mode(err: Error) -> NoMode {
+        match err {
+            Error::NoMode(m) => *m,
+            e => panic!("expected NoMode, got {e}"),
+        }
+    }
+
+    #[test]
+    fn a_funnel_is_reported_as_having_no_mode_naming_its_scale() {
+        for k in [2, 3, 8] {
+            let err = fit_laplace(&Funnel { k }, &Common::default(), &mut Silent).unwrap_err();
+            let text = err.to_string();
+            let m = no_mode(err);
+            assert_eq!(m.runaway.len(), 1, "K = {k}: {text}");
+            let r = &m.runaway[0];
+            assert_eq!((r.name.as_str(), r.index), ("sigma", 0), "K = {k}");
+            assert!(r.unconstrained <= -RUNAWAY_EXTENT, "K = {k}: {text}");
+            // the outward slope is K − 1 less what the not quite collapsed z pull back
+            let km1 = k as f64 - 1.0;
+            assert!(
+                r.slope > 0.5 * km1 && r.slope < km1 + 1e-9,
+                "K = {k}: slope {}",
+                r.slope
+            );
+            assert!(m.log_p > m.log_p_start, "K = {k}: {text}");
+            assert!(text.contains("no maximum") && text.contains("`sigma`"), "{text}");
+            assert!(m.help().contains("`--method pmfvb`"), "{}", m.help());
+        }
+    }
+
+    #[test]
+    fn the_message_gives_the_declared_value_and_limit_when_known() {
+        let mut m = no_mode(fit_laplace(&Funnel { k: 3 }, &Common::default(), &mut Silent).unwrap_err());
+        let u = m.runaway[0].unconstrained;
+        let bare = m.to_string();
+        assert!(
+            bare.contains(&format!("(sigma = {u:.1} unconstrained)")),
+            "{bare}"
+        );
+        m.runaway[0].constrained = Some(u.exp());
+        m.runaway[0].limit = Some(0.0);
+        let text = m.to_string();
+        assert!(
+            text.contains(&format!("(sigma ≈ {:.2e}, {u:.1} unconstrained)", u.exp())),
+            "{text}"
+        );
+        assert!(m.help().starts_with("a funnel: as `sigma` → 0 "), "{}", m.help());
+    }
+
+    #[test]
+    fn several_runaways_are_named_up_to_three_then_counted() {
+        let runaway = (1..=5)
+            .map(|i| Runaway {
+                name: format!("s.{i}"),
+                index: i - 1,
+                unconstrained: -20.0 - i as f64,
+                slope: 3.0,
+                constrained: None,
+                limit: None,
+            })
+            .collect();
+        let m = NoMode {
+            log_p: 100.0,
+            log_p_start: -5.0,
+            iterations: 42,
+            runaway,
+        };
+        let text = m.to_string();
+        assert!(
+            text.contains("as `s.1`, `s.2`, `s.3` and 2 more run off into the neck of a funnel"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "(s.1 = -21.0 unconstrained; s.2 = -22.0 unconstrained; s.3 = -23.0 unconstrained)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("from -5.0000e0 to 1.0000e2 in 42 iterations"),
+            "{text}"
+        );
+        assert!(
+            m.help().contains("as `s.1` runs to the edge of its range"),
+            "{}",
+            m.help()
+        );
+    }
+
+    #[test]
+    fn a_sharp_proper_posterior_is_fitted_not_flagged() {
+        let sharp = Sharp { n: 1e5, s: 1e-3 };
+        let fit = fit_laplace(&sharp, &Common::default(), &mut Silent).unwrap();
+        let u = (1e-3f64).ln() + 0.5 * (1e5f64 / (1e5 - 1.0)).ln();
+        assert!(
+            (fit.mode[0] - 3.0).abs() < 1e-9 && (fit.mode[1] - u).abs() < 1e-8,
+            "{}",
+            fit.mode
+        );
+    }
+
+    #[test]
+    fn a_proper_mode_at_an_extreme_scale_is_not_called_a_funnel() {
+        // σ ≈ 1e-7: log σ ≈ −16 is past RUNAWAY_EXTENT and −H's condition number (≈ 5e13)
+        // fails the curvature test, but log p̃ does not rise further out: a mode, not a funnel
+        let sharp = Sharp { n: 100.0, s: 1e-7 };
+        match fit_laplace(&sharp, &Common::default(), &mut Silent) {
+            Err(Error::NotNegativeDefinite { .. }) => {}
+            Err(e) => panic!("unexpected {e}"),
+            Ok(fit) => panic!("the curvature test should fail, mode {}", fit.mode),
+        }
+        let x = DVector::from_vec(vec![3.0, (1e-7f64).ln() + 0.5 * (100f64 / 99.0).ln()]);
+        let h = sharp.hessian(&DVector::zeros(0), &x);
+        assert!(runaway_coordinates(&sharp, &DVector::zeros(0), &x, &h).is_empty());
     }
 
     #[test]

@@ -100,6 +100,10 @@ pub enum Error {
         /// Smallest (most negative) eigenvalue of H.
         min_eig: f64,
     },
+    /// log p̃ has no maximum: the mode search ran off towards the edge of the parameter space
+    /// while log p̃ kept rising (a funnel: a scale → 0 with the values it scales collapsed).
+    #[error("{0}")]
+    NoMode(Box<laplace::NoMode>),
     /// The objective or its gradient became non-finite at the starting point.
     #[error("the log density is not finite at the starting point ({value})")]
     NonFiniteStart {
