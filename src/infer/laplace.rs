@@ -667,6 +667,22 @@ mod tests {
         assert!(err.to_string().contains("2.000e0"));
     }
 
+    /// Value and gradient at every column of `w`, one column at a time.
+    fn columnwise<G: AsRef<[f64]>>(w: &DMatrix<f64>, f: impl Fn(&[f64]) -> (f64, G)) -> Evaluated {
+        let mut g = DMatrix::zeros(w.nrows(), w.ncols());
+        let mut values = DVector::zeros(w.ncols());
+        for (s, col) in w.column_iter().enumerate() {
+            let (v, gs) = f(col.as_slice());
+            values[s] = v;
+            g.column_mut(s).copy_from_slice(gs.as_ref());
+        }
+        Evaluated {
+            values,
+            grad_w: Some(g),
+            grad_theta: None,
+        }
+    }
+
     /// Neal's funnel as a joint density: w = (u, z₁, …, z_K) with σ = e^u,
     /// z_k ~ N(0, σ), σ ~ half-normal(10), the log-Jacobian u included:
     /// log p̃ = −(K − 1) u − Σ z_k² e^{−2u}/2 − e^{2u}/200. Unbounded above as u → −∞ with
@@ -697,18 +713,7 @@ mod tests {
             self.k + 1
         }
         fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
-            let mut g = DMatrix::zeros(w.nrows(), w.ncols());
-            let mut values = DVector::zeros(w.ncols());
-            for (s, col) in w.column_iter().enumerate() {
-                let (v, gs) = self.value_grad_at(col.as_slice());
-                values[s] = v;
-                g.column_mut(s).copy_from_slice(&gs);
-            }
-            Evaluated {
-                values,
-                grad_w: Some(g),
-                grad_theta: None,
-            }
+            columnwise(w, |c| self.value_grad_at(c))
         }
         fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
             let u = w[0];
@@ -760,18 +765,7 @@ mod tests {
             2
         }
         fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
-            let mut g = DMatrix::zeros(2, w.ncols());
-            let mut values = DVector::zeros(w.ncols());
-            for (s, col) in w.column_iter().enumerate() {
-                let (v, gs) = self.value_grad_at(col.as_slice());
-                values[s] = v;
-                g.column_mut(s).copy_from_slice(&gs);
-            }
-            Evaluated {
-                values,
-                grad_w: Some(g),
-                grad_theta: None,
-            }
+            columnwise(w, |c| self.value_grad_at(c))
         }
         fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
             let (mu, u) = (w[0], w[1]);
