@@ -183,8 +183,9 @@ fn method_error(method: &str, e: &crate::infer::Error) -> Diagnostic {
         crate::infer::Error::NoMode(no_mode) => &no_mode.help(),
         crate::infer::Error::NotNegativeDefinite { .. } => {
             "the mode is not a proper maximum: check the priors (an improper or flat direction), \
-             or try `--method pmfvb` or `--method split_mf`, which start from a vi_diag fit when \
-             the Laplace fit fails (vi_diag, vi_full and the MVI methods start from it)"
+             or try `--method pmfvb`, `split_mf`, `vi_diag` or `vi_full`, which start from a \
+             vi_diag fit from the initial point when the Laplace fit fails (the MVI methods are \
+             built on it)"
         }
         crate::infer::Error::NonFiniteStart { .. } => {
             "the log density is −∞ or NaN at the starting point: check that the data lie in the \

@@ -4,14 +4,15 @@
 //!
 //! Checked: `laplace` and a method that starts from it fail with a diagnostic that says the
 //! density has no maximum and names `tau`, its value on the declared scale and what to try;
-//! the CLI exits 2 with it; `pmfvb` still falls back to a vi_diag start and fits; and a sharp
-//! but proper posterior (2000 observations, σ ≈ 10⁻³) is fitted, not flagged.
+//! the CLI exits 2 with it; `pmfvb`, `vi_diag` and `vi_full` fall back to a vi_diag start and
+//! fit; and a sharp but proper posterior (2000 observations, σ ≈ 10⁻³) is fitted, not flagged.
 
 use std::path::Path;
 use std::process::Command;
 
 use mvi::check::{self, TypedModel};
 use mvi::data::{add_json_text, DataSet};
+use mvi::density::LogDensity;
 use mvi::graph::{self, LogJoint};
 use mvi::infer::Silent;
 use mvi::run::{self, RunInfo};
@@ -96,6 +97,37 @@ fn pmfvb_falls_back_to_a_vi_diag_start_and_quotes_the_reason() {
         .find(|n| n.starts_with("started from a vi_diag fit, not the Laplace fit"))
         .unwrap_or_else(|| panic!("no fallback note in {notes:?}"));
     assert!(start.contains("no maximum") && start.contains("`tau`"), "{start}");
+}
+
+#[test]
+fn vi_diag_and_vi_full_fall_back_to_a_vi_diag_start_and_report_no_evidence() {
+    let (typed, joint) = centred();
+    for method in ["vi_diag", "vi_full"] {
+        let options = check::infer_options(&typed, &[("method".to_string(), method.to_string())])
+            .unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+        let (post, _) = run::fit(&joint, &options, &RunInfo::default(), &mut Silent)
+            .unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(200)));
+        let start = post
+            .notes
+            .iter()
+            .find(|n| n.starts_with("started from a vi_diag fit from the initial point"))
+            .unwrap_or_else(|| panic!("{method}: no fallback note in {:?}", post.notes));
+        assert!(start.contains("no maximum"), "{start}");
+        assert!(
+            post.log_evidence.is_none(),
+            "{method}: no Laplace evidence to report"
+        );
+        let (elbo, se) = post.fresh_elbo.expect("VI methods report a fresh-draw ELBO");
+        assert!(elbo.is_finite() && se.is_finite(), "{method}: {elbo} ± {se}");
+        // tau > 0 away from the neck: the fit has a usable spread, not a collapsed one.
+        let tau = joint
+            .coordinate_names()
+            .iter()
+            .position(|n| n == "tau")
+            .expect("tau is a coordinate");
+        let sd = post.cov()[(tau, tau)].sqrt();
+        assert!(sd > 0.1, "{method}: sd of log tau {sd}");
+    }
 }
 
 #[test]

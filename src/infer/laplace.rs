@@ -321,9 +321,9 @@ impl NoMode {
         let base = name.split('.').next().unwrap_or(name);
         format!(
             "a funnel: as `{name}` {} the values it scales collapse together and log p̃ grows \
-             without bound, so there is no mode for laplace, the MVI methods, vi_diag or vi_full \
-             to start from. Try `--method pmfvb` (it starts from a vi_diag fit when there is no \
-             mode), or write the model non-centred where it allows (`x = m + {base} * z` with \
+             without bound, so there is no mode for laplace or the MVI methods to start from. \
+             Try `--method pmfvb` or `--method vi_diag` (they start from a vi_diag fit from the \
+             initial point when there is no mode), or write the model non-centred where it allows (`x = m + {base} * z` with \
              `z ~ normal(0, 1)` instead of `x ~ normal(m, {base})`). A prior on `{base}` that \
              vanishes at the edge makes a mode, but one in the neck of the funnel, not a useful fit",
             first.limit_text()

@@ -94,6 +94,60 @@ pub fn start(
     Ok(Start { laplace, z })
 }
 
+/// As [`start`], but when the model has no usable Laplace fit (no mode, or −H not positive
+/// definite at the end of the mode search) the start is the `vi_diag` fit from the initial
+/// point of [`crate::infer::pmfvb::start::fallback`], with a note, and the posterior reports
+/// no Laplace evidence. For `vi_diag` and `vi_full`, whose families do not depend on the
+/// Laplace covariance; the MVI variants are defined through it and fail instead.
+///
+/// # Errors
+/// As [`start`] for other failures; as the fallback when it fails too.
+pub fn start_or_fallback(
+    model: &dyn LogDensity,
+    settings: &ViSettings,
+    rng: &mut dyn RngCore,
+    obs: &mut dyn Observer,
+) -> Result<Start, Error> {
+    let reason = match start(model, settings, rng, obs) {
+        Err(e @ (Error::NoMode(_) | Error::NotNegativeDefinite { .. })) => e,
+        other => return other,
+    };
+    obs.phase("start: vi_diag fallback");
+    let fallback = crate::infer::pmfvb::start::fallback(model, &settings.common, rng, obs)?;
+    let mut notes = vec![format!(
+        "started from a vi_diag fit from the initial point, not the Laplace fit ({reason})"
+    )];
+    notes.extend(fallback.notes);
+    let g = fallback.gaussian;
+    let z = standard_normal(model.dim(), settings.samples, rng);
+    Ok(Start::from_gaussian(g.mean, g.root, fallback.theta, notes, z))
+}
+
+impl Start {
+    /// A start from a Gaussian N(mean, C Cᵀ) that is not a Laplace fit, at θ: no log
+    /// evidence (NaN, not reported) and no mode-search trace.
+    pub fn from_gaussian(
+        mean: DVector<f64>,
+        chol: DMatrix<f64>,
+        theta: DVector<f64>,
+        notes: Vec<String>,
+        z: DMatrix<f64>,
+    ) -> Start {
+        let laplace = LaplaceFit {
+            mode: mean,
+            theta,
+            chol,
+            log_p: f64::NAN,
+            log_evidence: f64::NAN,
+            iterations: 0,
+            converged: false,
+            trace: Vec::new(),
+            notes,
+        };
+        Start { laplace, z }
+    }
+}
+
 /// One optimised ELBO: the objective, the optimiser's outcome and the trace.
 pub struct Run<'a, F: Family> {
     /// The objective (family and model).
@@ -184,7 +238,7 @@ pub fn finish<F: Family>(
         approx: Approximation::Gaussian(q),
         theta,
         objective: Some(train),
-        log_evidence: Some(start.laplace.log_evidence),
+        log_evidence: Some(start.laplace.log_evidence).filter(|v| v.is_finite()),
         trace: run.trace,
         iterations: run.outcome.iterations,
         converged: run.outcome.converged,

@@ -54,7 +54,7 @@ impl Method for ViDiag {
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
         let s = &self.settings;
-        let start = vi::start(model, s, rng, obs)?;
+        let start = vi::start_or_fallback(model, s, rng, obs)?;
         let mode = &start.laplace.mode;
         let from_laplace = start.laplace.cov().diagonal().map(|v| 0.5 * v.ln());
         let small = DVector::from_element(mode.len(), 0.5 * SMALL_VARIANCE.ln());

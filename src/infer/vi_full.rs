@@ -50,7 +50,7 @@ impl Method for ViFull {
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
         let s = &self.settings;
-        let start = vi::start(model, s, rng, obs)?;
+        let start = vi::start_or_fallback(model, s, rng, obs)?;
         let d = model.dim();
         let family = Triangular {
             z: start.z.clone(),

@@ -106,17 +106,6 @@ pub fn fallback(
 ) -> Result<Start, Error> {
     let d = model.dim();
     let mean = model.initial_point();
-    let pseudo = LaplaceFit {
-        mode: mean.clone(),
-        theta: model.theta_init(),
-        chol: DMatrix::from_diagonal_element(d, d, FALLBACK_VARIANCE.sqrt()),
-        log_p: f64::NAN,
-        log_evidence: f64::NAN,
-        iterations: 0,
-        converged: false,
-        trace: Vec::new(),
-        notes: Vec::new(),
-    };
     let settings = ViSettings {
         common: Common {
             max_iters: FALLBACK_ITERS,
@@ -127,7 +116,8 @@ pub fn fallback(
         laplace_hyper_search: true,
     };
     let z = standard_normal(d, FALLBACK_SAMPLES, rng);
-    let vstart = vi::Start { laplace: pseudo, z };
+    let chol = DMatrix::from_diagonal_element(d, d, FALLBACK_VARIANCE.sqrt());
+    let vstart = vi::Start::from_gaussian(mean.clone(), chol, model.theta_init(), Vec::new(), z);
     let log_sd = DVector::from_element(d, 0.5 * FALLBACK_VARIANCE.ln());
     let family = Scaled {
         q: None,
