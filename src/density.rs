@@ -91,6 +91,12 @@ pub trait LogDensity: Sync {
         (1..=self.dim()).map(|i| format!("w.{i}")).collect()
     }
 
+    /// The declared bounds of coordinate i of w, when the model knows them (the runaway
+    /// coordinates of a failed mode search are then reported on the declared scale).
+    fn coordinate_constraint(&self, _i: usize) -> Option<crate::graph::Constraint> {
+        None
+    }
+
     /// Which coordinates of w belong to each declared parameter: (name, start, len).
     fn param_blocks(&self) -> Vec<(String, usize, usize)> {
         vec![("w".to_string(), 0, self.dim())]

@@ -145,36 +145,11 @@ pub fn fit(
         let _t = timing::span("fit (whole method)");
         method
             .fit(model, &mut rng, obs)
-            .map_err(|e| method_error(method.name(), &on_declared_scale(model, e)))?
+            .map_err(|e| method_error(method.name(), &e))?
     };
     let interrupted = post.notes.iter().any(|n| n.contains("interrupted"));
     let report = assemble(model, options, info, &post, &mut rng, start, interrupted);
     Ok((post, report))
-}
-
-/// A [`NoMode`](crate::infer::Error::NoMode) failure with each runaway coordinate's value and
-/// the value it approaches on its declared scale (the method only sees the unconstrained one).
-fn on_declared_scale(model: &LogJoint, e: crate::infer::Error) -> crate::infer::Error {
-    let crate::infer::Error::NoMode(mut no_mode) = e else {
-        return e;
-    };
-    for r in &mut no_mode.runaway {
-        let declared = model
-            .params
-            .iter()
-            .find(|p| (p.offset..p.offset + p.shape.size()).contains(&r.index));
-        if let Some(c) = declared.map(|p| p.constraint) {
-            r.constrained = Some(c.constrain(r.unconstrained));
-            r.limit = Some(match (c.lower, c.upper, r.unconstrained < 0.0) {
-                (Some(a), _, true) => a,
-                (None, Some(b), true) | (Some(_), Some(b), false) => b,
-                (None, Some(_), false) => f64::NEG_INFINITY,
-                (None, None, true) => f64::NEG_INFINITY,
-                (_, None, false) => f64::INFINITY,
-            });
-        }
-    }
-    crate::infer::Error::NoMode(no_mode)
 }
 
 /// Turn a method's numerical failure into a diagnostic with a suggestion.

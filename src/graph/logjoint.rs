@@ -165,6 +165,13 @@ impl LogDensity for LogJoint {
         self.params.iter().flat_map(names_of).collect()
     }
 
+    fn coordinate_constraint(&self, i: usize) -> Option<super::Constraint> {
+        self.params
+            .iter()
+            .find(|p| (p.offset..p.offset + p.shape.size()).contains(&i))
+            .map(|p| p.constraint)
+    }
+
     fn param_blocks(&self) -> Vec<(String, usize, usize)> {
         self.params
             .iter()

@@ -248,8 +248,8 @@ pub struct Runaway {
     pub unconstrained: f64,
     /// ∂ log p̃ / ∂w_i there, signed outwards (positive: log p̃ still rises further out).
     pub slope: f64,
-    /// Its value on the declared scale, when the caller knows the transform
-    /// (the run pipeline fills it in; a bare [`LogDensity`] does not tell).
+    /// Its value on the declared scale, when the model knows the transform
+    /// ([`LogDensity::coordinate_constraint`]).
     pub constrained: Option<f64>,
     /// The value it approaches on the declared scale (a bound, or ±∞), when known.
     pub limit: Option<f64>,
@@ -372,17 +372,31 @@ pub fn runaway_coordinates(
         .filter(|&i| x[i].abs() >= RUNAWAY_EXTENT)
         .filter(|&i| g[i] * x[i].signum() >= RUNAWAY_SLOPE)
         .filter(|&i| collapsed(i))
-        .map(|i| Runaway {
-            name: names.get(i).cloned().unwrap_or_else(|| format!("w.{}", i + 1)),
-            index: i,
-            unconstrained: x[i],
-            slope: g[i] * x[i].signum(),
-            constrained: None,
-            limit: None,
+        .map(|i| {
+            let declared = model.coordinate_constraint(i);
+            Runaway {
+                name: names.get(i).cloned().unwrap_or_else(|| format!("w.{}", i + 1)),
+                index: i,
+                unconstrained: x[i],
+                slope: g[i] * x[i].signum(),
+                constrained: declared.map(|c| c.constrain(x[i])),
+                limit: declared.map(|c| edge(c, x[i] < 0.0)),
+            }
         })
         .collect();
     out.sort_by(|a, b| b.unconstrained.abs().total_cmp(&a.unconstrained.abs()));
     out
+}
+
+/// The value a coordinate with bounds `c` approaches on its declared scale as its
+/// unconstrained value runs to −∞ (`towards_minus`) or +∞: a bound, or ±∞.
+fn edge(c: crate::graph::Constraint, towards_minus: bool) -> f64 {
+    match (c.lower, c.upper, towards_minus) {
+        (Some(a), _, true) => a,
+        (None, Some(b), true) | (Some(_), Some(b), false) => b,
+        (None, Some(_), false) | (None, None, true) => f64::NEG_INFINITY,
+        (_, None, false) => f64::INFINITY,
+    }
 }
 
 /// An observer that keeps the trace and forwards to another.
