@@ -1,6 +1,6 @@
 //! Fused likelihood nodes ([`Op::LikSum`](super::Op::LikSum)): the summed log density of
-//! `bernoulli_logit`, `poisson_log`, `normal` and `cauchy` (one σ, or one per observation) in one pass over the
-//! observations.
+//! `bernoulli_logit`, `poisson_log`, `normal` and `cauchy` (one σ, or one per observation)
+//! in one pass over the observations.
 //!
 //! Input: the operands of a [`Lik`] node (the outcome first), each with one entry per
 //! observation or one value for all. Output: the sum per batch column and, in the same pass,
