@@ -20,7 +20,12 @@ pub fn render_summary(r: &FitReport) -> String {
     if let Some(p) = &r.predict {
         predict_lines(&mut out, p);
     }
-    out.push_str(&khat_line(r.khat));
+    let run = KhatContext {
+        method: &r.method,
+        laplace_ok: r.log_evidence.is_some(),
+        dim: r.dim,
+    };
+    out.push_str(&khat_line(r.khat, &run));
     out.push('\n');
     notes(&mut out, r);
     out
@@ -132,8 +137,9 @@ fn predict_lines(out: &mut String, p: &super::PredictReport) {
     }
 }
 
-/// Stan's reading of PSIS k̂: ≤ 0.7 usable, above that not reliable.
-pub fn khat_line(khat: Option<f64>) -> String {
+/// Stan's reading of PSIS k̂: ≤ 0.7 usable; above that not reliable, with advice that fits
+/// the run (see [`khat_advice`]).
+pub fn khat_line(khat: Option<f64>, run: &KhatContext<'_>) -> String {
     match khat {
         None => "PSIS k̂: not available".to_string(),
         Some(k) if k.is_nan() => "PSIS k̂: not available (NaN)".to_string(),
@@ -141,9 +147,46 @@ pub fn khat_line(khat: Option<f64>) -> String {
             format!("PSIS k̂ = {k:.2} (≤ 0.7: the approximation is usable)")
         }
         Some(k) => format!(
-            "PSIS k̂ = {k:.2} (> 0.7: the approximation is not reliable; \
-             try a richer method such as mvi_lr or vi_full, or check the model)"
+            "PSIS k̂ = {k:.2} (> 0.7: the approximation is not reliable; {})",
+            khat_advice(run)
         ),
+    }
+}
+
+/// What the k̂ advice needs to know about a run.
+#[derive(Debug, Clone, Copy)]
+pub struct KhatContext<'a> {
+    /// Registry name of the method.
+    pub method: &'a str,
+    /// Whether the Laplace fit succeeded (the MVI family cannot run without it).
+    pub laplace_ok: bool,
+    /// Dimension D: `vi_full` fits D(D + 1)/2 scale entries, too many beyond
+    /// [`VI_FULL_MAX_DIM`].
+    pub dim: usize,
+}
+
+/// Largest D for which a high k̂ suggests `vi_full` (the guide's "a few hundred").
+pub const VI_FULL_MAX_DIM: usize = 300;
+
+/// What to try after a k̂ above 0.7: a richer Gaussian that can run on this model, else a
+/// method that is not Gaussian, or a reparameterisation.
+fn khat_advice(run: &KhatContext<'_>) -> String {
+    let full = run.dim <= VI_FULL_MAX_DIM;
+    let reparam = "or reparameterise the model (e.g. a non-centred hierarchy)";
+    match run.method {
+        "laplace" | "mvi_mu" | "mvi_eig" | "vi_diag" if run.laplace_ok => {
+            let richer = if full { "mvi_lr or vi_full" } else { "mvi_lr" };
+            format!("try a richer method such as {richer}, or check the model")
+        }
+        "laplace" | "mvi_mu" | "mvi_eig" | "mvi_lr" | "vi_diag" if !run.laplace_ok => {
+            let other = if full { "vi_full or pmfvb" } else { "pmfvb" };
+            format!("the Laplace fit failed, so the MVI methods cannot run: try {other}, {reparam}")
+        }
+        "mvi_lr" | "vi_full" => {
+            format!("no Gaussian fits this posterior well: try split_mf or pmfvb, {reparam}")
+        }
+        "split_mf" => format!("try more bins (`bins`) or pmfvb, {reparam}"),
+        _ => format!("try another method, {reparam}"),
     }
 }
 
@@ -195,11 +238,43 @@ mod tests {
         assert_eq!(num(f64::NEG_INFINITY), "-inf");
     }
 
+    fn run(method: &str, laplace_ok: bool, dim: usize) -> KhatContext<'_> {
+        KhatContext {
+            method,
+            laplace_ok,
+            dim,
+        }
+    }
+
     #[test]
     fn khat_reading_follows_stan_threshold() {
-        assert!(khat_line(Some(0.3)).contains("usable"));
-        assert!(khat_line(Some(0.7)).contains("usable"));
-        assert!(khat_line(Some(0.71)).contains("not reliable"));
-        assert!(khat_line(None).contains("not available"));
+        let r = run("laplace", true, 3);
+        assert!(khat_line(Some(0.3), &r).contains("usable"));
+        assert!(khat_line(Some(0.7), &r).contains("usable"));
+        assert!(khat_line(Some(0.71), &r).contains("not reliable"));
+        assert!(khat_line(None, &r).contains("not available"));
+    }
+
+    #[test]
+    fn khat_advice_names_only_methods_that_can_run() {
+        let line = |m, ok, d| khat_line(Some(1.2), &run(m, ok, d));
+        assert!(line("vi_diag", true, 10).contains("mvi_lr or vi_full"));
+        // after a failed Laplace fit the MVI family cannot run: not suggested
+        let failed = line("vi_diag", false, 10);
+        assert!(failed.contains("vi_full or pmfvb") && !failed.contains("mvi_lr"));
+        // the richest Gaussians point away from Gaussians
+        for m in ["mvi_lr", "vi_full"] {
+            let l = line(m, true, 10);
+            assert!(l.contains("split_mf or pmfvb") && !l.contains("mvi_lr or"), "{l}");
+        }
+        assert!(line("split_mf", false, 10).contains("bins"));
+    }
+
+    #[test]
+    fn khat_advice_leaves_out_vi_full_in_high_dimension() {
+        let d = VI_FULL_MAX_DIM + 1;
+        let line = |m, ok| khat_line(Some(1.2), &run(m, ok, d));
+        assert!(!line("vi_diag", true).contains("vi_full") && line("vi_diag", true).contains("mvi_lr"));
+        assert!(!line("vi_diag", false).contains("vi_full") && line("vi_diag", false).contains("pmfvb"));
     }
 }
