@@ -223,6 +223,13 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "sweeps per smoothing window of the bound estimate",
     },
     KeySpec {
+        key: "patience",
+        methods: Methods::Only(&["pmfvb"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("2"),
+        meaning: "smoothing windows in a row without progress that end the run",
+    },
+    KeySpec {
         key: "algorithm",
         methods: Methods::Only(&["pmfvb"]),
         kind: ValueKind::IntChoice(&[1, 2]),

@@ -31,8 +31,9 @@
 //! Bound estimate per sweep: the particle mean of log p̃ at the current particles plus, per
 //! block, the Gaussian entropy ½ log det(2πe Ĉ_j) of the particle covariance Ĉ_j (exact
 //! for Gaussian blocks, otherwise an upper bound on the block entropy, so the estimate is
-//! not a guaranteed bound; the diagonal of Ĉ_j for blocks with 2·len ≥ P). It is smoothed over windows of `window` sweeps; the run stops
-//! when one window's mean does not exceed the previous one's by `tol`, or at `max_iters`.
+//! not a guaranteed bound; the diagonal of Ĉ_j for blocks with 2·len ≥ P). It is smoothed
+//! over windows of `window` sweeps; the run stops when `patience` windows in a row fail to
+//! exceed the best earlier window's mean by `tol`, or at `max_iters`.
 //!
 //! Cost per sweep: one batched `eval` per block of P·m columns (Algorithm 1) or P columns
 //! (Algorithm 2) with ∇_w, plus one value-only `eval` of P columns for the bound.
@@ -68,11 +69,14 @@ pub struct Settings {
     pub step: f64,
     /// Maximum number of sweeps. Key `max_iters`, default 1000.
     pub max_iters: usize,
-    /// Smallest gain of the smoothed bound between windows to keep going. Key `tol`,
-    /// default 0.01.
+    /// Smallest gain of a window's smoothed bound over the best earlier window that counts
+    /// as progress. Key `tol`, default 0.01.
     pub tol: f64,
     /// Sweeps per smoothing window. Key `window`, default 25.
     pub window: usize,
+    /// Windows in a row without progress that end the run. Key `patience`, default 2: one
+    /// window below the best is often noise while the bound still climbs slowly.
+    pub patience: usize,
     /// 1 (subset averaging) or 2 (sub-blocks, particle means, adaptive drift). Key
     /// `algorithm`, default 1.
     pub algorithm: u8,
@@ -98,6 +102,7 @@ impl Default for Settings {
             max_iters: 1000,
             tol: 0.01,
             window: 25,
+            patience: 2,
             algorithm: 1,
             learn_hyper: true,
             metropolis: None,
@@ -117,6 +122,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
         "subset",
         "step",
         "window",
+        "patience",
         "algorithm",
         "metropolis",
         "warmup",
@@ -132,6 +138,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
         max_iters: r.int("max_iters", 1, d.max_iters)?,
         tol: r.positive("tol", d.tol)?,
         window: r.int("window", 1, d.window)?,
+        patience: r.int("patience", 1, d.patience)?,
         algorithm: k.int_in("algorithm", &[1, 2], 1)? as u8,
         learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
         metropolis: match opts.entries.iter().any(|e| e.key == "metropolis") {
@@ -297,6 +304,17 @@ const STEP_GAIN: f64 = 1.0;
 /// independently (contraction e^{−h/2} ≈ 0.02).
 const MIN_STEP: f64 = 1e-4;
 const MAX_STEP: f64 = 8.0;
+
+/// Whether each of the last `patience` window means fails to exceed the best window mean
+/// before them by `tol` (false while there are not more than `patience` windows).
+fn stalled(means: &[f64], tol: f64, patience: usize) -> bool {
+    if means.len() <= patience {
+        return false;
+    }
+    let (before, recent) = means.split_at(means.len() - patience);
+    let best = before.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    recent.iter().all(|&m| m - best < tol)
+}
 
 /// The state of one pmfvb run.
 struct Run<'a> {
@@ -481,10 +499,7 @@ impl<'a> Run<'a> {
         let last = &self.trace[self.trace.len() - w..];
         let mean = last.iter().map(|r| r.objective).sum::<f64>() / w as f64;
         self.smoothed.push(mean);
-        match self.smoothed.as_slice() {
-            [.., prev, cur] => cur - prev < self.settings.tol,
-            _ => false,
-        }
+        stalled(&self.smoothed, self.settings.tol, self.settings.patience)
     }
 
     /// One sweep over all blocks; returns the mean norm of the averaged gradients.
@@ -848,6 +863,21 @@ mod tests {
     use super::*;
     use crate::infer::{OptionValue, Silent};
     use rand::SeedableRng;
+
+    #[test]
+    fn stopping_needs_patience_windows_without_progress() {
+        // a slow climb with one noisy dip: one window below the best does not stop it
+        let climb = [-100.0, -90.0, -85.0, -86.0, -80.0];
+        assert!(!(1..=climb.len()).any(|n| stalled(&climb[..n], 0.01, 2)));
+        assert!(stalled(&climb[..4], 0.01, 1), "patience 1 stops at the dip");
+        // a plateau: two windows in a row that do not beat the best by tol
+        let flat = [-100.0, -90.0, -89.995, -90.3];
+        assert!(!stalled(&flat[..3], 0.01, 2));
+        assert!(stalled(&flat, 0.01, 2));
+        // compared with the best window, not the previous one
+        assert!(stalled(&[-90.0, -95.0, -94.0, -93.0], 0.01, 2));
+        assert!(!stalled(&[-90.0], 0.01, 1) && !stalled(&[-90.0, -91.0], 0.01, 2));
+    }
 
     /// log N(w; μ, Λ⁻¹) up to a constant, one block per coordinate.
     struct Gauss {

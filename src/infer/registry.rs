@@ -69,7 +69,17 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "pmfvb",
         build: pmfvb::build,
-        keys: &["blocks", "particles", "subset", "step", "window", "algorithm"],
+        keys: &[
+            "blocks",
+            "particles",
+            "subset",
+            "step",
+            "window",
+            "patience",
+            "algorithm",
+            "metropolis",
+            "warmup",
+        ],
         description: "particle mean-field VB: Langevin-moved particle sets per block",
     },
 ];
