@@ -181,7 +181,7 @@ impl LogDensity for LogJoint {
 }
 
 /// Batched value (and gradients) of a graph's log joint at the columns of W, in parallel
-/// chunks of [`CHUNK`] columns. Columns with a non-finite value get −∞ and a zero gradient.
+/// chunks of [`super::eval::chunk_cols`] columns. Columns with a non-finite value get −∞ and a zero gradient.
 pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
     let s = w.ncols();
     let (d, p) = (g.dim, g.theta_dim);
@@ -194,11 +194,12 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         };
     }
     let consts = lift_consts::<f64>(g);
-    let starts: Vec<usize> = (0..s).step_by(CHUNK).collect();
+    let chunk = super::eval::chunk_cols(g);
+    let starts: Vec<usize> = (0..s).step_by(chunk).collect();
     let parts: Vec<reverse::Grads<f64>> = starts
         .par_iter()
         .map(|&c0| {
-            let c1 = (c0 + CHUNK).min(s);
+            let c1 = (c0 + chunk).min(s);
             reverse::value_grad_with(
                 g,
                 &consts,

@@ -138,7 +138,7 @@ fn predict_lines(out: &mut String, p: &super::PredictReport) {
 }
 
 /// Stan's reading of PSIS k̂: ≤ 0.7 usable; above that not reliable, with advice that fits
-/// the run (see [`khat_advice`]).
+/// the run: a richer Gaussian that can run on the model, else a non-Gaussian method.
 pub fn khat_line(khat: Option<f64>, run: &KhatContext<'_>) -> String {
     match khat {
         None => "PSIS k̂: not available".to_string(),
