@@ -248,6 +248,23 @@ fn op_cases() -> Vec<(&'static str, Build)> {
             let b = g.sub(t, a).unwrap();
             g.mul(a, b).unwrap()
         }),
+        ("batched_scalar_broadcast", |g, x, t| {
+            // one value per column (a scalar of w) against a vector of w, in both operand
+            // positions of + − * /, as in `mu + phi * (h - mu)`: the scalar's adjoint sums
+            // over the vector
+            let s = g_idx(g, x, 1);
+            let a = g.add_nodes(s, x).unwrap();
+            let b = g.sub(a, s).unwrap();
+            let c = g.mul(s, b).unwrap();
+            let d = g.mul(c, s).unwrap();
+            let p = pos(g, s);
+            let e = g.div(d, p).unwrap();
+            let q = pos(g, x);
+            let f = g.div(s, q).unwrap();
+            let h = g.sub(s, f).unwrap();
+            let k = g.mul(h, t).unwrap();
+            g.add_nodes(e, k).unwrap()
+        }),
         ("div", |g, x, t| {
             let p = pos(g, x);
             let q = g.div(t, p).unwrap();

@@ -461,7 +461,7 @@ fn back_binary<T: Scalar>(
     }
     let (aa, bb) = (tape.arg(a), tape.arg(b));
     let n = y.size;
-    if back_binary_fast(f, aa, bb, n, ybar, a, b, adj) {
+    if back_binary_fast(f, aa, bb, y, ybar, a, b, adj) {
         return;
     }
     // Neither operand depends on w: the partials are the same in every column.
@@ -496,60 +496,147 @@ fn back_binary<T: Scalar>(
     }
 }
 
-/// The common cases of `+`, `−` and `*` in one pass over slices, without a call per entry:
-/// an operand that needs an adjoint is batched and of the result's size, and the partial is
-/// ±1 or the other operand (batched of the same size, or the same in every column: of the
-/// same size or one value). Returns false (nothing done) otherwise.
+/// The common cases of `+`, `−`, `*` and `/` column by column over slices, without a call
+/// per entry: every operand that needs an adjoint is batched, of the result's size or one
+/// value per column (a broadcast scalar such as `mu + phi * (h - mu)`, whose adjoint sums
+/// over the column), and every operand is of the result's size or one value. Each partial
+/// is the expression of [`d_binary`], accumulated in the same order, so the result is the
+/// same to the bit. Returns false (nothing done) otherwise.
 #[allow(clippy::too_many_arguments)]
 fn back_binary_fast<T: Scalar>(
     f: Fun2,
     aa: Arg<'_, T>,
     bb: Arg<'_, T>,
-    n: usize,
+    y: Arg<'_, T>,
     ybar: &[T],
     a: NodeId,
     b: NodeId,
     adj: &mut [Vec<T>],
 ) -> bool {
-    if !matches!(f, Fun2::Add | Fun2::Sub | Fun2::Mul) {
+    let n = y.size;
+    if !matches!(f, Fun2::Add | Fun2::Sub | Fun2::Mul | Fun2::Div) || !y.batched {
         return false;
     }
-    let fits = |arg: Arg<'_, T>, id: NodeId| adj[id.0].is_empty() || (arg.batched && arg.size == n);
-    // the partial's source: the other operand for `*`, else none (a sign)
-    let plain = |arg: Arg<'_, T>| arg.size == n || (!arg.batched && arg.size == 1);
-    if !(fits(aa, a) && fits(bb, b) && (f != Fun2::Mul || plain(aa) && plain(bb))) {
+    let shaped = |arg: Arg<'_, T>| arg.size == n || arg.size == 1;
+    let fits = |arg: Arg<'_, T>, id: NodeId| adj[id.0].is_empty() || arg.batched;
+    if !(shaped(aa) && shaped(bb) && fits(aa, a) && fits(bb, b)) {
         return false;
     }
-    for (target, other, sign) in [
-        (a, bb, T::one()),
-        (b, aa, if f == Fun2::Sub { -T::one() } else { T::one() }),
-    ] {
-        let out = &mut adj[target.0];
-        if out.is_empty() {
+    let s = ybar.len() / n.max(1);
+    for (target, first) in [(a, true), (b, false)] {
+        if adj[target.0].is_empty() {
             continue;
         }
-        match (f, other.batched) {
-            (Fun2::Mul, true) => {
-                for ((o, &yb), &v) in out.iter_mut().zip(ybar).zip(other.data) {
-                    *o += yb * v;
-                }
+        let arg = if first { aa } else { bb };
+        let out = &mut adj[target.0];
+        for c in 0..s {
+            let yb = &ybar[c * n..(c + 1) * n];
+            let part = Partial::new(f, first, Column::of(aa, c), Column::of(bb, c), Column::of(y, c));
+            if arg.size == n {
+                part.add_into(yb, &mut out[c * n..(c + 1) * n]);
+            } else {
+                out[c] = part.sum_into(yb, out[c]);
             }
-            (Fun2::Mul, false) if other.size == 1 => {
-                let v = other.data[0];
-                out.iter_mut().zip(ybar).for_each(|(o, &yb)| *o += yb * v);
-            }
-            (Fun2::Mul, false) => {
-                // the same n values in every column
-                for (oc, yc) in out.chunks_exact_mut(n).zip(ybar.chunks_exact(n)) {
-                    for ((o, &yb), &v) in oc.iter_mut().zip(yc).zip(other.data) {
-                        *o += yb * v;
-                    }
-                }
-            }
-            _ => out.iter_mut().zip(ybar).for_each(|(o, &yb)| *o += yb * sign),
         }
     }
     true
+}
+
+/// One column of an operand: n values, or one value for all entries.
+#[derive(Clone, Copy)]
+enum Column<'a, T> {
+    Slice(&'a [T]),
+    One(T),
+}
+
+impl<'a, T: Scalar> Column<'a, T> {
+    fn of(arg: Arg<'a, T>, c: usize) -> Self {
+        let col = arg.col(c);
+        if arg.size == 1 {
+            Column::One(col[0])
+        } else {
+            Column::Slice(col)
+        }
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> T {
+        match self {
+            Column::Slice(v) => v[i],
+            Column::One(v) => *v,
+        }
+    }
+}
+
+/// The partial of y = a ∘ b with respect to one operand, over one column.
+enum Partial<'a, T> {
+    /// The same partial for every entry (±1 for `+`/`−`, a scalar factor of `*`, 1/b of
+    /// `/` with one b).
+    Same(T),
+    /// The other operand's entries (`*`).
+    Times(&'a [T]),
+    /// 1/bᵢ (∂/∂a of `/`).
+    Recip(&'a [T]),
+    /// −yᵢ/bᵢ (∂/∂b of `/`).
+    NegRatio(&'a [T], Column<'a, T>),
+}
+
+impl<'a, T: Scalar> Partial<'a, T> {
+    fn new(f: Fun2, first: bool, a: Column<'a, T>, b: Column<'a, T>, y: Column<'a, T>) -> Self {
+        let one = T::one();
+        match (f, first) {
+            (Fun2::Add, _) | (Fun2::Sub, true) => Partial::Same(one),
+            (Fun2::Sub, false) => Partial::Same(-one),
+            (Fun2::Mul, _) => match if first { b } else { a } {
+                Column::Slice(v) => Partial::Times(v),
+                Column::One(v) => Partial::Same(v),
+            },
+            (Fun2::Div, true) => match b {
+                Column::Slice(v) => Partial::Recip(v),
+                Column::One(v) => Partial::Same(v.recip()),
+            },
+            (_, _) => match y {
+                Column::Slice(yv) => Partial::NegRatio(yv, b),
+                // y has the result's size; one value means n = 1
+                Column::One(yv) => Partial::Same(-yv / b.at(0)),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> T {
+        match self {
+            Partial::Same(v) => *v,
+            Partial::Times(v) => v[i],
+            Partial::Recip(v) => v[i].recip(),
+            Partial::NegRatio(y, b) => -y[i] / b.at(i),
+        }
+    }
+
+    /// out_i += ȳ_i · ∂_i.
+    fn add_into(&self, ybar: &[T], out: &mut [T]) {
+        match self {
+            Partial::Same(d) => out.iter_mut().zip(ybar).for_each(|(o, &yb)| *o += yb * *d),
+            Partial::Times(v) => {
+                for ((o, &yb), &d) in out.iter_mut().zip(ybar).zip(*v) {
+                    *o += yb * d;
+                }
+            }
+            _ => {
+                for (i, (o, &yb)) in out.iter_mut().zip(ybar).enumerate() {
+                    *o += yb * self.at(i);
+                }
+            }
+        }
+    }
+
+    /// acc + Σ_i ȳ_i · ∂_i, added one term at a time.
+    fn sum_into(&self, ybar: &[T], mut acc: T) -> T {
+        for (i, &yb) in ybar.iter().enumerate() {
+            acc += yb * self.at(i);
+        }
+        acc
+    }
 }
 
 /// C = A·B: Ā += C̄ Bᵀ, B̄ += Aᵀ C̄ (one product over the batch when A is constant).
