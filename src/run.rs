@@ -135,6 +135,16 @@ pub fn fit(
     obs: &mut dyn Observer,
 ) -> Result<(Posterior, FitReport), Diagnostic> {
     let method = registry::build(options)?;
+    if model.dim() == 0 {
+        return Err(Diagnostic::plain(
+            "mvi::infer::no_params",
+            "the model has no parameters (D = 0): there is no posterior to approximate",
+        )
+        .with_help(
+            "declare the unknowns in a `param { … }` block (`mu: real`); a `param` whose sizes \
+             come from the data (`vector[K]`) has no entries when the data give K = 0",
+        ));
+    }
     method
         .supports(model)
         .map_err(|e| method_error(method.name(), &e))?;

@@ -520,12 +520,18 @@ impl Checker {
     pub(super) fn decl_shape(&mut self, ty: &TypeExpr, block: &str) -> R<Shape> {
         let want = match ty.base {
             BaseType::Int | BaseType::Ints if block != "fn" => {
-                return self.fail(
-                    "mvi::check::integer_param",
-                    format!("a {block} must be real, vector or matrix"),
-                    ty.span,
-                    "integer type here",
-                )
+                let d = self
+                    .diag(
+                        "mvi::check::integer_param",
+                        format!("a {block} must be real, vector or matrix"),
+                    )
+                    .with_label(ty.span, "integer type here")
+                    .with_help(
+                        "the methods approximate a density over real numbers, so there are no \
+                         discrete unknowns: declare it `real`, or marginalise the discrete \
+                         variable out with `target += log_sum_exp(…)` as in Stan",
+                    );
+                return Err(self.report(d));
             }
             BaseType::Int | BaseType::Real => 0,
             BaseType::Vector | BaseType::Ints => 1,
