@@ -211,8 +211,10 @@ fn method_error(method: &str, e: &crate::infer::Error) -> Diagnostic {
              built on it)"
         }
         crate::infer::Error::NonFiniteStart { .. } => {
-            "the log density is −∞ or NaN at the starting point: check that the data lie in the \
-             support of every distribution and that constraints match the priors"
+            "log p̃ is −∞ or NaN where the method starts: check that each parameter's declared \
+             constraint matches the support of its distribution (`sigma: real<lower=0>` for \
+             `sigma ~ gamma(…)`), that computed arguments stay valid, and that every parameter \
+             has a proper prior (an improper posterior sends the start off to infinity)"
         }
         _ => "try another method with `--method`",
     };
