@@ -176,8 +176,17 @@ fn diverged(method: &str, report: &FitReport) -> Option<Diagnostic> {
         .filter(|&(j, _)| !finite_moments(report.draws.column(j).iter().copied()))
         .map(|(_, name)| name.as_str())
         .collect();
-    let shown = bad.iter().take(5).map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-    let more = if bad.len() > 5 { format!(" and {} more", bad.len() - 5) } else { String::new() };
+    let shown = bad
+        .iter()
+        .take(5)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = if bad.len() > 5 {
+        format!(" and {} more", bad.len() - 5)
+    } else {
+        String::new()
+    };
     (!bad.is_empty()).then(|| {
         Diagnostic::plain(
             "mvi::infer::diverged",

@@ -140,7 +140,8 @@ fn laplace_evidence_of_the_normal_mean_is_exact() {
     let (s2, t2, n) = (0.25_f64, 100.0_f64, 5.0_f64);
     let ybar = y.iter().sum::<f64>() / n;
     let ss: f64 = y.iter().map(|v| (v - ybar).powi(2)).sum();
-    let exact = -n / 2.0 * (2.0 * std::f64::consts::PI).ln() - n / 2.0 * s2.ln()
+    let exact = -n / 2.0 * (2.0 * std::f64::consts::PI).ln()
+        - n / 2.0 * s2.ln()
         - 0.5 * (1.0 + n * t2 / s2).ln()
         - 0.5 * (ss / s2 + n * ybar * ybar / (s2 + n * t2));
     let j = fit_json("normal_normal.mvi", &["normal_normal.json"], "laplace");
@@ -155,11 +156,17 @@ fn empty_data_leave_the_prior() {
     for method in ["laplace", "vi_diag"] {
         let j = fit_json("normal_normal.mvi", &["empty.json"], method);
         let ev = j["log_evidence"].as_f64().expect("an evidence");
-        assert!(ev.abs() < 1e-8, "{method}: log evidence {ev} of a normalised prior");
+        assert!(
+            ev.abs() < 1e-8,
+            "{method}: log evidence {ev} of a normalised prior"
+        );
         let elbo = j["elbo_fresh"]["value"].as_f64().expect("a finite fresh ELBO");
         assert!(elbo.abs() < 1e-3, "{method}: fresh ELBO {elbo}");
         let (mean, sd) = moments(&j, "mu");
-        assert!(mean.abs() < 1.5 && (sd / 10.0 - 1.0).abs() < 0.1, "{method}: {mean} ± {sd}");
+        assert!(
+            mean.abs() < 1.5 && (sd / 10.0 - 1.0).abs() < 0.1,
+            "{method}: {mean} ± {sd}"
+        );
     }
 }
 
@@ -167,7 +174,12 @@ fn empty_data_leave_the_prior() {
 /// and an unfused one: log p̃ at w = 0 is the N(0, 1) prior's −½ log 2π.
 #[test]
 fn empty_data_add_nothing_for_every_family() {
-    for model in ["empty_poisson_log.mvi", "empty_bernoulli_logit.mvi", "empty_cauchy.mvi", "empty_gamma.mvi"] {
+    for model in [
+        "empty_poisson_log.mvi",
+        "empty_bernoulli_logit.mvi",
+        "empty_cauchy.mvi",
+        "empty_gamma.mvi",
+    ] {
         let o = mvi(&["diagnose", model, "--data", "empty_counts.json", "--zero"]);
         let out = text(&o);
         assert_eq!(o.status.code(), Some(0), "{model}: {out}");
@@ -198,10 +210,20 @@ fn nonpositive_lognormal_data_are_reported_but_cdfs_are_not_checked() {
 
 #[test]
 fn infinite_data_are_reported_at_the_value() {
-    let out = user_error(&["check", "normal_normal.mvi", "--data", "inf.json"], "mvi::data::not_finite");
+    let out = user_error(
+        &["check", "normal_normal.mvi", "--data", "inf.json"],
+        "mvi::data::not_finite",
+    );
     assert!(out.contains("1e999") && out.contains("entry 3"), "{out}");
     let out = user_error(
-        &["check", "normal_normal.mvi", "--data", "y=y_inf.csv", "--data", "n_sigma.json"],
+        &[
+            "check",
+            "normal_normal.mvi",
+            "--data",
+            "y=y_inf.csv",
+            "--data",
+            "n_sigma.json",
+        ],
         "mvi::data::not_finite",
     );
     assert!(out.contains("y_inf.csv"), "{out}");
@@ -212,17 +234,31 @@ fn json_nan_in_a_vector_is_reported_where_it_is() {
     let o = mvi(&["check", "normal_normal.mvi", "--data", "nan.json"]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(out.contains("found NaN") && out.contains("nan.json:1:26"), "{out}");
+    assert!(
+        out.contains("found NaN") && out.contains("nan.json:1:26"),
+        "{out}"
+    );
 }
 
 /// A flat prior and no data: every method fails with a diagnostic, none prints NaN.
 #[test]
 fn an_improper_posterior_is_never_a_summary_of_nan() {
     for method in ["laplace", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb"] {
-        let o = mvi(&["run", "improper_flat.mvi", "--method", method, "--set", "max_iters=200", "--quiet"]);
+        let o = mvi(&[
+            "run",
+            "improper_flat.mvi",
+            "--method",
+            method,
+            "--set",
+            "max_iters=200",
+            "--quiet",
+        ]);
         let out = text(&o);
         assert_eq!(o.status.code(), Some(2), "{method}: {out}");
-        assert!(out.contains("help:") && !out.contains("panicked"), "{method}: {out}");
+        assert!(
+            out.contains("help:") && !out.contains("panicked"),
+            "{method}: {out}"
+        );
         assert!(o.stdout.is_empty(), "{method} printed a summary: {out}");
     }
 }
@@ -239,7 +275,15 @@ fn a_flat_direction_asks_for_a_prior() {
 fn an_unbounded_likelihood_is_a_diagnostic_for_the_vi_methods() {
     for method in ["vi_diag", "vi_full"] {
         user_error(
-            &["run", "unbounded.mvi", "--data", "one.json", "--method", method, "--quiet"],
+            &[
+                "run",
+                "unbounded.mvi",
+                "--data",
+                "one.json",
+                "--method",
+                method,
+                "--quiet",
+            ],
             "mvi::infer::diverged",
         );
     }
@@ -249,7 +293,15 @@ fn an_unbounded_likelihood_is_a_diagnostic_for_the_vi_methods() {
 fn a_model_without_parameters_is_a_diagnostic() {
     for method in ["laplace", "vi_diag", "pmfvb"] {
         user_error(
-            &["run", "no_params.mvi", "--data", "normal_normal.json", "--method", method, "--quiet"],
+            &[
+                "run",
+                "no_params.mvi",
+                "--data",
+                "normal_normal.json",
+                "--method",
+                method,
+                "--quiet",
+            ],
             "mvi::infer::no_params",
         );
     }
@@ -299,4 +351,68 @@ fn every_sweep_model_fits() {
         assert_eq!(o.status.code(), Some(0), "{model}: {out}");
         assert!(!out.contains("NaN") && !out.contains(" inf"), "{model}: {out}");
     }
+}
+
+/// `compare` reports a method that fails on the model and still compares the others: the
+/// centred eight schools have no mode, so laplace fails and vi_diag starts without it.
+#[test]
+fn compare_goes_on_past_a_failing_method() {
+    let args = [
+        "compare",
+        "hier_centered.mvi",
+        "--data",
+        "eight.json",
+        "--methods",
+        "laplace,vi_diag",
+        "--quiet",
+    ];
+    let o = mvi(&args);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.lines().any(|l| l.starts_with("vi_diag")), "{out}");
+    assert!(stdout.contains("failed: laplace"), "{out}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("mvi::infer::failed"),
+        "{out}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let o = mvi(&json_args);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("--json prints one JSON object");
+    assert_eq!(j["failed"][0]["method"], "laplace", "{j}");
+    assert_eq!(j["methods"][0]["method"], "vi_diag", "{j}");
+}
+
+#[test]
+fn compare_fails_when_every_method_fails() {
+    let o = mvi(&[
+        "compare",
+        "improper_flat.mvi",
+        "--methods",
+        "laplace,mvi_lr",
+        "--quiet",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(o.stdout.is_empty() && out.contains("help:"), "{out}");
+}
+
+/// A `predict` block over an empty held-out set (M = 0) once looped for ever waiting for
+/// draws that never counted: it reports no test points and a test LPD of 0.
+#[test]
+fn an_empty_held_out_set_finishes() {
+    let j = fit_json("predict_vec.mvi", &["predict_empty.json"], "laplace");
+    assert_eq!(j["predict"]["n_test"], 0, "{j}");
+    let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
+    assert!(lpd.abs() < 1e-12, "{j}");
+}
+
+#[test]
+fn a_hyper_started_on_its_bound_says_to_start_inside() {
+    let out = user_error(
+        &["check", "hyper_at_bound.mvi", "--data", "normal_normal.json"],
+        "mvi::check::init_violates_constraint",
+    );
+    assert!(out.contains("strictly inside"), "{out}");
 }

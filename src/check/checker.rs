@@ -477,15 +477,21 @@ impl Checker {
             .map(|v| if v.len() == 1 { vec![v[0]; shape.len()] } else { v });
         if let Some(vs) = &values {
             if let Some(bad) = vs.iter().find(|x| !transform_contains(transform, **x)) {
-                return self.fail(
-                    "mvi::check::init_violates_constraint",
-                    format!(
-                        "the initial value {bad} of `{}` is outside its constraint",
-                        d.name.name
-                    ),
-                    e.span,
-                    "this value",
-                );
+                let d = self
+                    .diag(
+                        "mvi::check::init_violates_constraint",
+                        format!(
+                            "the initial value {bad} of `{}` is outside its constraint",
+                            d.name.name
+                        ),
+                    )
+                    .with_label(e.span, "this value")
+                    .with_help(
+                        "a hyperparameter starts strictly inside its bounds (its transform maps \
+                         the open interval onto the real line): e.g. `<lower=0>` needs a value \
+                         above 0",
+                    );
+                return Err(self.report(d));
             }
         }
         Ok((values, Some(e)))

@@ -393,7 +393,9 @@ impl Binder<'_> {
                         c.span,
                         "not a finite number".into(),
                     )
-                    .with_help("data must be finite numbers (a number beyond ±1.8e308 overflows to infinity)"));
+                    .with_help(
+                        "data must be finite numbers (a number beyond ±1.8e308 overflows to infinity)",
+                    ));
             }
             if is_int && c.value.fract() != 0.0 {
                 let msg = format!(

@@ -62,10 +62,7 @@ impl Lowerer<'_> {
         // 0 < x < 1): outside it the log density is −∞ for every parameter value, so the
         // model could never be fitted. Real outcomes (every number is in the support, and
         // data are finite) and `uniform` (its support moves with its arguments) are not.
-        if matches!(
-            entry.outcome,
-            Outcome::Real | Outcome::RealVector | Outcome::Any
-        ) {
+        if matches!(entry.outcome, Outcome::Real | Outcome::RealVector | Outcome::Any) {
             return Ok(());
         }
         let checked =
