@@ -394,9 +394,20 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     let (typed, joint) = load_and_lower(&a.model)?;
     let flag = interrupt_flag();
     let mut reports = Vec::new();
+    // A method that fails on this model (no mode, diverged) is a finding of the comparison:
+    // its diagnostic is printed and the other methods still run.
+    let mut failed: Vec<(String, Diagnostic)> = Vec::new();
     for method in &a.methods {
         let options = run_options(&typed, Some(method), &a.fit.set)?;
-        let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+        let report = match fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag) {
+            Ok(report) => report,
+            Err(Failure::User(diags)) if !diags.is_empty() => {
+                print_diagnostics(&diags);
+                failed.push((method.clone(), diags[0].clone()));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(dir) = &a.fit.output_dir {
             write_outputs(&dir.join(method), &report, &a.fit.pairs)?;
         }
@@ -405,12 +416,35 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
             break;
         }
     }
+    if reports.is_empty() {
+        // every method failed: its diagnostics are printed above
+        return Err(Failure::Code(2));
+    }
     if a.fit.json {
-        println!("{}", report::render_compare_json(&reports));
+        println!("{}", compare_json_with_failures(&reports, &failed));
     } else {
         print!("{}", report::render_compare(&reports));
+        if !failed.is_empty() {
+            let names: Vec<&str> = failed.iter().map(|(m, _)| m.as_str()).collect();
+            println!("failed: {} (diagnostics on stderr)", names.join(", "));
+        }
     }
     Ok(())
+}
+
+/// `render_compare_json` with a `failed` array of the methods that failed, each with the
+/// code and message of its diagnostic.
+fn compare_json_with_failures(reports: &[FitReport], failed: &[(String, Diagnostic)]) -> String {
+    let text = report::render_compare_json(reports);
+    let Ok(serde_json::Value::Object(mut v)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return text;
+    };
+    let list = failed
+        .iter()
+        .map(|(m, d)| serde_json::json!({ "method": m, "code": d.code, "message": d.message }))
+        .collect();
+    v.insert("failed".into(), serde_json::Value::Array(list));
+    serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 
 /// Column indices of `--pairs a:b` arguments; the default pairs when none are given.

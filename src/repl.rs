@@ -332,15 +332,28 @@ impl Session {
         };
         let typed = self.checked_or_err()?.0.clone();
         let mut reports = Vec::new();
+        // a method that fails is listed under the table; the others still run
+        let mut failed: Vec<String> = Vec::new();
         for m in &methods {
             let overrides = overrides_for(&self.overrides_with(Some(m)), m);
             let options = check::infer_options(&typed, &overrides).map_err(|d| vec![d])?;
-            reports.push(self.fit_with(&options)?.1);
+            match self.fit_with(&options) {
+                Ok((_, report)) => reports.push(report),
+                Err(diags) => failed.extend(diags.iter().map(|d| format!("{m}: {}", d.message))),
+            }
             if self.interrupt.load(Ordering::SeqCst) {
                 break;
             }
         }
-        Ok(report::render_compare(&reports))
+        let mut out = if reports.is_empty() {
+            String::new()
+        } else {
+            report::render_compare(&reports)
+        };
+        for f in &failed {
+            out.push_str(&format!("failed: {f}\n"));
+        }
+        Ok(out)
     }
 
     fn cmd_plot(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {

@@ -135,6 +135,16 @@ pub fn fit(
     obs: &mut dyn Observer,
 ) -> Result<(Posterior, FitReport), Diagnostic> {
     let method = registry::build(options)?;
+    if model.dim() == 0 {
+        return Err(Diagnostic::plain(
+            "mvi::infer::no_params",
+            "the model has no parameters (D = 0): there is no posterior to approximate",
+        )
+        .with_help(
+            "declare the unknowns in a `param { … }` block (`mu: real`); a `param` whose sizes \
+             come from the data (`vector[K]`) has no entries when the data give K = 0",
+        ));
+    }
     method
         .supports(model)
         .map_err(|e| method_error(method.name(), &e))?;
@@ -149,26 +159,92 @@ pub fn fit(
     };
     let interrupted = post.notes.iter().any(|n| n.contains("interrupted"));
     let report = assemble(model, options, info, &post, &mut rng, start, interrupted);
+    if let Some(d) = diverged(method.name(), &report) {
+        return Err(d);
+    }
     Ok((post, report))
+}
+
+/// The draws of a fit that ran away (an improper posterior, or a method that diverged)
+/// hold infinities or NaN, or overflow their mean or variance: report that with the parameters it hit rather than print a
+/// summary of NaN.
+fn diverged(method: &str, report: &FitReport) -> Option<Diagnostic> {
+    let bad: Vec<&str> = report
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| !finite_moments(report.draws.column(j).iter().copied()))
+        .map(|(_, name)| name.as_str())
+        .collect();
+    let shown = bad
+        .iter()
+        .take(5)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = if bad.len() > 5 {
+        format!(" and {} more", bad.len() - 5)
+    } else {
+        String::new()
+    };
+    (!bad.is_empty()).then(|| {
+        Diagnostic::plain(
+            "mvi::infer::diverged",
+            format!("{method} diverged: its draws of {shown}{more} run off to infinity"),
+        )
+        .with_help(
+            "the approximation ran off to infinity, so there is no posterior to report. Usually the \
+             posterior is improper: a parameter with no prior (or a flat one) that the data do not \
+             determine, or a likelihood that grows without bound (a scale → 0 at a single \
+             observation). Give every parameter a proper prior (`x ~ normal(0, 10)`, \
+             `sigma ~ half_normal(1)`); if the model is proper, try another method with `--method`",
+        )
+    })
 }
 
 /// Turn a method's numerical failure into a diagnostic with a suggestion.
 fn method_error(method: &str, e: &crate::infer::Error) -> Diagnostic {
     let help = match e {
         crate::infer::Error::NoMode(no_mode) => &no_mode.help(),
+        crate::infer::Error::NotNegativeDefinite { max_eig, min_eig } if is_flat(*max_eig, *min_eig) => {
+            "log p̃ is flat along some direction at the mode: a parameter with no prior (or a \
+             flat one) that the data do not determine makes the posterior improper, and no method \
+             can approximate it. Give every parameter a proper prior (`x ~ normal(0, 10)`, \
+             `sigma ~ half_normal(1)`)"
+        }
         crate::infer::Error::NotNegativeDefinite { .. } => {
-            "the mode is not a proper maximum: check the priors (an improper or flat direction), \
-             or try `--method pmfvb`, `split_mf`, `vi_diag` or `vi_full`, which start from a \
+            "the mode is not a proper maximum: check the priors (an improper or flat direction); \
+             a density with kinks (`laplace`, `abs`, `fmin`, `fmax`) has no useful curvature at \
+             them. Try `--method pmfvb`, `split_mf`, `vi_diag` or `vi_full`, which start from a \
              vi_diag fit from the initial point when the Laplace fit fails (the MVI methods are \
              built on it)"
         }
         crate::infer::Error::NonFiniteStart { .. } => {
-            "the log density is −∞ or NaN at the starting point: check that the data lie in the \
-             support of every distribution and that constraints match the priors"
+            "log p̃ is −∞ or NaN where the method starts: check that each parameter's declared \
+             constraint matches the support of its distribution (`sigma: real<lower=0>` for \
+             `sigma ~ gamma(…)`), that computed arguments stay valid, and that every parameter \
+             has a proper prior (an improper posterior sends the start off to infinity)"
         }
         _ => "try another method with `--method`",
     };
     Diagnostic::plain("mvi::infer::failed", format!("{method} failed: {e}")).with_help(help)
+}
+
+/// Whether draws are finite and so are their mean and variance (draws near ±1.8e308 are
+/// finite, but their summary is not).
+fn finite_moments(draws: impl Iterator<Item = f64> + Clone) -> bool {
+    let n = draws.clone().count().max(1) as f64;
+    let mean = draws.clone().sum::<f64>() / n;
+    let var = draws.clone().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    draws.into_iter().all(f64::is_finite) && mean.is_finite() && var.is_finite()
+}
+
+/// Whether the Hessian's largest eigenvalue is zero to working precision (relative to the
+/// largest curvature): a flat direction, not a saddle or a kink.
+fn is_flat(max_eig: f64, min_eig: f64) -> bool {
+    /// Eigenvalues this small relative to the largest curvature are rounding.
+    const FLAT_REL: f64 = 1e-10;
+    max_eig.abs() <= FLAT_REL * min_eig.abs().max(1.0)
 }
 
 fn assemble(

@@ -477,15 +477,21 @@ impl Checker {
             .map(|v| if v.len() == 1 { vec![v[0]; shape.len()] } else { v });
         if let Some(vs) = &values {
             if let Some(bad) = vs.iter().find(|x| !transform_contains(transform, **x)) {
-                return self.fail(
-                    "mvi::check::init_violates_constraint",
-                    format!(
-                        "the initial value {bad} of `{}` is outside its constraint",
-                        d.name.name
-                    ),
-                    e.span,
-                    "this value",
-                );
+                let d = self
+                    .diag(
+                        "mvi::check::init_violates_constraint",
+                        format!(
+                            "the initial value {bad} of `{}` is outside its constraint",
+                            d.name.name
+                        ),
+                    )
+                    .with_label(e.span, "this value")
+                    .with_help(
+                        "a hyperparameter starts strictly inside its bounds (its transform maps \
+                         the open interval onto the real line): e.g. `<lower=0>` needs a value \
+                         above 0",
+                    );
+                return Err(self.report(d));
             }
         }
         Ok((values, Some(e)))
@@ -520,12 +526,18 @@ impl Checker {
     pub(super) fn decl_shape(&mut self, ty: &TypeExpr, block: &str) -> R<Shape> {
         let want = match ty.base {
             BaseType::Int | BaseType::Ints if block != "fn" => {
-                return self.fail(
-                    "mvi::check::integer_param",
-                    format!("a {block} must be real, vector or matrix"),
-                    ty.span,
-                    "integer type here",
-                )
+                let d = self
+                    .diag(
+                        "mvi::check::integer_param",
+                        format!("a {block} must be real, vector or matrix"),
+                    )
+                    .with_label(ty.span, "integer type here")
+                    .with_help(
+                        "the methods approximate a density over real numbers, so there are no \
+                         discrete unknowns: declare it `real`, or marginalise the discrete \
+                         variable out with `target += log_sum_exp(…)` as in Stan",
+                    );
+                return Err(self.report(d));
             }
             BaseType::Int | BaseType::Real => 0,
             BaseType::Vector | BaseType::Ints => 1,

@@ -384,7 +384,20 @@ impl Binder<'_> {
                     "not a number".into(),
                 ));
             }
-            if is_int && (c.value.fract() != 0.0 || !c.value.is_finite()) {
+            if c.value.is_infinite() {
+                return Err(self
+                    .data_error(
+                        e,
+                        "mvi::data::not_finite",
+                        format!("`{}` in `{file}` has an infinite value{at}", d.name.name),
+                        c.span,
+                        "not a finite number".into(),
+                    )
+                    .with_help(
+                        "data must be finite numbers (a number beyond ±1.8e308 overflows to infinity)",
+                    ));
+            }
+            if is_int && c.value.fract() != 0.0 {
                 let msg = format!(
                     "`{}` is declared `{}` but `{file}` has a non-integer{at}",
                     d.name.name,

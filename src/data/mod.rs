@@ -261,7 +261,8 @@ fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
             table: false,
         }),
         Json::Array(items, _) => {
-            if items.iter().all(|i| matches!(i, Json::Number { .. })) {
+            // no nested array: a vector, so a non-number entry is reported where it is
+            if !items.iter().any(|i| matches!(i, Json::Array(..))) {
                 let cells = items.iter().map(number_cell).collect::<Result<Vec<_>, _>>()?;
                 return Ok(RawValue {
                     dims: vec![cells.len()],
@@ -307,6 +308,7 @@ fn number_cell(v: &Json) -> Result<Cell, (Span, String)> {
             is_int: *is_int,
             span: *span,
         }),
+        Json::Other(what, span) => Err((*span, format!("expected a number, found {what}"))),
         other => Err((other.span(), "expected a number".into())),
     }
 }

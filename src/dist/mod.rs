@@ -151,6 +151,15 @@ fn all_broadcast(g: &Graph, ids: &[NodeId]) -> bool {
 /// elementary nodes). Equal to the unfused nodes up to rounding (tests/derivatives.rs).
 fn fused_lik(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId], sum: bool) -> Option<NodeId> {
     use crate::graph::Lik;
+    // An empty outcome or argument (N = 0 observations): the fused kernels count
+    // observations as the largest operand, which is 1 with scalar arguments, so leave empty
+    // operands to the elementary nodes, which sum to 0 over no entries.
+    if std::iter::once(x)
+        .chain(args.iter().copied())
+        .any(|id| g.shape(id).size() == 0)
+    {
+        return None;
+    }
     let data = g.const_value(x);
     let node = |g: &mut Graph, lik: Lik, a: &[NodeId]| {
         if sum {

@@ -208,7 +208,12 @@ fn reduce_block<'v>(
     for v in &mut stacked {
         *v = clean(*v);
     }
-    let joint = stacked.chunks_exact(rows.max(1)).map(vmath::sum_lanes).collect();
+    // no held-out points (`y_test` empty): each draw's held-out log-likelihood is 0
+    let joint = if rows == 0 {
+        vec![0.0; cols]
+    } else {
+        stacked.chunks_exact(rows).map(vmath::sum_lanes).collect()
+    };
     let mut pointwise = RowLogSumExp::default();
     pointwise.add_block(&stacked, rows);
     let mut quantities = Vec::new();

@@ -142,6 +142,19 @@ fn compare_skips_options_another_method_does_not_take() {
 }
 
 #[test]
+fn compare_lists_a_failing_method_and_fits_the_others() {
+    let dir = format!("{}/tests/fixtures/sweep", env!("CARGO_MANIFEST_DIR"));
+    let mut s = Session::default();
+    s.eval_line(&format!(":data {dir}/eight.json"));
+    let out = s.eval_line(&format!(":load {dir}/hier_centered.mvi"));
+    assert!(out.contains("D = 10"), "{out}");
+    // the centred eight schools have no mode: laplace fails, vi_diag starts without it
+    let out = s.eval_line(":compare laplace,vi_diag");
+    assert!(out.contains("failed: laplace: laplace failed"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("vi_diag")), "{out}");
+}
+
+#[test]
 fn plot_writes_an_svg_file() {
     let mut s = fitted_session();
     let dir = std::env::temp_dir().join(format!("mvi_repl_plot_{}", std::process::id()));

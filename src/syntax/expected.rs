@@ -286,12 +286,33 @@ fn unclosed_help(src: &str, at: Span, open: char, found: &str) -> Option<Help> {
 
 fn did_you_mean(found: &str) -> Option<String> {
     let word = found.trim_matches('`');
+    if let Some(help) = stan_block(word) {
+        return Some(help.to_string());
+    }
     ITEM_KEYWORDS
         .iter()
         .map(|k| (edit_distance(word, k), k))
         .min()
         .filter(|(d, k)| *d <= 1 || (*d == 2 && word.len() >= 4 && k.len() >= 4))
         .map(|(_, k)| format!("did you mean `{k}`?"))
+}
+
+/// The mvi form of a Stan block keyword (the first word of `transformed data`,
+/// `generated quantities`, …), which are too far from ours for the edit distance.
+fn stan_block(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "parameters" => "did you mean `param`? (Stan's `parameters` block is `param` in mvi)",
+        "transformed" => {
+            "Stan's `transformed data` and `transformed parameters` are top-level `let`s in mvi \
+             (`let theta = mu + tau * z`)"
+        }
+        "generated" => {
+            "Stan's `generated quantities` has no block in mvi: held-out likelihoods go in \
+             `predict { … }`, derived quantities in top-level `let`s"
+        }
+        "functions" => "functions are written one by one at the top level: `fn f(x: real) -> real { … }`",
+        _ => return None,
+    })
 }
 
 /// Levenshtein distance, for "did you mean".
@@ -318,6 +339,15 @@ mod tests {
         assert_eq!(edit_distance("modle", "model"), 2);
         assert_eq!(edit_distance("parm", "param"), 1);
         assert_eq!(edit_distance("", "fn"), 2);
+    }
+
+    #[test]
+    fn stan_block_keywords_are_translated() {
+        let help = did_you_mean("`parameters`").expect("a help for Stan's block");
+        assert!(help.contains("`param`"), "{help}");
+        let help = did_you_mean("`generated`").expect("a help for Stan's block");
+        assert!(help.contains("predict"), "{help}");
+        assert_eq!(did_you_mean("`modle`").as_deref(), Some("did you mean `model`?"));
     }
 
     #[test]

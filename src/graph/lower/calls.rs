@@ -32,7 +32,10 @@ impl Lowerer<'_> {
             .iter()
             .map(|a| self.expr(a))
             .collect::<Result<Vec<_>, _>>()?;
-        self.check_outcome(name, &args[0], x, &ps)?;
+        if form == DistForm::Lpdf {
+            // a CDF is defined (0 or 1) outside the support: only densities are checked
+            self.check_outcome(name, &args[0], x, &ps)?;
+        }
         self.wrap(e, |g| match form {
             DistForm::Lpdf => dist::lpdf(g, name, x, &ps),
             DistForm::Lcdf => dist::lcdf(g, name, x, &ps, false),
@@ -55,12 +58,11 @@ impl Lowerer<'_> {
         let Some(entry) = dist::lookup(name) else {
             return Ok(());
         };
-        // Continuous outcomes that are constants may legitimately sit outside the support
-        // (the density is then −∞); only discrete data are checked, as in Stan.
-        if !matches!(
-            entry.outcome,
-            Outcome::Binary | Outcome::Count | Outcome::Category
-        ) {
+        // Discrete data, and continuous data of a family with a fixed support (x > 0, x ≥ 0,
+        // 0 < x < 1): outside it the log density is −∞ for every parameter value, so the
+        // model could never be fitted. Real outcomes (every number is in the support, and
+        // data are finite) and `uniform` (its support moves with its arguments) are not.
+        if matches!(entry.outcome, Outcome::Real | Outcome::RealVector | Outcome::Any) {
             return Ok(());
         }
         let checked =
@@ -72,6 +74,11 @@ impl Lowerer<'_> {
                 format!("`{name}` takes counts 0, 1, ..., N of its N trials; check the counts and the trials")
             }
             Outcome::Count => format!("`{name}` takes counts 0, 1, 2, …; check the data for negative or fractional values"),
+            Outcome::Positive => format!("`{name}` has density only at x > 0; check the data for zeros and negative values, or shift them"),
+            Outcome::NonNegative => format!("`{name}` has density only at x ≥ 0; check the data for negative values"),
+            Outcome::Unit => format!(
+                "`{name}` has density only strictly between 0 and 1; squeeze proportions of exactly 0 or 1 inwards (e.g. (y·(N − 1) + 0.5) / N)"
+            ),
             _ => format!("`{name}` takes categories 1..K as in Stan (K the number of logits); recode 0-based labels by adding 1"),
         };
         Err(Diagnostic::error(
