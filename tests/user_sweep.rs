@@ -416,3 +416,40 @@ fn a_hyper_started_on_its_bound_says_to_start_inside() {
     );
     assert!(out.contains("strictly inside"), "{out}");
 }
+
+/// pmfvb's default steps are Metropolis-adjusted: on this proper non-centred hierarchy
+/// (one block per parameter) unadjusted Langevin steps of 0.1 × the Laplace marginal
+/// variances overshoot the much narrower conditionals and ran off to infinity
+/// (`mvi::infer::diverged`); with `metropolis = false` they still do.
+#[test]
+fn pmfvb_defaults_stay_finite_on_a_non_centred_hierarchy() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "hier_groups.mvi", "--data", "hier_groups.json"];
+        args.extend(["--method", "pmfvb", "--set", "particles=50", "--json", "--quiet"]);
+        args.extend(extra);
+        mvi(&args)
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).expect("--json prints one JSON object");
+    let (sigma_a, _) = moments(&j, "sigma_a");
+    assert!(
+        sigma_a.is_finite() && sigma_a > 0.0 && sigma_a < 10.0,
+        "sigma_a {sigma_a}"
+    );
+    user_error(
+        &[
+            "run",
+            "hier_groups.mvi",
+            "--data",
+            "hier_groups.json",
+            "--method",
+            "pmfvb",
+            "--set",
+            "particles=50",
+            "--set",
+            "metropolis=false",
+        ],
+        "mvi::infer::diverged",
+    );
+}

@@ -240,8 +240,8 @@ pub const KEYS: &[KeySpec] = &[
         key: "metropolis",
         methods: Methods::Only(&["pmfvb"]),
         kind: ValueKind::Bool,
-        default: Some("auto"),
-        meaning: "Metropolis-adjusted Langevin steps with a per-block adaptive step (auto: on after the fallback start)",
+        default: Some("true"),
+        meaning: "Metropolis-adjusted Langevin steps with a per-block adaptive step",
     },
     KeySpec {
         key: "warmup",

@@ -20,7 +20,7 @@
 //! each sweep updates a random half of each block's coordinates, with the other blocks at
 //! their particle means, and D_j adapts like Adam/RMSprop (1 / running mean of ∇²).
 //!
-//! Metropolis adjustment (`metropolis`, on by default after the fallback start): each block
+//! Metropolis adjustment (`metropolis`, on by default): each block
 //! step is a MALA proposal with the curvature preconditioner, accepted against particle
 //! i's subset-mean target, and each block adapts its own step h_j towards an acceptance
 //! rate of 0.574 (`Run::mala`). Warm-up (`warmup`, likewise): a run with
@@ -84,8 +84,10 @@ pub struct Settings {
     /// the model's initial value. Key `learn_hyper`, default true.
     pub learn_hyper: bool,
     /// Metropolis-adjusted Langevin steps with a per-block adaptive step (Algorithm 1).
-    /// Key `metropolis`; `None` (default) = on after the fallback start, off otherwise.
-    pub metropolis: Option<bool>,
+    /// Key `metropolis`, default true: unadjusted steps of `step` × the Laplace marginal
+    /// variances overshoot narrower conditionals and can run off to infinity (a
+    /// non-centred hierarchy with one block per parameter did).
+    pub metropolis: bool,
     /// A cheap warm-up run ([`WARM_PARTICLES`] particles, subset [`WARM_SUBSET`]) to its
     /// stopping rule before the full run, which starts from its particles. Key `warmup`;
     /// `None` (default) = on after the fallback start, off otherwise.
@@ -105,7 +107,7 @@ impl Default for Settings {
             patience: 2,
             algorithm: 1,
             learn_hyper: true,
-            metropolis: None,
+            metropolis: true,
             warmup: None,
         }
     }
@@ -141,10 +143,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
         patience: r.int("patience", 1, d.patience)?,
         algorithm: k.int_in("algorithm", &[1, 2], 1)? as u8,
         learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
-        metropolis: match opts.entries.iter().any(|e| e.key == "metropolis") {
-            true => Some(r.boolean("metropolis", false)?),
-            false => None,
-        },
+        metropolis: r.boolean("metropolis", d.metropolis)?,
         warmup: match opts.entries.iter().any(|e| e.key == "warmup") {
             true => Some(r.boolean("warmup", false)?),
             false => None,
@@ -182,8 +181,8 @@ impl Pmfvb {
         self
     }
 
-    /// Precondition by the blocks' curvature (and, unless `metropolis` says otherwise,
-    /// take Metropolis-adjusted steps) from a given start, as after the fallback start.
+    /// Precondition by the blocks' curvature from a given start, as after the fallback
+    /// start.
     pub fn with_curvature(mut self) -> Self {
         self.curvature = true;
         self
@@ -361,7 +360,7 @@ impl<'a> Run<'a> {
         decouple_blocks(&mut x, &blocks, rng);
         let precond = start.cov().diagonal().map(|v| v.max(1e-12));
         let sq_grad = precond.map(|v| 1.0 / v);
-        let metropolis = settings.algorithm == 1 && settings.metropolis.unwrap_or(curvature);
+        let metropolis = settings.algorithm == 1 && settings.metropolis;
         let n_blocks = blocks.len();
         let mut run = Run {
             model,
@@ -1033,7 +1032,7 @@ mod tests {
             particles: 1000,
             step: 0.05,
             max_iters: 200,
-            metropolis: Some(true),
+            metropolis: true,
             ..Settings::default()
         };
         let mut rng = rand::rngs::StdRng::seed_from_u64(8);
@@ -1070,7 +1069,7 @@ mod tests {
             step: 0.05,
             max_iters: 200,
             warmup: Some(true),
-            metropolis: Some(true),
+            metropolis: true,
             ..Settings::default()
         };
         let mut rng = rand::rngs::StdRng::seed_from_u64(9);
