@@ -216,7 +216,36 @@ pub fn forward<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Tape<'a, T> {
-    forward_with(graph, consts, theta, w, s, true)
+    forward_with(graph, consts, theta, w, s, true, None)
+}
+
+/// [`forward`] of only the nodes marked in `needed` (see [`ancestors`]); the others are
+/// left empty and must not be read.
+pub fn forward_needed<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+    needed: &[bool],
+) -> Tape<'a, T> {
+    forward_with(graph, consts, theta, w, s, false, Some(needed))
+}
+
+/// Per node: whether it is one of `ids` or one of their inputs, directly or not.
+pub fn ancestors(graph: &Graph, ids: &[NodeId]) -> Vec<bool> {
+    let mut need = vec![false; graph.nodes.len()];
+    for id in ids {
+        need[id.0] = true;
+    }
+    for k in (0..graph.nodes.len()).rev() {
+        if need[k] {
+            for i in super::build::inputs(&graph.nodes[k].op).iter() {
+                need[i.0] = true;
+            }
+        }
+    }
+    need
 }
 
 /// [`forward`] for values only: the fused likelihoods skip their partial derivatives, so
@@ -228,7 +257,7 @@ pub fn forward_values<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Tape<'a, T> {
-    forward_with(graph, consts, theta, w, s, false)
+    forward_with(graph, consts, theta, w, s, false, None)
 }
 
 fn forward_with<'a, T: Scalar>(
@@ -238,6 +267,7 @@ fn forward_with<'a, T: Scalar>(
     w: &[T],
     s: usize,
     partials: bool,
+    needed: Option<&[bool]>,
 ) -> Tape<'a, T> {
     let mut tape = Tape {
         graph,
@@ -249,8 +279,10 @@ fn forward_with<'a, T: Scalar>(
     };
     for (k, node) in graph.nodes.iter().enumerate() {
         let mut aux = Vec::new();
+        let skip = needed.is_some_and(|n| !n[k]);
         let v = match &node.op {
             Op::Const(_) => Vec::new(),
+            _ if skip => Vec::new(),
             Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
                 let args: Vec<Arg<T>> = ids.iter().map(|&i| tape.arg(i)).collect();
                 let cols = if tape.batched[k] { s } else { 1 };
@@ -722,6 +754,27 @@ mod tests {
         long.param_slice(0, Shape::Vector(100_000), &Constraint::NONE)
             .expect("a vector param");
         assert_eq!(chunk_cols(&long), 8);
+    }
+
+    #[test]
+    fn only_the_ancestors_of_the_asked_nodes_are_evaluated() {
+        let mut g = Graph::new(3, 0);
+        let a = g
+            .param_slice(0, Shape::Scalar, &Constraint::NONE)
+            .expect("a scalar param");
+        let sigma = g.unary(Fun1::Exp, a);
+        let v = g
+            .param_slice(1, Shape::Vector(2), &Constraint::NONE)
+            .expect("a vector param");
+        let other = g.mul(v, sigma).expect("vector times scalar");
+        let need = ancestors(&g, &[sigma]);
+        assert!(need[a.0] && need[sigma.0] && !need[v.0] && !need[other.0]);
+        let consts = lift_consts::<f64>(&g);
+        let w = [0.3, 1.0, 2.0, -0.4, 1.5, 2.5];
+        let full = forward(&g, &consts, &[], &w, 2);
+        let part = forward_needed(&g, &consts, &[], &w, 2, &need);
+        assert_eq!(part.arg(sigma).data, full.arg(sigma).data);
+        assert!(part.vals[other.0].is_empty());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use super::eval::{forward, lift_consts, CHUNK};
+use super::eval::{ancestors, forward_needed, lift_consts, CHUNK};
 use super::predict::PredictSums;
 use super::{Constraint, Graph, NodeId, Shape};
 use crate::autodiff::{dual, reverse};
@@ -103,9 +103,11 @@ impl LogJoint {
 }
 
 /// The values of the given nodes at the columns of W, chunked and in parallel: one
-/// (size × S) matrix per node.
+/// (size × S) matrix per node. Only the nodes they depend on are evaluated (not the
+/// likelihood, which can be most of the graph's work).
 pub fn eval_nodes(g: &Graph, theta: &[f64], w: &DMatrix<f64>, ids: &[NodeId]) -> Vec<DMatrix<f64>> {
     let consts = lift_consts::<f64>(g);
+    let needed = ancestors(g, ids);
     let s = w.ncols();
     let d = g.dim;
     let starts: Vec<usize> = (0..s).step_by(CHUNK).collect();
@@ -113,7 +115,7 @@ pub fn eval_nodes(g: &Graph, theta: &[f64], w: &DMatrix<f64>, ids: &[NodeId]) ->
         .par_iter()
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
-            let tape = forward(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0);
+            let tape = forward_needed(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], c1 - c0, &needed);
             ids.iter()
                 .map(|&id| {
                     let a = tape.arg(id);
