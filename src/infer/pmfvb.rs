@@ -20,10 +20,10 @@
 //! each sweep updates a random half of each block's coordinates, with the other blocks at
 //! their particle means, and D_j adapts like Adam/RMSprop (1 / running mean of ∇²).
 //!
-//! Metropolis adjustment (`metropolis`, on by default): each block
-//! step is a MALA proposal with the curvature preconditioner, accepted against particle
-//! i's subset-mean target, and each block adapts its own step h_j towards an acceptance
-//! rate of 0.574 (`Run::mala`). Warm-up (`warmup`, likewise): a run with
+//! Metropolis adjustment (`metropolis`, on by default): each block step is a MALA proposal
+//! with the curvature preconditioner, accepted against particle i's subset-mean target,
+//! and each block adapts its own step h_j towards an acceptance rate of 0.574
+//! (`Run::mala`). Warm-up (`warmup`, on by default after the fallback start): a run with
 //! [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping rule first; the
 //! full run starts from its particles. The mean-field fixed point of strongly coupled blocks
 //! (SV: σ and h) takes hundreds of sweeps whatever P is, so most of them run cheaply.
@@ -113,23 +113,25 @@ impl Default for Settings {
     }
 }
 
+/// The `infer` keys of `pmfvb` besides the common ones.
+pub const KEYS: &[&str] = &[
+    "blocks",
+    "particles",
+    "subset",
+    "step",
+    "window",
+    "patience",
+    "algorithm",
+    "metropolis",
+    "warmup",
+];
+
 /// Build `pmfvb` from its `infer` options.
 ///
 /// # Errors
 /// A [`Diagnostic`] at an unknown key or a value of the wrong kind.
 pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let extra = [
-        "blocks",
-        "particles",
-        "subset",
-        "step",
-        "window",
-        "patience",
-        "algorithm",
-        "metropolis",
-        "warmup",
-    ];
-    let r = Reader::new(opts, "pmfvb", &extra)?;
+    let r = Reader::new(opts, "pmfvb", KEYS)?;
     let k = Keys::new(opts, "pmfvb");
     let d = Settings::default();
     let settings = Settings {

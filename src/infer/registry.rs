@@ -69,17 +69,7 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "pmfvb",
         build: pmfvb::build,
-        keys: &[
-            "blocks",
-            "particles",
-            "subset",
-            "step",
-            "window",
-            "patience",
-            "algorithm",
-            "metropolis",
-            "warmup",
-        ],
+        keys: pmfvb::KEYS,
         description: "particle mean-field VB: Langevin-moved particle sets per block",
     },
 ];
