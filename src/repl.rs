@@ -566,7 +566,7 @@ fn fit_line(r: &FitReport) -> String {
         let _ = write!(line, "; ELBO {}", report::summary::num(e.value));
     }
     if let Some(le) = r.log_evidence {
-        let _ = write!(line, "; log evidence {}", report::summary::num(le));
+        let _ = write!(line, "; Laplace log evidence {}", report::summary::num(le));
     }
     line.push_str("\n(`:summary` for the table, or type an expression)\n");
     line

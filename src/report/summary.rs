@@ -103,7 +103,7 @@ fn quantities(out: &mut String, r: &FitReport) {
         let _ = writeln!(out, "ELBO (fresh draws)    {} ± {}", num(e.value), num(e.se));
     }
     if let Some(e) = r.log_evidence {
-        let _ = writeln!(out, "log evidence          {}", num(e));
+        let _ = writeln!(out, "Laplace log evidence  {}", num(e));
     }
     if !r.theta.is_empty() {
         let t: Vec<String> = r
