@@ -23,7 +23,10 @@
 //! Metropolis adjustment (`metropolis`, on by default): each block step is a MALA proposal
 //! with the curvature preconditioner, accepted against particle i's subset-mean target,
 //! and each block adapts its own step h_j towards an acceptance rate of 0.574
-//! (`Run::mala`). Warm-up (`warmup`, on by default after the fallback start): a run with
+//! (`Run::mala`); a particle whose proposal is rejected halves its own share of that step
+//! (and doubles it back, up to the block's step, when one is accepted), so that particles
+//! left far in a block's tail by a wide start, where the curvature grows and the block's
+//! step overshoots, still move in. Warm-up (`warmup`, on by default after the fallback start): a run with
 //! [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping rule first; the
 //! full run starts from its particles. The mean-field fixed point of strongly coupled blocks
 //! (SV: σ and h) takes hundreds of sweeps whatever P is, so most of them run cheaply.
@@ -305,6 +308,8 @@ const STEP_GAIN: f64 = 1.0;
 /// independently (contraction e^{−h/2} ≈ 0.02).
 const MIN_STEP: f64 = 1e-4;
 const MAX_STEP: f64 = 8.0;
+/// Smallest per-particle factor of the block's step (2⁻²⁰).
+const MIN_FACTOR: f64 = 1.0 / 1_048_576.0;
 
 /// Whether each of the last `patience` window means fails to exceed the best window mean
 /// before them by `tol` (false while there are not more than `patience` windows).
@@ -341,6 +346,9 @@ struct Run<'a> {
     steps: Vec<f64>,
     /// Per block, the acceptance rate of its last Metropolis step.
     accept: Vec<f64>,
+    /// Per block and particle, the factor f ∈ [MIN_FACTOR, 1] of its step h_j·f: halved
+    /// after a rejected proposal, doubled (up to 1) after an accepted one.
+    factors: Vec<Vec<f64>>,
     theta: DVector<f64>,
     trace: Vec<IterRecord>,
     smoothed: Vec<f64>,
@@ -376,6 +384,7 @@ impl<'a> Run<'a> {
             metropolis,
             steps: vec![settings.step; n_blocks],
             accept: vec![f64::NAN; n_blocks],
+            factors: vec![vec![1.0; settings.particles]; n_blocks],
             theta,
             trace: Vec::new(),
             smoothed: Vec::new(),
@@ -416,6 +425,7 @@ impl<'a> Run<'a> {
             metropolis: warm.metropolis,
             steps: warm.steps,
             accept: vec![f64::NAN; n_blocks],
+            factors: vec![vec![1.0; settings.particles]; n_blocks],
             theta: warm.theta,
             trace: Vec::new(),
             smoothed: Vec::new(),
@@ -577,8 +587,9 @@ impl<'a> Run<'a> {
     /// One Metropolis-adjusted preconditioned Langevin step (MALA) for block j, against
     /// the same subsets as the current point (the target of particle i is its subset mean
     /// of log p̃). Proposal x′ = x + a·R Rᵀ g + b·R ε with (a, b) from
-    /// [`step_coefficients`] at the block's own step h_j, which then adapts towards an
-    /// acceptance rate of [`TARGET_ACCEPT`]. Returns the mean ‖g‖ at the current points.
+    /// [`step_coefficients`] at particle i's step h_j·f_i; h_j then adapts towards an
+    /// acceptance rate of [`TARGET_ACCEPT`] and f_i as [`Run::factors`] says. Returns the
+    /// mean ‖g‖ at the current points.
     fn mala(
         &mut self,
         j: usize,
@@ -591,11 +602,20 @@ impl<'a> Run<'a> {
         let coords = self.blocks[j].clone();
         let p = self.x.ncols();
         let root = self.block_root(j);
-        let (a, b) = step_coefficients(self.steps[j]);
+        let coeffs: Vec<(f64, f64)> = self.factors[j]
+            .iter()
+            .map(|f| step_coefficients(self.steps[j] * f))
+            .collect();
         let eps = standard_normal(coords.len(), p, rng);
         let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
         let rtg = root.tr_mul(&finite);
-        let delta = root.mul(&(&rtg * a + &eps * b));
+        let mut moves = rtg.clone();
+        for (i, &(a, b)) in coeffs.iter().enumerate() {
+            let mut col = moves.column_mut(i);
+            col *= a;
+            col.axpy(b, &eps.column(i), 1.0);
+        }
+        let delta = root.mul(&moves);
         for i in 0..p {
             for l in 0..m {
                 for (r, &c) in coords.iter().enumerate() {
@@ -609,20 +629,24 @@ impl<'a> Run<'a> {
         let mut accepted = 0usize;
         for i in 0..p {
             let ok = value2[i].is_finite() && grad2.column(i).iter().all(|g| g.is_finite());
-            if !ok {
-                continue;
-            }
-            let log_alpha = value2[i] - value[i]
-                + log_proposal_ratio(
-                    &eps.column(i).into_owned(),
-                    &(rtg.column(i) + rtg2.column(i)),
-                    (a, b),
-                );
-            if log_alpha >= 0.0 || uniform(rng).ln() < log_alpha {
+            let take = ok && {
+                let log_alpha = value2[i] - value[i]
+                    + log_proposal_ratio(
+                        &eps.column(i).into_owned(),
+                        &(rtg.column(i) + rtg2.column(i)),
+                        coeffs[i],
+                    );
+                log_alpha >= 0.0 || uniform(rng).ln() < log_alpha
+            };
+            let f = &mut self.factors[j][i];
+            if take {
                 accepted += 1;
+                *f = (*f * 2.0).min(1.0);
                 for (r, &c) in coords.iter().enumerate() {
                     self.x[(c, i)] += delta[(r, i)];
                 }
+            } else {
+                *f = (*f * 0.5).max(MIN_FACTOR);
             }
         }
         let rate = accepted as f64 / p as f64;
