@@ -6,6 +6,7 @@
   $PY benches/posteriordb_w1.py                                # every posterior x method, 5 seeds
   $PY benches/posteriordb_w1.py --posteriors sblrc-blr,arK-arK --methods laplace,vi_diag --reps 3
   $PY benches/posteriordb_w1.py --json benches/peers/out/posteriordb_w1.json
+  $PY benches/posteriordb_w1.py --methods laplace,mvi_lr --peers     # with NumPyro's autoguides
 
 The protocol is the Pathfinder paper's (Zhang et al., JMLR 2022), as the shared posteriordb
 README defines it: W1 on the model's unconstrained scale (Stan's coordinates, from each
@@ -32,8 +33,14 @@ marginal checks on the unconstrained scale from q's own moments (fit.json's mean
 covariance for Gaussian q; the draws' moments for split_mf and pmfvb, which have no single
 Gaussian): the largest |mean error| in reference sds and the range of sd ratios q/reference.
 
+NumPyro's autoguides on the same posteriors (`--peers`, or methods `numpyro_laplace`,
+`numpyro_lowrank`, `numpyro_diag`) run in this process from benches/peers/numpyro_posteriordb.py:
+their 100 draws come straight from the guide on the unconstrained scale, their moments are
+the guide's, and their time is the whole fit with JIT compilation (cold).
+
 A fit that fails (non-zero exit) or exceeds --timeout is reported as such in the table.
-Only the standard library, numpy and POT are used (the benches' virtualenv).
+Only the standard library, numpy, POT and (for the peers) NumPyro are used: run it with the
+benches' virtualenv.
 """
 import argparse
 import json
@@ -55,6 +62,7 @@ sys.path.insert(0, PDB)
 import coords  # noqa: E402
 
 METHODS = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb"]
+PEERS = ["numpyro_laplace", "numpyro_lowrank", "numpyro_diag"]
 N_DRAWS = 100
 
 
@@ -116,22 +124,44 @@ def marginals(mean, cov, ref_mean, ref_sd):
     return float(z.max()), float(ratio.min()), float(ratio.max())
 
 
+def fit_numpyro(posterior, method, seed):
+    """One NumPyro fit (benches/peers/numpyro_posteriordb.py): (draws, mean, cov, seconds)."""
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    import numpyro_posteriordb
+
+    return numpyro_posteriordb.fit(posterior, os.path.join(PDB, posterior), method, seed, N_DRAWS)
+
+
+def one_fit(posterior, method, info, seed, args):
+    """(unconstrained draws, q's mean, q's covariance, fit seconds) or {"error": ...}."""
+    if method.startswith("numpyro_"):
+        try:
+            return fit_numpyro(posterior, method.removeprefix("numpyro_"), seed)
+        except Exception as e:  # report a peer's failure in the table, as for mvi
+            return {"error": f"{type(e).__name__}: {e}"}
+    r = fit(posterior, method, seed, args.timeout, args.set)
+    if "error" in r:
+        return r
+    draws = coords.unconstrained_draws(info, r["cols"], rename=coords.mvi_name)
+    mean, cov = q_moments(r["report"], draws)
+    return draws, mean, cov, float(r["report"]["wall_time_s"])
+
+
 def run_cell(posterior, method, info, ref, args):
     """Every seed of one posterior x method: a result dict for the table and the JSON."""
     ref_mean, ref_sd = ref.mean(axis=0), ref.std(axis=0, ddof=1)
     scores, times, checks, errors = [], [], [], []
     for seed in range(1, args.reps + 1):
-        r = fit(posterior, method, seed, args.timeout, args.set)
-        if "error" in r:
+        r = one_fit(posterior, method, info, seed, args)
+        if isinstance(r, dict):
             errors.append(r["error"])
             break
-        draws = coords.unconstrained_draws(info, r["cols"], rename=coords.mvi_name)
-        if draws.shape[0] != N_DRAWS:
-            errors.append(f"{draws.shape[0]} draws instead of {N_DRAWS}")
+        draws, mean, cov, seconds = r
+        if draws.shape != (N_DRAWS, ref.shape[1]):
+            errors.append(f"draws of shape {draws.shape} instead of {(N_DRAWS, ref.shape[1])}")
             break
         scores.append(w1(draws, ref))
-        times.append(float(r["report"]["wall_time_s"]))
-        mean, cov = q_moments(r["report"], draws)
+        times.append(seconds)
         checks.append(marginals(mean, cov, ref_mean, ref_sd))
     cell = {"posterior": posterior, "method": method, "w1": scores, "fit_s": times}
     if checks:
@@ -202,7 +232,9 @@ def main():
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "posteriordb"),
                     help="the shared posteriordb folder with reference.csv, info.json, calibration.json")
     ap.add_argument("--posteriors", default="all", help="comma-separated folder names, or all")
-    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated mvi methods")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma-separated methods: mvi's, and NumPyro's " + ", ".join(PEERS))
+    ap.add_argument("--peers", action="store_true", help="add NumPyro's three autoguides to --methods")
     ap.add_argument("--reps", type=int, default=5, help="seeds 1..reps per posterior x method")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per fit before giving up")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -214,7 +246,7 @@ def main():
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     names = posteriors() if args.posteriors == "all" else args.posteriors.split(",")
-    methods = args.methods.split(",")
+    methods = args.methods.split(",") + (PEERS if args.peers else [])
     with open(os.path.join(args.shared, "calibration.json")) as f:
         calib = json.load(f)["posteriors"]
 
