@@ -101,7 +101,12 @@ fn reference(posterior: &str) -> Reference {
         .iter()
         .map(|n| n.as_str().expect("a name").to_string())
         .collect::<Vec<_>>();
-    let rows: Vec<Vec<f64>> = v["cov"].as_array().expect("cov rows").iter().map(numbers).collect();
+    let rows: Vec<Vec<f64>> = v["cov"]
+        .as_array()
+        .expect("cov rows")
+        .iter()
+        .map(numbers)
+        .collect();
     let d = names.len();
     Reference {
         mean: DVector::from_vec(numbers(&v["mean"])),
@@ -113,13 +118,16 @@ fn reference(posterior: &str) -> Reference {
 
 fn load(posterior: &str) -> (TypedModel, LogJoint) {
     let dir = folder(posterior);
-    let typed = check::load_model(&dir.join("model.mvi"), &[dir.join("data.json").display().to_string()])
-        .unwrap_or_else(|ds| {
-            panic!(
-                "{posterior} does not check:\n{}",
-                ds.iter().map(|d| d.render_plain(100)).collect::<String>()
-            )
-        });
+    let typed = check::load_model(
+        &dir.join("model.mvi"),
+        &[dir.join("data.json").display().to_string()],
+    )
+    .unwrap_or_else(|ds| {
+        panic!(
+            "{posterior} does not check:\n{}",
+            ds.iter().map(|d| d.render_plain(100)).collect::<String>()
+        )
+    });
     let joint = graph::lower_model(&typed).unwrap_or_else(|d| panic!("{posterior}: {}", d.render_plain(100)));
     (typed, joint)
 }
@@ -140,8 +148,12 @@ fn fit(typed: &TypedModel, joint: &LogJoint, method: &str) -> Posterior {
 }
 
 fn fit_with_report(typed: &TypedModel, joint: &LogJoint, method: &str) -> (Posterior, FitReport) {
-    let opts = [("method".to_string(), method.to_string()), ("seed".to_string(), "1".to_string())];
-    let options = check::infer_options(typed, &opts).unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)));
+    let opts = [
+        ("method".to_string(), method.to_string()),
+        ("seed".to_string(), "1".to_string()),
+    ];
+    let options =
+        check::infer_options(typed, &opts).unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)));
     run::fit(joint, &options, &RunInfo::default(), &mut Silent)
         .unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)))
 }
@@ -150,7 +162,12 @@ fn fit_with_report(typed: &TypedModel, joint: &LogJoint, method: &str) -> (Poste
 fn marginals(post: &Posterior, r: &Reference) -> Vec<(f64, f64)> {
     let (mean, cov) = (post.mean(), post.cov());
     (0..r.mean.len())
-        .map(|i| ((mean[i] - r.mean[i]) / r.sd[i], cov[(i, i)].max(0.0).sqrt() / r.sd[i]))
+        .map(|i| {
+            (
+                (mean[i] - r.mean[i]) / r.sd[i],
+                cov[(i, i)].max(0.0).sqrt() / r.sd[i],
+            )
+        })
         .collect()
 }
 
@@ -229,7 +246,10 @@ fn check_posterior(posterior: &str) {
     let r = reference(posterior);
     let names: Vec<String> = joint.params.iter().flat_map(stan_names).collect();
     assert_eq!(names, r.names, "{posterior}: mvi's coordinates are not Stan's");
-    assert!(r.cov.iter().all(|c| c.is_finite()), "{posterior}: reference covariance");
+    assert!(
+        r.cov.iter().all(|c| c.is_finite()),
+        "{posterior}: reference covariance"
+    );
 
     if let Some(tol) = laplace_tol(posterior) {
         let post = fit(&typed, &joint, "laplace");
@@ -272,10 +292,16 @@ fn eight_schools_mvi_lr_improves_on_laplace_within_its_family() {
     let (lr, lr_report) = fit_with_report(&typed, &joint, "mvi_lr");
     let fresh = |r: &FitReport| r.elbo_fresh.map(|e| (e.value, e.se)).expect("a fresh-draw ELBO");
     let ((el, sel), (em, sem)) = (fresh(&laplace_report), fresh(&lr_report));
-    assert!(em - el > 3.0 * (sel + sem), "mvi_lr ELBO {em:.3} ± {sem:.3} vs laplace {el:.3} ± {sel:.3}");
+    assert!(
+        em - el > 3.0 * (sel + sem),
+        "mvi_lr ELBO {em:.3} ± {sem:.3} vs laplace {el:.3} ± {sel:.3}"
+    );
     let (ml, mm) = (marginals(&laplace, &r), marginals(&lr, &r));
     for ((name, (zl, _)), (zm, _)) in r.names.iter().zip(&ml).zip(&mm) {
-        assert!(zm.abs() <= zl.abs() + 0.05, "{name}: mvi_lr {zm:+.3} sd, laplace {zl:+.3} sd");
+        assert!(
+            zm.abs() <= zl.abs() + 0.05,
+            "{name}: mvi_lr {zm:+.3} sd, laplace {zl:+.3} sd"
+        );
     }
     let tau = r.names.len() - 1;
     assert!(
@@ -350,11 +376,18 @@ fn mean_field_collapses_along_kilpisjarvis_correlated_coordinates() {
     let m = marginals(&post, &r);
     // the mean-field optimum's sd is √(1/(Σ⁻¹)ᵢᵢ) = √(1 − R²ᵢ) sd, with R²ᵢ the squared
     // multiple correlation of coordinate i with the others in the reference covariance
-    let prec = r.cov.clone().try_inverse().expect("the reference covariance is invertible");
+    let prec = r
+        .cov
+        .clone()
+        .try_inverse()
+        .expect("the reference covariance is invertible");
     for (i, name) in r.names.iter().enumerate().take(2) {
         let optimum = (1.0 / prec[(i, i)]).sqrt() / r.sd[i];
         let (_, ratio) = m[i];
-        assert!(optimum < 0.05, "{name}: the reference correlation should make mean-field collapse");
+        assert!(
+            optimum < 0.05,
+            "{name}: the reference correlation should make mean-field collapse"
+        );
         assert!(
             ratio < 0.1,
             "{name}: vi_diag's sd ratio {ratio:.3} is not collapsed (optimum {optimum:.4})"

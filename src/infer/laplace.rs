@@ -508,7 +508,8 @@ fn newton_polish(model: &dyn LogDensity, theta: &DVector<f64>, mut out: Outcome)
             break;
         };
         let scale = out.value.abs().max(1.0);
-        if !(0.5 * g.dot(&step) > POLISH_GAIN * scale) {
+        let gain = 0.5 * g.dot(&step);
+        if gain.is_nan() || gain <= POLISH_GAIN * scale {
             break;
         }
         let x = &out.x + step;
