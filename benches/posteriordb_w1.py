@@ -34,7 +34,7 @@ covariance for Gaussian q; the draws' moments for split_mf and pmfvb, which have
 Gaussian): the largest |mean error| in reference sds and the range of sd ratios q/reference.
 
 NumPyro's autoguides on the same posteriors (`--peers`, or methods `numpyro_laplace`,
-`numpyro_lowrank`, `numpyro_diag`) run in this process from benches/peers/numpyro_posteriordb.py:
+`numpyro_lowrank`, `numpyro_diag`, and `numpyro_lowrank_map`, `numpyro_diag_map` started at NumPyro's MAP) run in this process from benches/peers/numpyro_posteriordb.py:
 their 100 draws come straight from the guide on the unconstrained scale, their moments are
 the guide's, and their time is the whole fit with JIT compilation (cold).
 
@@ -62,7 +62,7 @@ sys.path.insert(0, PDB)
 import coords  # noqa: E402
 
 METHODS = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb"]
-PEERS = ["numpyro_laplace", "numpyro_lowrank", "numpyro_diag"]
+PEERS = ["numpyro_laplace", "numpyro_lowrank", "numpyro_diag", "numpyro_lowrank_map", "numpyro_diag_map"]
 N_DRAWS = 100
 
 
