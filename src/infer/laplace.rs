@@ -496,10 +496,11 @@ fn find_mode(
 /// Newton steps w ← w − H⁻¹ ∇ from the optimiser's mode, each kept only when it does not
 /// lower log p̃ and H is negative definite: the quasi-Newton stopping rules leave w*
 /// accurate to about √tol, Newton steps make it accurate to rounding. They continue while
-/// the predicted gain ½ gᵀ(−H)⁻¹g is above rounding (at most `POLISH_STEPS`). The rule is the gain, not the gradient norm: on an ill-conditioned posterior a step can
-/// gain nats while the gradient norm grows (posteriordb's kilpisjarvi, cond(H) ≈ 7e11:
-/// L-BFGS stopped 2.15 nats below the mode, and stopping after the first Newton step left
-/// log p̃ 0.14 nats low and log sigma 0.66 posterior sds off).
+/// the predicted gain ½ gᵀ(−H)⁻¹g is above rounding (at most `POLISH_STEPS`). The rule is the
+/// gain, not the gradient norm: on an ill-conditioned posterior a step can gain nats while the
+/// gradient norm grows (posteriordb's kilpisjarvi, cond(H) ≈ 7e11: L-BFGS stopped 2.15 nats
+/// below the mode, and stopping after the first Newton step left log p̃ 0.14 nats low and log
+/// sigma 0.66 posterior sds off).
 fn newton_polish(model: &dyn LogDensity, theta: &DVector<f64>, mut out: Outcome) -> Outcome {
     for _ in 0..POLISH_STEPS {
         let (_, g) = value_grad(model, theta, &out.x);
