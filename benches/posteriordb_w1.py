@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Accuracy on posteriordb: the 1-Wasserstein distance of mvi's draws to NUTS reference draws.
+
+  benches/peers/setup.sh                                       # once: numpy + POT in the venv
+  PY=benches/peers/.venv-peers/bin/python
+  $PY benches/posteriordb_w1.py                                # every posterior x method, 5 seeds
+  $PY benches/posteriordb_w1.py --posteriors sblrc-blr,arK-arK --methods laplace,vi_diag --reps 3
+  $PY benches/posteriordb_w1.py --json benches/peers/out/posteriordb_w1.json
+  $PY benches/posteriordb_w1.py --methods laplace,mvi_lr --peers     # with NumPyro's autoguides
+
+The protocol is the Pathfinder paper's (Zhang et al., JMLR 2022), as the shared posteriordb
+README defines it: W1 on the model's unconstrained scale (Stan's coordinates, from each
+posterior's info.json) between 100 approximate draws and the 10 000 reference draws,
+Euclidean cost, uniform weights, exact optimal transport (POT's `ot.emd2`).
+
+For each posterior (benches/posteriordb/<posterior>/model.mvi with its data.json), method
+and seed s = 1..--reps this runs
+
+  mvi run model.mvi --data data.json --method M --set seed=s --set draws=100 \
+      --output-dir TMP --quiet --json
+
+reads TMP/draws.csv (constrained draws, CmdStan's names), maps them to Stan's unconstrained
+coordinates (benches/posteriordb/coords.py), and computes W1 against the reference draws read
+from --shared (the reference is not copied into the repository). The seed changes both the
+method's randomness and which 100 draws are taken from q.
+
+The table gives, per posterior and method, the mean ± sd of W1 over the seeds beside the
+README's calibration (calibration.json in --shared): the floor (100 reference draws against
+the rest), a perfect Gaussian (the reference mean and covariance), the mean-field optimum
+and a point mass at the reference mean; and the median wall time of the fit itself
+(fit.json's wall_time_s: the method, without loading and writing). A second table gives the
+marginal checks on the unconstrained scale from q's own moments (fit.json's mean and
+covariance for Gaussian q; the draws' moments for split_mf and pmfvb, which have no single
+Gaussian): the largest |mean error| in reference sds and the range of sd ratios q/reference.
+
+NumPyro's autoguides on the same posteriors (`--peers`, or methods `numpyro_laplace`,
+`numpyro_lowrank`, `numpyro_diag`, and `numpyro_lowrank_map`, `numpyro_diag_map` started at NumPyro's MAP) run in this process from benches/peers/numpyro_posteriordb.py:
+their 100 draws come straight from the guide on the unconstrained scale, their moments are
+the guide's, and their time is the whole fit with JIT compilation (cold).
+
+A fit that fails (non-zero exit) or exceeds --timeout is reported as such in the table.
+Only the standard library, numpy, POT and (for the peers) NumPyro are used: run it with the
+benches' virtualenv.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import ot
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PDB = os.path.join(HERE, "posteriordb")
+MVI = os.path.join(ROOT, "target", "release", "mvi")
+sys.path.insert(0, PDB)
+import coords  # noqa: E402
+
+METHODS = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb"]
+PEERS = ["numpyro_laplace", "numpyro_lowrank", "numpyro_diag", "numpyro_lowrank_map", "numpyro_diag_map"]
+N_DRAWS = 100
+
+
+def posteriors():
+    """Every posterior folder with a model, sorted."""
+    return sorted(
+        d for d in os.listdir(PDB) if os.path.isfile(os.path.join(PDB, d, "model.mvi"))
+    )
+
+
+def w1(x, y):
+    """Exact W1 between the empirical measures of x (n, D) and y (m, D), Euclidean cost."""
+    a = np.full(x.shape[0], 1.0 / x.shape[0])
+    b = np.full(y.shape[0], 1.0 / y.shape[0])
+    cost = ot.dist(x, y, metric="euclidean")
+    return float(ot.emd2(a, b, cost, numItermax=10_000_000))
+
+
+def fit(posterior, method, seed, timeout, extra):
+    """One `mvi run`: (fit.json, (n, D) unconstrained draws, process seconds) or an error."""
+    folder = os.path.join(PDB, posterior)
+    with tempfile.TemporaryDirectory(prefix="pdb-w1-") as out:
+        cmd = [
+            MVI, "run", os.path.join(folder, "model.mvi"),
+            "--data", os.path.join(folder, "data.json"),
+            "--method", method,
+            "--set", f"seed={seed}", "--set", f"draws={N_DRAWS}",
+            "--output-dir", out, "--quiet", "--json",
+        ]
+        for kv in extra:
+            cmd += ["--set", kv]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timeout after {timeout:.0f} s"}
+        elapsed = time.perf_counter() - t0
+        if proc.returncode != 0:
+            first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), "")
+            return {"error": f"exit {proc.returncode}: {first.strip()}"}
+        with open(os.path.join(out, "fit.json")) as f:
+            report = json.load(f)
+        cols = coords.read_columns(os.path.join(out, "draws.csv"))
+    return {"report": report, "cols": cols, "process_s": elapsed}
+
+
+def q_moments(report, draws):
+    """Mean and covariance of q on the unconstrained scale (see the module doc)."""
+    approx = report.get("approximation") or {}
+    if approx.get("kind") == "gaussian":
+        return np.array(approx["mean"]), np.array(approx["cov"])
+    return draws.mean(axis=0), np.atleast_2d(np.cov(draws, rowvar=False))
+
+
+def marginals(mean, cov, ref_mean, ref_sd):
+    """(largest |mean error| in reference sds, smallest and largest sd ratio)."""
+    z = np.abs(mean - ref_mean) / ref_sd
+    ratio = np.sqrt(np.clip(np.diag(cov), 0.0, None)) / ref_sd
+    return float(z.max()), float(ratio.min()), float(ratio.max())
+
+
+def fit_numpyro(posterior, method, seed):
+    """One NumPyro fit (benches/peers/numpyro_posteriordb.py): (draws, mean, cov, seconds)."""
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    import numpyro_posteriordb
+
+    return numpyro_posteriordb.fit(posterior, os.path.join(PDB, posterior), method, seed, N_DRAWS)
+
+
+def one_fit(posterior, method, info, seed, args):
+    """(unconstrained draws, q's mean, q's covariance, fit seconds) or {"error": ...}."""
+    if method.startswith("numpyro_"):
+        try:
+            return fit_numpyro(posterior, method.removeprefix("numpyro_"), seed)
+        except Exception as e:  # report a peer's failure in the table, as for mvi
+            return {"error": f"{type(e).__name__}: {e}"}
+    r = fit(posterior, method, seed, args.timeout, args.set)
+    if "error" in r:
+        return r
+    draws = coords.unconstrained_draws(info, r["cols"], rename=coords.mvi_name)
+    mean, cov = q_moments(r["report"], draws)
+    return draws, mean, cov, float(r["report"]["wall_time_s"])
+
+
+def run_cell(posterior, method, info, ref, args):
+    """Every seed of one posterior x method: a result dict for the table and the JSON."""
+    ref_mean, ref_sd = ref.mean(axis=0), ref.std(axis=0, ddof=1)
+    scores, times, checks, errors = [], [], [], []
+    for seed in range(1, args.reps + 1):
+        r = one_fit(posterior, method, info, seed, args)
+        if isinstance(r, dict):
+            errors.append(r["error"])
+            break
+        draws, mean, cov, seconds = r
+        if draws.shape != (N_DRAWS, ref.shape[1]):
+            errors.append(f"draws of shape {draws.shape} instead of {(N_DRAWS, ref.shape[1])}")
+            break
+        scores.append(w1(draws, ref))
+        times.append(seconds)
+        checks.append(marginals(mean, cov, ref_mean, ref_sd))
+    cell = {"posterior": posterior, "method": method, "w1": scores, "fit_s": times}
+    if checks:
+        cell["max_abs_z"] = max(c[0] for c in checks)
+        cell["sd_ratio_min"] = min(c[1] for c in checks)
+        cell["sd_ratio_max"] = max(c[2] for c in checks)
+    if errors:
+        cell["error"] = errors[0]
+    return cell
+
+
+def fmt(mean, sd):
+    """A score as `mean ± sd` with 3 significant digits."""
+    return f"{mean:.3g} ± {sd:.2g}"
+
+
+def spread(values):
+    """(mean, sd) of a list (sd 0 for a single value)."""
+    if len(values) == 1:
+        return values[0], 0.0
+    return statistics.fmean(values), statistics.stdev(values)
+
+
+def print_tables(cells, calib, methods):
+    """The W1 table (markdown) and the marginal-check table."""
+    by = {(c["posterior"], c["method"]): c for c in cells}
+    names = sorted({c["posterior"] for c in cells})
+    print("\n### W1 (100 draws, unconstrained scale): mean ± sd over seeds; fit time (median)\n")
+    head = ["posterior", "floor", "Gaussian", "mean-field", "point"] + methods
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for p in names:
+        c = calib[p]
+        row = [p, fmt(c["floor"]["mean"], c["floor"]["sd"]), fmt(c["gauss"]["mean"], c["gauss"]["sd"]),
+               fmt(c["meanfield"]["mean"], c["meanfield"]["sd"]), f"{c['point']:.3g}"]
+        for m in methods:
+            cell = by.get((p, m))
+            if cell is None:
+                row.append("—")
+            elif cell.get("error") and not cell["w1"]:
+                row.append(f"failed: {cell['error']}")
+            else:
+                mu, sd = spread(cell["w1"])
+                t = statistics.median(cell["fit_s"])
+                row.append(f"{fmt(mu, sd)} ({t:.2g} s)" + (" (partial)" if cell.get("error") else ""))
+        print("| " + " | ".join(row) + " |")
+    print("\n### Marginal checks of q: max |mean error| in reference sds; sd ratio q/reference (min–max)\n")
+    print("| posterior | " + " | ".join(methods) + " |")
+    print("|" + "---|" * (len(methods) + 1))
+    for p in names:
+        row = [p]
+        for m in methods:
+            cell = by.get((p, m))
+            if cell is None or "max_abs_z" not in cell:
+                row.append("—")
+            else:
+                row.append(f"{cell['max_abs_z']:.2f}; {cell['sd_ratio_min']:.2f}–{cell['sd_ratio_max']:.2f}")
+        print("| " + " | ".join(row) + " |")
+    failed = [c for c in cells if c.get("error")]
+    if failed:
+        print("\nFailures:")
+        for c in failed:
+            print(f"  {c['posterior']} {c['method']}: {c['error']}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "posteriordb"),
+                    help="the shared posteriordb folder with reference.csv, info.json, calibration.json")
+    ap.add_argument("--posteriors", default="all", help="comma-separated folder names, or all")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma-separated methods: mvi's, and NumPyro's " + ", ".join(PEERS))
+    ap.add_argument("--peers", action="store_true", help="add NumPyro's three autoguides to --methods")
+    ap.add_argument("--reps", type=int, default=5, help="seeds 1..reps per posterior x method")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per fit before giving up")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra --set options for every fit (e.g. samples=500)")
+    ap.add_argument("--no-build", action="store_true", help="skip `cargo build --release`")
+    ap.add_argument("--json", help="also write every score to this file")
+    args = ap.parse_args()
+
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    names = posteriors() if args.posteriors == "all" else args.posteriors.split(",")
+    methods = args.methods.split(",") + (PEERS if args.peers else [])
+    with open(os.path.join(args.shared, "calibration.json")) as f:
+        calib = json.load(f)["posteriors"]
+
+    cells = []
+    for p in names:
+        info, ref = coords.reference_draws(os.path.join(args.shared, p))
+        for m in methods:
+            t0 = time.perf_counter()
+            cell = run_cell(p, m, info, ref, args)
+            cells.append(cell)
+            status = cell.get("error") or fmt(*spread(cell["w1"]))
+            print(f"{p:45s} {m:9s} {status}  [{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
+    print_tables(cells, calib, methods)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"protocol": "W1, 100 draws, unconstrained scale, exact (ot.emd2)",
+                       "reps": args.reps, "set": args.set, "cells": cells}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

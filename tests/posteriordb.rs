@@ -1,0 +1,405 @@
+//! Accuracy against gold-standard posteriors: the 12 posteriordb posteriors of
+//! `benches/posteriordb/` (Stan models translated to `.mvi`, posteriordb's data unchanged)
+//! are parsed, checked, lowered and fitted through `run::fit`, and the fitted q is compared
+//! on Stan's unconstrained scale with the moments of posteriordb's 10 000 NUTS reference
+//! draws (`<posterior>/reference.json`, written by `benches/posteriordb/make_reference.py`).
+//!
+//! For each posterior, `laplace` and `mvi_lr` are fitted, and `vi_full` where D ≤ 30 (all
+//! twelve; eight schools is the exception for Laplace and mvi_lr, below): every coordinate's
+//! mean must lie within a tolerance measured in reference sds, and every sd ratio q/reference
+//! within a band. The tolerances are what a *correct* Gaussian approximation of that posterior
+//! must achieve, not what mvi happens to reach:
+//!
+//! - **VI (`mvi_lr`, `vi_full`)** minimise KL(q‖p) over Gaussians. On these near-Gaussian
+//!   posteriors (|skewness| < 0.25 in every coordinate but eight schools' log tau) the
+//!   optimum's mean is within a few hundredths of a reference sd of the true mean, and its
+//!   sds are at most a few per cent below the true ones (KL(q‖p) under-disperses along
+//!   directions where p has heavier-than-Gaussian tails, as the Student-t marginals of
+//!   regression coefficients with an unknown sigma do). Both sides carry noise: the
+//!   reference moments from 10 000 autocorrelated draws (about 0.01–0.02 sd), and the VI
+//!   objective's fixed sample (S = 1000 draws) adds O(1/√S) to the mean and the sds. Hence
+//!   `VI`: mean within 0.2 sd, sd ratio in [0.85, 1.10].
+//! - **Laplace** is centred at the mode of the joint density on the unconstrained scale,
+//!   not at the mean. With flat or weak priors and an unknown sigma this shifts log sigma
+//!   by about ½ log((N − 1)/(N − p)) + 1/(2(N − p)), where p is the number of
+//!   coefficients: a known bias that is a sizeable fraction of log sigma's sd when N is small
+//!   relative to p (mesquite: N = 46, p = 7, about 0.75 sd; blr: about 0.35 sd; kilpisjarvi:
+//!   about 0.2 sd); and its covariance, −H⁻¹ at the mode, uses the mode's (smaller) sigma, so the
+//!   coefficients' sds come out low by about √((N − p)/(N − 1)). `laplace_tol` states each
+//!   posterior's tolerance from these figures.
+//! - **Eight schools** is hierarchical with a skewed log tau (skewness −1.39): no Gaussian
+//!   matches it, and Laplace's mode in log tau sits 2.2 sds above the mean (its sds of the
+//!   theta_trans are 0.4–0.6 of the reference). Laplace is therefore not compared
+//!   coordinate by coordinate there, and neither is mvi_lr, which is bound to Laplace's
+//!   Cholesky factor plus a rank-1 update (its own test says what it must achieve);
+//!   vi_full is, with log tau allowed a wider band (its KL(q‖p)-optimal Gaussian is
+//!   narrower than the skewed marginal: sd ratio about 0.65).
+//!
+//! `vi_diag` on kilpisjarvi (alpha and beta correlated with |ρ| = 0.99999) documents the
+//! known mean-field variance collapse: its marginal sds of alpha and beta are far *below*
+//! the reference (the KL(q‖p) optimum of a diagonal Gaussian has variances 1/(Σ⁻¹)ᵢᵢ,
+//! which is (1 − ρ²) times the marginal variance, a factor of about 0.005 in sd).
+//!
+//! Runtime: every fit uses the methods' defaults (S = 1000 draws in the VI objective; with
+//! S = 200 the fixed-sample noise alone moves some sd ratios by 10–15 %), seed 1. The whole
+//! file takes about 20 s in the test profile on 2 shared cores (17 s measured).
+
+use std::path::{Path, PathBuf};
+
+use mvi::check::{self, TypedModel};
+use mvi::graph::{self, LogJoint, ParamInfo};
+use mvi::infer::Silent;
+use mvi::posterior::Posterior;
+use mvi::report::FitReport;
+use mvi::run::{self, RunInfo};
+use nalgebra::{DMatrix, DVector};
+use serde_json::Value;
+
+/// A tolerance: |mean − reference mean| ≤ `mean_sd` reference sds, and
+/// `sd_lo` ≤ sd / reference sd ≤ `sd_hi`, for every coordinate.
+#[derive(Debug, Clone, Copy)]
+struct Tol {
+    mean_sd: f64,
+    sd_lo: f64,
+    sd_hi: f64,
+}
+
+/// What a KL(q‖p)-optimal Gaussian must reach on a near-Gaussian posterior (module doc).
+const VI: Tol = Tol {
+    mean_sd: 0.2,
+    sd_lo: 0.85,
+    sd_hi: 1.10,
+};
+
+/// The reference moments of one posterior on the unconstrained scale.
+struct Reference {
+    names: Vec<String>,
+    mean: DVector<f64>,
+    sd: DVector<f64>,
+    cov: DMatrix<f64>,
+}
+
+fn folder(posterior: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/posteriordb")
+        .join(posterior)
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("an array of numbers")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
+fn reference(posterior: &str) -> Reference {
+    let path = folder(posterior).join("reference.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: Value = serde_json::from_str(&text).expect("reference.json is valid JSON");
+    let names = v["names"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .map(|n| n.as_str().expect("a name").to_string())
+        .collect::<Vec<_>>();
+    let rows: Vec<Vec<f64>> = v["cov"]
+        .as_array()
+        .expect("cov rows")
+        .iter()
+        .map(numbers)
+        .collect();
+    let d = names.len();
+    Reference {
+        mean: DVector::from_vec(numbers(&v["mean"])),
+        sd: DVector::from_vec(numbers(&v["sd"])),
+        cov: DMatrix::from_fn(d, d, |i, j| rows[i][j]),
+        names,
+    }
+}
+
+fn load(posterior: &str) -> (TypedModel, LogJoint) {
+    let dir = folder(posterior);
+    let typed = check::load_model(
+        &dir.join("model.mvi"),
+        &[dir.join("data.json").display().to_string()],
+    )
+    .unwrap_or_else(|ds| {
+        panic!(
+            "{posterior} does not check:\n{}",
+            ds.iter().map(|d| d.render_plain(100)).collect::<String>()
+        )
+    });
+    let joint = graph::lower_model(&typed).unwrap_or_else(|d| panic!("{posterior}: {}", d.render_plain(100)));
+    (typed, joint)
+}
+
+/// Stan's names of the unconstrained coordinates of one parameter (`beta[1]`, `sigma`).
+fn stan_names(p: &ParamInfo) -> Vec<String> {
+    match p.shape {
+        graph::Shape::Scalar => vec![p.name.clone()],
+        graph::Shape::Vector(n) => (1..=n).map(|i| format!("{}[{i}]", p.name)).collect(),
+        graph::Shape::Matrix(r, c) => (1..=c)
+            .flat_map(|j| (1..=r).map(move |i| format!("{}[{i},{j}]", p.name)))
+            .collect(),
+    }
+}
+
+fn fit(typed: &TypedModel, joint: &LogJoint, method: &str) -> Posterior {
+    fit_with_report(typed, joint, method).0
+}
+
+fn fit_with_report(typed: &TypedModel, joint: &LogJoint, method: &str) -> (Posterior, FitReport) {
+    let opts = [
+        ("method".to_string(), method.to_string()),
+        ("seed".to_string(), "1".to_string()),
+    ];
+    let options =
+        check::infer_options(typed, &opts).unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)));
+    run::fit(joint, &options, &RunInfo::default(), &mut Silent)
+        .unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)))
+}
+
+/// Per coordinate: (mean error in reference sds, sd ratio q / reference).
+fn marginals(post: &Posterior, r: &Reference) -> Vec<(f64, f64)> {
+    let (mean, cov) = (post.mean(), post.cov());
+    (0..r.mean.len())
+        .map(|i| {
+            (
+                (mean[i] - r.mean[i]) / r.sd[i],
+                cov[(i, i)].max(0.0).sqrt() / r.sd[i],
+            )
+        })
+        .collect()
+}
+
+/// Every coordinate not in `skip` within `tol`; the failures listed by name.
+fn assert_within(posterior: &str, method: &str, post: &Posterior, r: &Reference, tol: Tol, skip: &[&str]) {
+    let bad: Vec<String> = marginals(post, r)
+        .iter()
+        .zip(&r.names)
+        .filter(|(_, name)| !skip.contains(&name.as_str()))
+        .filter(|((z, ratio), _)| z.abs() > tol.mean_sd || *ratio < tol.sd_lo || *ratio > tol.sd_hi)
+        .map(|((z, ratio), name)| format!("{name}: mean error {z:+.3} sd, sd ratio {ratio:.3}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{posterior} {method} outside {tol:?}:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
+/// Laplace's tolerance on each posterior (module doc: the mode-vs-mean shift of log sigma and
+/// the coefficients' sds at the mode's sigma), or `None` where Laplace is not compared.
+fn laplace_tol(posterior: &str) -> Option<Tol> {
+    let tol = |mean_sd, sd_lo| Tol {
+        mean_sd,
+        sd_lo,
+        sd_hi: 1.05,
+    };
+    match posterior {
+        // hierarchical, skewed log tau: no coordinate-wise comparison (module doc)
+        "eight_schools-eight_schools_noncentered" => None,
+        // N = 46, p = 7, flat priors: log sigma's shift ≈ 0.75 sd, sds ≈ √(39/45) ≈ 0.93 low
+        "mesquite-logmesquite_logvas" => Some(tol(1.0, 0.85)),
+        // N = 100, p = 5: log sigma's shift ≈ 0.35 sd
+        "sblrc-blr" | "sblri-blr" => Some(tol(0.5, 0.9)),
+        // N = 62, p = 2 with an informative prior on beta: log sigma's shift ≈ 0.2 sd, which
+        // moves alpha and beta through the prior's weight; sds ≈ 0.93 of the reference
+        "kilpisjarvi_mod-kilpisjarvi" => Some(tol(0.4, 0.88)),
+        // N from 200 to 5000 with p ≤ 25: the shift is at most ≈ 0.35 sd
+        _ => Some(tol(0.4, 0.9)),
+    }
+}
+
+/// The coordinates exempt from the VI comparison, with the wider band they get instead.
+fn vi_exempt(posterior: &str) -> (&'static [&'static str], Tol) {
+    match posterior {
+        // log tau: skewness −1.39; KL(q‖p) puts a narrower Gaussian nearer the mode
+        "eight_schools-eight_schools_noncentered" => (
+            &["tau"],
+            Tol {
+                mean_sd: 0.5,
+                sd_lo: 0.6,
+                sd_hi: 1.1,
+            },
+        ),
+        _ => (&[], VI),
+    }
+}
+
+/// The methods compared coordinate by coordinate with `VI`: `mvi_lr` (except on eight
+/// schools, see `eight_schools_mvi_lr_improves_on_laplace_within_its_family`) and `vi_full`
+/// where D ≤ 30.
+fn vi_methods(posterior: &str, dim: usize) -> Vec<&'static str> {
+    let mut methods = Vec::new();
+    if posterior != "eight_schools-eight_schools_noncentered" {
+        methods.push("mvi_lr");
+    }
+    if dim <= 30 {
+        methods.push("vi_full");
+    }
+    methods
+}
+
+/// The whole check of one posterior: layout, laplace, mvi_lr, vi_full.
+fn check_posterior(posterior: &str) {
+    let (typed, joint) = load(posterior);
+    let r = reference(posterior);
+    let names: Vec<String> = joint.params.iter().flat_map(stan_names).collect();
+    assert_eq!(names, r.names, "{posterior}: mvi's coordinates are not Stan's");
+    assert!(
+        r.cov.iter().all(|c| c.is_finite()),
+        "{posterior}: reference covariance"
+    );
+
+    if let Some(tol) = laplace_tol(posterior) {
+        let post = fit(&typed, &joint, "laplace");
+        assert_within(posterior, "laplace", &post, &r, tol, &[]);
+    }
+    let (exempt, wide) = vi_exempt(posterior);
+    for m in vi_methods(posterior, typed.dim) {
+        let post = fit(&typed, &joint, m);
+        assert_within(posterior, m, &post, &r, VI, exempt);
+        if !exempt.is_empty() {
+            let only: Vec<&str> = r
+                .names
+                .iter()
+                .map(String::as_str)
+                .filter(|n| !exempt.contains(n))
+                .collect();
+            assert_within(posterior, m, &post, &r, wide, &only);
+        }
+    }
+}
+
+#[test]
+fn eight_schools_noncentered_vi_full_matches_the_reference() {
+    check_posterior("eight_schools-eight_schools_noncentered");
+}
+
+/// mvi_lr's q is N(m, (L + u vᵀ)(L + u vᵀ)ᵀ) with L the Laplace Cholesky factor and a
+/// rank-1 update: on eight schools Laplace's sds of the eight theta_trans are 0.4–0.6 of the
+/// reference, and one rank-1 direction cannot widen all eight, so mvi_lr cannot reach the
+/// full-Gaussian optimum there (vi_full and mvi_eig do). What it must do is improve on its
+/// Laplace start: a higher fresh-draw ELBO, beyond both standard errors, no mean further
+/// from the reference than Laplace's, and log tau's error (Laplace's is 2.2 sd) at least
+/// halved.
+#[test]
+fn eight_schools_mvi_lr_improves_on_laplace_within_its_family() {
+    let posterior = "eight_schools-eight_schools_noncentered";
+    let (typed, joint) = load(posterior);
+    let r = reference(posterior);
+    let (laplace, laplace_report) = fit_with_report(&typed, &joint, "laplace");
+    let (lr, lr_report) = fit_with_report(&typed, &joint, "mvi_lr");
+    let fresh = |r: &FitReport| r.elbo_fresh.map(|e| (e.value, e.se)).expect("a fresh-draw ELBO");
+    let ((el, sel), (em, sem)) = (fresh(&laplace_report), fresh(&lr_report));
+    assert!(
+        em - el > 3.0 * (sel + sem),
+        "mvi_lr ELBO {em:.3} ± {sem:.3} vs laplace {el:.3} ± {sel:.3}"
+    );
+    let (ml, mm) = (marginals(&laplace, &r), marginals(&lr, &r));
+    for ((name, (zl, _)), (zm, _)) in r.names.iter().zip(&ml).zip(&mm) {
+        assert!(
+            zm.abs() <= zl.abs() + 0.05,
+            "{name}: mvi_lr {zm:+.3} sd, laplace {zl:+.3} sd"
+        );
+    }
+    let tau = r.names.len() - 1;
+    assert!(
+        mm[tau].0.abs() <= 0.5 * ml[tau].0.abs(),
+        "log tau: mvi_lr {:+.3} sd, laplace {:+.3} sd",
+        mm[tau].0,
+        ml[tau].0
+    );
+}
+
+#[test]
+fn blr_with_correlated_predictors_matches_the_reference() {
+    check_posterior("sblrc-blr");
+}
+
+#[test]
+fn blr_with_independent_predictors_matches_the_reference() {
+    check_posterior("sblri-blr");
+}
+
+#[test]
+fn kidscore_momiq_matches_the_reference() {
+    check_posterior("kidiq-kidscore_momiq");
+}
+
+#[test]
+fn kidscore_interaction_matches_the_reference() {
+    check_posterior("kidiq-kidscore_interaction");
+}
+
+#[test]
+fn kidscore_interaction_z_matches_the_reference() {
+    check_posterior("kidiq_with_mom_work-kidscore_interaction_z");
+}
+
+#[test]
+fn logearn_interaction_z_matches_the_reference() {
+    check_posterior("earnings-logearn_interaction_z");
+}
+
+#[test]
+fn logmesquite_logvas_matches_the_reference() {
+    check_posterior("mesquite-logmesquite_logvas");
+}
+
+#[test]
+fn kilpisjarvi_matches_the_reference() {
+    check_posterior("kilpisjarvi_mod-kilpisjarvi");
+}
+
+#[test]
+fn nes_matches_the_reference() {
+    check_posterior("nes2000-nes");
+}
+
+#[test]
+fn ark_matches_the_reference() {
+    check_posterior("arK-arK");
+}
+
+#[test]
+fn diamonds_matches_the_reference() {
+    check_posterior("diamonds-diamonds");
+}
+
+#[test]
+fn mean_field_collapses_along_kilpisjarvis_correlated_coordinates() {
+    let posterior = "kilpisjarvi_mod-kilpisjarvi";
+    let (typed, joint) = load(posterior);
+    let r = reference(posterior);
+    let post = fit(&typed, &joint, "vi_diag");
+    let m = marginals(&post, &r);
+    // the mean-field optimum's sd is √(1/(Σ⁻¹)ᵢᵢ) = √(1 − R²ᵢ) sd, with R²ᵢ the squared
+    // multiple correlation of coordinate i with the others in the reference covariance
+    let prec = r
+        .cov
+        .clone()
+        .try_inverse()
+        .expect("the reference covariance is invertible");
+    for (i, name) in r.names.iter().enumerate().take(2) {
+        let optimum = (1.0 / prec[(i, i)]).sqrt() / r.sd[i];
+        let (_, ratio) = m[i];
+        assert!(
+            optimum < 0.05,
+            "{name}: the reference correlation should make mean-field collapse"
+        );
+        assert!(
+            ratio < 0.1,
+            "{name}: vi_diag's sd ratio {ratio:.3} is not collapsed (optimum {optimum:.4})"
+        );
+        assert!(
+            ratio > 0.2 * optimum && ratio < 5.0 * optimum,
+            "{name}: vi_diag's sd ratio {ratio:.4} is not near the mean-field optimum {optimum:.4}"
+        );
+    }
+    // log sigma is nearly uncorrelated with alpha and beta: no collapse there
+    let (_, ratio) = m[2];
+    assert!(ratio > 0.8 && ratio < 1.1, "log sigma's sd ratio {ratio:.3}");
+}
