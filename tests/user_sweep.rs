@@ -453,3 +453,91 @@ fn pmfvb_defaults_stay_finite_on_a_non_centred_hierarchy() {
         "mvi::infer::diverged",
     );
 }
+
+/// A matrix with no rows is `[]` in Stan's JSON; its column count comes from the
+/// declaration. With N = 0 the posterior is the N(0, 2.5²) prior, which Laplace gets
+/// exactly (a 0-row product once divided by zero).
+#[test]
+fn an_empty_json_matrix_leaves_the_prior() {
+    for method in ["laplace", "mvi_lr", "vi_diag"] {
+        let j = fit_json("logistic.mvi", &["empty_matrix.json"], method);
+        let ev = j["log_evidence"].as_f64().expect("an evidence");
+        assert!(ev.abs() < 1e-8, "{method}: log evidence {ev}");
+        let (_, sd) = moments(&j, "beta.3");
+        assert!((sd / 2.5 - 1.0).abs() < 0.1, "{method}: sd {sd}");
+    }
+    let j = fit_json("logistic.mvi", &["empty_matrix.json"], "laplace");
+    let cov = j["approximation"]["cov"][3][3].as_f64().expect("a covariance");
+    assert!((cov - 6.25).abs() < 1e-8, "{j}");
+}
+
+/// `[]` says nothing of its columns: when no other value gives them, say so.
+#[test]
+fn an_empty_json_matrix_needs_its_column_count() {
+    let out = user_error(
+        &["check", "logistic_shapes.mvi", "--data", "xy_empty.json"],
+        "mvi::data::unknown_size",
+    );
+    assert!(out.contains("give `K` in the data"), "{out}");
+}
+
+/// A CSV with a header and no rows (pandas' empty data frame) is a table of 0 rows with
+/// the header's columns: it binds N = 0 and K = 3, as `[]` does in JSON.
+#[test]
+fn a_csv_header_without_rows_binds_no_rows() {
+    let o = mvi(&[
+        "run",
+        "logistic_shapes.mvi",
+        "--data",
+        "X=X_header_only.csv",
+        "--data",
+        "y_empty.json",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).expect("--json prints one JSON object");
+    assert_eq!(j["dim"], 4, "{j}");
+    let ev = j["log_evidence"].as_f64().expect("an evidence");
+    assert!(ev.abs() < 1e-8, "log evidence {ev}");
+}
+
+#[test]
+fn an_empty_csv_file_is_a_diagnostic() {
+    let out = user_error(
+        &[
+            "check",
+            "logistic_shapes.mvi",
+            "--data",
+            "X=X_no_lines.csv",
+            "--data",
+            "y_empty.json",
+        ],
+        "mvi::data::malformed_csv",
+    );
+    assert!(out.contains("no header and no rows") && !out.contains("0 columns"), "{out}");
+}
+
+/// A data problem deep in a minified (one-line) file shows a window of the line around
+/// it, with the true line and column, not the whole file.
+#[test]
+fn an_error_in_a_minified_file_shows_a_window() {
+    let dir = std::env::temp_dir().join(format!("mvi-sweep-minified-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let rows: Vec<String> = (0..3000).map(|i| format!("[{i}.5, 0.25, 1.5]")).collect();
+    let mut text = format!("{{\"N\": 3000, \"K\": 3, \"X\": [{}], ", rows.join(", "));
+    let bad = text.len() + 12;
+    text.push_str("\"y\": [0, 1, x]}");
+    let path = dir.join("minified.json");
+    std::fs::write(&path, &text).expect("write the data file");
+    let path = path.to_string_lossy().into_owned();
+    let out = user_error(&["check", "logistic.mvi", "--data", &path], "mvi::data::malformed_json");
+    assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
+    assert!(out.contains(&format!("minified.json:1:{}", bad + 1)), "{out}");
+    // a shape problem labels the key, not the whole 3000-row value
+    std::fs::write(&path, text.replace(", x]", ", 1]").replace("\"K\": 3", "\"K\": 2"))
+        .expect("write the data file");
+    let out = user_error(&["check", "logistic.mvi", "--data", &path], "mvi::data::wrong_size");
+    assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -151,8 +151,14 @@ impl Binder<'_> {
                     files.join(", ")
                 )
             };
-            let close =
-                crate::check::error::did_you_mean(name, self.set.entries.iter().map(|e| e.name.as_str()));
+            // Only entries the model does not declare: `X` is no typo for `N` if both are declared.
+            let undeclared = self
+                .set
+                .entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .filter(|n| !self.decls.iter().any(|d| d.name.name == *n));
+            let close = crate::check::error::did_you_mean(name, undeclared);
             let help = match close {
                 Some(h) => format!("{h} {help}"),
                 None => help,
@@ -267,6 +273,8 @@ impl Binder<'_> {
             }
             BaseType::Vector | BaseType::Ints => "a flat array (one row or one column in CSV)",
             BaseType::Matrix if v.dims.len() == 2 => return Ok(v.dims.clone()),
+            // Stan writes a matrix with no rows as `[]`: its column count is the declared one.
+            BaseType::Matrix if v.dims == [0] => return self.empty_matrix_dims(d),
             BaseType::Matrix => "a nested array of rows (a table in CSV)",
         };
         Err(self.data_error(
@@ -280,6 +288,36 @@ impl Binder<'_> {
             e.span,
             format!("expected {want}"),
         ))
+    }
+
+    /// The dims `[0, K]` of a matrix given as `[]`, with `K` computed from its declaration.
+    fn empty_matrix_dims(&self, d: &Decl) -> Result<Vec<usize>, Diagnostic> {
+        let Some(cols) = d.ty.sizes.get(1) else {
+            return Ok(vec![0, 0]);
+        };
+        match eval_const_expr(cols, &|n| self.lookup(n)) {
+            Ok((k, true)) if k >= 0.0 => Ok(vec![0, k as usize]),
+            Ok(_) => Err(self.model_error(
+                "mvi::data::size_not_int",
+                "a size must be a nonnegative integer".into(),
+                cols.span,
+                "here",
+            )),
+            // Deferred like any unknown size: a later declaration may bind it.
+            Err((s, m)) => Err(self
+                .model_error(
+                    "mvi::data::unknown_size",
+                    format!("cannot compute the number of columns of `{}`", d.name.name),
+                    s,
+                    &m,
+                )
+                .with_help(format!(
+                    "`{}` is an empty array `[]`, which has no row to count columns in: \
+                     give `{}` in the data",
+                    d.name.name,
+                    self.snippet(cols.span)
+                ))),
+        }
     }
 
     fn bind_sizes(&mut self, d: &Decl, e: &RawEntry, dims: &[usize]) -> Result<(), Diagnostic> {
@@ -664,6 +702,31 @@ mod tests {
         let decls = [decl("y", BaseType::Vector, vec![name("N")], None)];
         let e = bind(r#"{}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("no data for `y`"));
+    }
+
+    #[test]
+    fn a_missing_name_is_not_taken_for_another_declared_one() {
+        let decls = [
+            decl("N", BaseType::Int, vec![], None),
+            decl("X", BaseType::Vector, vec![name("N")], None),
+        ];
+        let e = bind(r#"{"X": [1, 2], "M": 2}"#, &decls).unwrap_err();
+        let help = e[0].help.as_deref().unwrap_or("");
+        assert!(help.contains("did you mean `M`?") && !help.contains("`X`?"), "{help}");
+    }
+
+    #[test]
+    fn an_empty_matrix_takes_its_columns_from_the_declaration() {
+        let decls = [
+            decl("K", BaseType::Int, vec![], None),
+            decl("X", BaseType::Matrix, vec![name("N"), name("K")], None),
+        ];
+        let b = bind(r#"{"K": 3, "X": []}"#, &decls).unwrap();
+        assert_eq!(b.size("N"), Some(0));
+        let Some(Value::Matrix(m)) = b.get("X") else {
+            panic!("X is a matrix")
+        };
+        assert_eq!(m.shape(), (0, 3));
     }
 
     #[test]
