@@ -541,3 +541,58 @@ fn an_error_in_a_minified_file_shows_a_window() {
     assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Options whose range depends on the model are checked against its D = 4 before the fit:
+/// `rank` above D, a full covariance with S ≤ D fixed draws (its fixed-sample ELBO is
+/// unbounded: vi_full ran off to 1e13 with S = 4), `subset` above `particles` (pmfvb
+/// averaged 500 draws of 200 particles, 1000 times slower). One draw is refused for every
+/// Monte Carlo method (vi_diag with S = 1 ran off too).
+#[test]
+fn options_out_of_range_for_the_model_are_diagnostics() {
+    let run = |method: &str, set: &str| {
+        user_error(
+            &[
+                "run",
+                "logistic.mvi",
+                "--data",
+                "logistic.json",
+                "--method",
+                method,
+                "--set",
+                set,
+                "--quiet",
+            ],
+            if set == "samples=1" {
+                "mvi::check::bad_infer_value"
+            } else {
+                "mvi::check::infer_value_out_of_range"
+            },
+        )
+    };
+    let out = run("mvi_lr", "rank=10");
+    assert!(out.contains("D = 4") && out.contains("≤ 4"), "{out}");
+    let out = run("vi_full", "samples=4");
+    assert!(out.contains("unbounded"), "{out}");
+    run("mvi_lr", "samples=3");
+    run("pmfvb", "subset=500");
+    for method in ["vi_diag", "mvi_eig", "split_mf"] {
+        run(method, "samples=1");
+    }
+}
+
+/// A real option is shown as written, not as a 300-digit number.
+#[test]
+fn a_huge_real_option_is_shown_short() {
+    let o = mvi(&[
+        "run",
+        "normal_normal.mvi",
+        "--data",
+        "normal_normal.json",
+        "--set",
+        "tol=1e300",
+        "--quiet",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("tol = 1e300,"), "{out}");
+}
