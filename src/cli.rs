@@ -157,7 +157,7 @@ pub struct FitArgs {
     pub quiet: bool,
     /// Pairs of columns to plot against each other in posterior.svg, e.g. `--pairs mu:tau`
     /// (repeatable; default: the first few parameters).
-    #[arg(long, value_name = "NAME:NAME")]
+    #[arg(long, value_name = "NAME:NAME", requires = "output_dir")]
     pub pairs: Vec<String>,
 }
 
@@ -359,12 +359,19 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let (typed, joint) = load_and_lower(&a.model)?;
     let options = run_options(&typed, a.method.as_deref(), &a.fit.set)?;
     drop(t);
+    // Output problems are found before the fit, not after it.
+    let pairs = plot_pairs(&column_names(&joint), &a.fit.pairs)?;
+    if let Some(dir) = &a.fit.output_dir {
+        prepare_output_dir(dir)?;
+    }
     let flag = interrupt_flag();
     let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
     let t = timing::span("report: write and print");
-    if let Some(dir) = &a.fit.output_dir {
-        write_outputs(dir, &report, &a.fit.pairs)?;
-    }
+    let written = match &a.fit.output_dir {
+        Some(dir) => write_outputs(dir, &report, &pairs),
+        None => Ok(()),
+    };
+    // The summary is printed even when a file could not be written: the fit is not lost.
     if a.fit.json {
         println!("{}", report::render_json(&report));
     } else {
@@ -372,7 +379,7 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     }
     drop(t);
     timing::eprint();
-    Ok(())
+    written
 }
 
 fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {
@@ -392,6 +399,12 @@ fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {
 
 fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     let (typed, joint) = load_and_lower(&a.model)?;
+    let pairs = plot_pairs(&column_names(&joint), &a.fit.pairs)?;
+    if let Some(dir) = &a.fit.output_dir {
+        for method in &a.methods {
+            prepare_output_dir(&dir.join(method))?;
+        }
+    }
     let flag = interrupt_flag();
     let mut reports = Vec::new();
     // A method that fails on this model (no mode, diverged) is a finding of the comparison:
@@ -409,7 +422,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
             Err(e) => return Err(e),
         };
         if let Some(dir) = &a.fit.output_dir {
-            write_outputs(&dir.join(method), &report, &a.fit.pairs)?;
+            write_outputs(&dir.join(method), &report, &pairs)?;
         }
         reports.push(report);
         if flag.load(Ordering::SeqCst) {
@@ -447,15 +460,31 @@ fn compare_json_with_failures(reports: &[FitReport], failed: &[(String, Diagnost
     serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 
-/// Column indices of `--pairs a:b` arguments; the default pairs when none are given.
-fn plot_pairs(report: &FitReport, pairs: &[String]) -> Result<Vec<(usize, usize)>, Failure> {
-    if pairs.is_empty() {
-        return Ok(report::svg::default_pairs(report));
-    }
+/// The CmdStan column names of a fit's draws: every parameter and reported `let`, as
+/// `run::fit` names them, known before the fit.
+fn column_names(joint: &LogJoint) -> Vec<String> {
+    joint
+        .params
+        .iter()
+        .chain(&joint.reported)
+        .flat_map(|p| {
+            let dims = match p.shape {
+                graph::Shape::Scalar => vec![],
+                graph::Shape::Vector(n) => vec![n],
+                graph::Shape::Matrix(r, c) => vec![r, c],
+            };
+            report::cmdstan_names(&p.name, &dims)
+        })
+        .collect()
+}
+
+/// Column indices of `--pairs a:b` arguments in `columns`; empty (the default pairs) when
+/// none are given.
+fn plot_pairs(columns: &[String], pairs: &[String]) -> Result<Vec<(usize, usize)>, Failure> {
     let column = |name: &str| {
-        report.columns.iter().position(|c| c == name).ok_or_else(|| {
-            let help = crate::check::error::did_you_mean(name, report.columns.iter().map(String::as_str))
-                .unwrap_or_else(|| format!("columns: {}", report.columns.join(", ")));
+        columns.iter().position(|c| c == name).ok_or_else(|| {
+            let help = crate::check::error::did_you_mean(name, columns.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("columns: {}", columns.join(", ")));
             Diagnostic::plain(
                 "mvi::cli::unknown_column",
                 format!("`--pairs` names `{name}`, which is not a column"),
@@ -477,9 +506,53 @@ fn plot_pairs(report: &FitReport, pairs: &[String]) -> Result<Vec<(usize, usize)
     Ok(out)
 }
 
-fn write_outputs(dir: &Path, report: &FitReport, pairs: &[String]) -> Result<(), Failure> {
-    let pairs = plot_pairs(report, pairs)?;
-    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(&pairs)).map_err(|e| {
+/// Create the `--output-dir` (if missing) and check that its files can be written, before a
+/// fit whose results would otherwise be lost.
+fn prepare_output_dir(dir: &Path) -> Result<(), Failure> {
+    let fail = |msg: String, help: &str| -> Failure {
+        Diagnostic::plain("mvi::cli::output_dir", msg).with_help(help).into()
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(fail(
+            format!("`--output-dir {}` is a file, not a directory", dir.display()),
+            "name a directory for the results files; it is created if missing",
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        fail(
+            format!("cannot create the output directory `{}`: {e}", dir.display()),
+            "check the path and the permissions of its parent directories",
+        )
+    })?;
+    for name in crate::fsutil::OUTPUT_FILES {
+        let path = dir.join(name);
+        if path.is_dir() {
+            return Err(fail(
+                format!("cannot write `{}`: it is a directory", path.display()),
+                "remove or rename it, or choose another `--output-dir`",
+            ));
+        }
+    }
+    let probe = dir.join(format!(".mvi-write-test.{}", std::process::id()));
+    let writable = std::fs::write(&probe, b"");
+    let _ = std::fs::remove_file(&probe);
+    writable.map_err(|e| {
+        fail(
+            format!("cannot write into the output directory `{}`: {e}", dir.display()),
+            "check the directory's permissions, or choose another `--output-dir`",
+        )
+    })
+}
+
+fn write_outputs(dir: &Path, report: &FitReport, pairs: &[(usize, usize)]) -> Result<(), Failure> {
+    let default_pairs;
+    let pairs = if pairs.is_empty() {
+        default_pairs = report::svg::default_pairs(report);
+        &default_pairs
+    } else {
+        pairs
+    };
+    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(pairs)).map_err(|e| {
         Diagnostic::plain(
             "mvi::cli::output_dir",
             format!("cannot write results to `{}`: {e}", dir.display()),
