@@ -512,10 +512,11 @@ fn prepare_output_dir(dir: &Path) -> Result<(), Failure> {
     let fail = |msg: String, help: &str| -> Failure {
         Diagnostic::plain("mvi::cli::output_dir", msg).with_help(help).into()
     };
-    if dir.exists() && !dir.is_dir() {
+    // the directory, or the nearest of its parents that exists, must be a directory
+    if let Some(file) = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
         return Err(fail(
-            format!("`--output-dir {}` is a file, not a directory", dir.display()),
-            "name a directory for the results files; it is created if missing",
+            format!("`{}` is a file, not a directory", file.display()),
+            "name a directory for the results files (`--output-dir`); it is created if missing",
         ));
     }
     std::fs::create_dir_all(dir).map_err(|e| {
