@@ -410,8 +410,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     // A method that fails on this model (no mode, diverged) is a finding of the comparison:
     // its diagnostic is printed and the other methods still run.
     let mut failed: Vec<(String, Diagnostic)> = Vec::new();
-    for method in &a.methods {
-        let options = run_options(&typed, Some(method), &a.fit.set)?;
+    for (method, options) in compare_options(&typed, &a.methods, &a.fit.set)? {
         let report = match fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag) {
             Ok(report) => report,
             Err(Failure::User(diags)) if !diags.is_empty() => {
@@ -422,7 +421,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
             Err(e) => return Err(e),
         };
         if let Some(dir) = &a.fit.output_dir {
-            write_outputs(&dir.join(method), &report, &pairs)?;
+            write_outputs(&dir.join(&method), &report, &pairs)?;
         }
         reports.push(report);
         if flag.load(Ordering::SeqCst) {
@@ -443,6 +442,37 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The options of each method of `compare` (a method named twice is fitted once), all
+/// checked before the first fit. A `--set` key applies to the methods that take it
+/// (`samples` is not given to `laplace`); a key none of them takes is an error.
+fn compare_options(
+    typed: &TypedModel,
+    methods: &[String],
+    set: &[String],
+) -> Result<Vec<(String, InferOptions)>, Failure> {
+    let mut unique: Vec<&String> = Vec::new();
+    for m in methods {
+        if !unique.contains(&m) {
+            unique.push(m);
+        }
+    }
+    let mut out = Vec::new();
+    for m in unique {
+        let set: Vec<String> = set
+            .iter()
+            .filter(|s| {
+                let key = s.split_once('=').map_or(s.as_str(), |(k, _)| k.trim());
+                check::infer_keys::key_spec(key).is_none_or(|spec| {
+                    spec.methods.includes(m) || !methods.iter().any(|x| spec.methods.includes(x))
+                })
+            })
+            .cloned()
+            .collect();
+        out.push((m.clone(), run_options(typed, Some(m), &set)?));
+    }
+    Ok(out)
 }
 
 /// `render_compare_json` with a `failed` array of the methods that failed, each with the

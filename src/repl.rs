@@ -331,12 +331,16 @@ impl Session {
                 .collect()
         };
         let typed = self.checked_or_err()?.0.clone();
+        // every method's options are checked before the first fit
+        let mut runs = Vec::new();
+        for m in &methods {
+            let overrides = overrides_for(&self.overrides_with(Some(m)), m);
+            runs.push((m, check::infer_options(&typed, &overrides).map_err(|d| vec![d])?));
+        }
         let mut reports = Vec::new();
         // a method that fails is listed under the table; the others still run
         let mut failed: Vec<String> = Vec::new();
-        for m in &methods {
-            let overrides = overrides_for(&self.overrides_with(Some(m)), m);
-            let options = check::infer_options(&typed, &overrides).map_err(|d| vec![d])?;
+        for (m, options) in runs {
             match self.fit_with(&options) {
                 Ok((_, report)) => reports.push(report),
                 Err(diags) => failed.extend(diags.iter().map(|d| format!("{m}: {}", d.message))),
@@ -587,7 +591,7 @@ fn help_text() -> String {
 fn unknown_command(name: &str) -> Diagnostic {
     let known: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();
     Diagnostic::plain("mvi::repl::unknown_command", format!("unknown command `:{name}`"))
-        .with_help(format!("the commands are {}", known.join(" ")))
+        .with_help(format!("the commands are {}", known.join(", ")))
 }
 
 fn usage(text: &str) -> Diagnostic {

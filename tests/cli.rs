@@ -491,3 +491,42 @@ fn pairs_need_an_output_dir_and_known_columns_before_the_fit() {
     assert_user_error(&o, "unknown --pairs column", "`nope`, which is not a column");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `compare` checks every method's options before the first fit: a typo in the list is
+/// reported without fitting (and failing) `laplace` first. `--set samples=…` goes to the
+/// methods that take it (it stopped every comparison that included `laplace`), a method
+/// named twice is fitted once, and a key none of the methods takes is still an error.
+#[test]
+fn compare_checks_its_methods_first_and_sets_options_where_they_apply() {
+    let flat = "tests/fixtures/sweep/improper_flat.mvi";
+    let o = mvi(&["compare", flat, "-q", "--methods", "laplace,vi_dag"]);
+    assert_user_error(&o, "a typo in --methods", "unknown inference method `vi_dag`");
+    assert!(!stderr(&o).contains("mvi::infer::failed"), "{}", stderr(&o));
+    let o = mvi(&[
+        "compare",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "-q",
+        "--methods",
+        "laplace,vi_diag,laplace",
+        "--set",
+        "samples=200",
+    ]);
+    assert_ok(&o, "compare --set samples=200 with laplace");
+    let out = stdout(&o);
+    assert_eq!(out.lines().filter(|l| l.starts_with("laplace")).count(), 1, "{out}");
+    assert!(out.lines().any(|l| l.starts_with("vi_diag")), "{out}");
+    let o = mvi(&[
+        "compare",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "-q",
+        "--methods",
+        "laplace,vi_diag",
+        "--set",
+        "rank=2",
+    ]);
+    assert_user_error(&o, "compare --set rank=2", "does not apply");
+}

@@ -154,6 +154,19 @@ fn compare_lists_a_failing_method_and_fits_the_others() {
     assert!(out.lines().any(|l| l.starts_with("vi_diag")), "{out}");
 }
 
+/// A typo in the list is reported before any method runs (the failing `laplace` would
+/// otherwise have been fitted, and its failure listed, first).
+#[test]
+fn compare_checks_every_method_before_fitting() {
+    let dir = format!("{}/tests/fixtures/sweep", env!("CARGO_MANIFEST_DIR"));
+    let mut s = Session::default();
+    s.eval_line(&format!(":data {dir}/eight.json"));
+    s.eval_line(&format!(":load {dir}/hier_centered.mvi"));
+    let out = s.eval_line(":compare laplace,vi_dag");
+    assert!(out.contains("unknown inference method `vi_dag`"), "{out}");
+    assert!(!out.contains("laplace failed"), "{out}");
+}
+
 #[test]
 fn plot_writes_an_svg_file() {
     let mut s = fitted_session();
