@@ -401,8 +401,15 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     let (typed, joint) = load_and_lower(&a.model)?;
     let pairs = plot_pairs(&column_names(&joint), &a.fit.pairs)?;
     if let Some(dir) = &a.fit.output_dir {
-        for method in &a.methods {
-            prepare_output_dir(&dir.join(method))?;
+        // the methods' subdirectories are created as their fits finish
+        prepare_output_dir(dir)?;
+        if let Some(file) = a.methods.iter().map(|m| dir.join(m)).find(|p| p.is_file()) {
+            return Err(Diagnostic::plain(
+                "mvi::cli::output_dir",
+                format!("`{}` is a file, not a directory", file.display()),
+            )
+            .with_help("`compare` writes each method's results into a subdirectory named after it")
+            .into());
         }
     }
     let flag = interrupt_flag();
@@ -410,8 +417,15 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     // A method that fails on this model (no mode, diverged) is a finding of the comparison:
     // its diagnostic is printed and the other methods still run.
     let mut failed: Vec<(String, Diagnostic)> = Vec::new();
-    for (method, options) in compare_options(&typed, &a.methods, &a.fit.set)? {
-        let report = match fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag) {
+    let runs = compare_options(&typed, &a.methods, &a.fit.set)?;
+    // methods left when Ctrl-C stopped the comparison
+    let mut not_run: Vec<String> = Vec::new();
+    for (i, (method, options)) in runs.iter().enumerate() {
+        if flag.load(Ordering::SeqCst) {
+            not_run = runs[i..].iter().map(|(m, _)| m.clone()).collect();
+            break;
+        }
+        let report = match fit_one(&joint, options, &run_info(&a.model), a.fit.quiet, &flag) {
             Ok(report) => report,
             Err(Failure::User(diags)) if !diags.is_empty() => {
                 print_diagnostics(&diags);
@@ -421,24 +435,24 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
             Err(e) => return Err(e),
         };
         if let Some(dir) = &a.fit.output_dir {
-            write_outputs(&dir.join(&method), &report, &pairs)?;
+            write_outputs(&dir.join(method), &report, &pairs)?;
         }
         reports.push(report);
-        if flag.load(Ordering::SeqCst) {
-            break;
-        }
     }
     if reports.is_empty() {
         // every method failed: its diagnostics are printed above
         return Err(Failure::Code(2));
     }
     if a.fit.json {
-        println!("{}", compare_json_with_failures(&reports, &failed));
+        println!("{}", compare_json_with_failures(&reports, &failed, &not_run));
     } else {
         print!("{}", report::render_compare(&reports));
         if !failed.is_empty() {
             let names: Vec<&str> = failed.iter().map(|(m, _)| m.as_str()).collect();
             println!("failed: {} (diagnostics on stderr)", names.join(", "));
+        }
+        if !not_run.is_empty() {
+            println!("not run: {} (interrupted)", not_run.join(", "));
         }
     }
     Ok(())
@@ -476,8 +490,12 @@ fn compare_options(
 }
 
 /// `render_compare_json` with a `failed` array of the methods that failed, each with the
-/// code and message of its diagnostic.
-fn compare_json_with_failures(reports: &[FitReport], failed: &[(String, Diagnostic)]) -> String {
+/// code and message of its diagnostic, and a `not_run` array of the methods a Ctrl-C left.
+fn compare_json_with_failures(
+    reports: &[FitReport],
+    failed: &[(String, Diagnostic)],
+    not_run: &[String],
+) -> String {
     let text = report::render_compare_json(reports);
     let Ok(serde_json::Value::Object(mut v)) = serde_json::from_str::<serde_json::Value>(&text) else {
         return text;
@@ -487,6 +505,7 @@ fn compare_json_with_failures(reports: &[FitReport], failed: &[(String, Diagnost
         .map(|(m, d)| serde_json::json!({ "method": m, "code": d.code, "message": d.message }))
         .collect();
     v.insert("failed".into(), serde_json::Value::Array(list));
+    v.insert("not_run".into(), serde_json::json!(not_run));
     serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 

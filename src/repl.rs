@@ -340,13 +340,15 @@ impl Session {
         let mut reports = Vec::new();
         // a method that fails is listed under the table; the others still run
         let mut failed: Vec<String> = Vec::new();
-        for (m, options) in runs {
-            match self.fit_with(&options) {
+        let mut not_run: Vec<&str> = Vec::new();
+        for (i, (m, options)) in runs.iter().enumerate() {
+            if i > 0 && self.interrupt.load(Ordering::SeqCst) {
+                not_run = runs[i..].iter().map(|(m, _)| m.as_str()).collect();
+                break;
+            }
+            match self.fit_with(options) {
                 Ok((_, report)) => reports.push(report),
                 Err(diags) => failed.extend(diags.iter().map(|d| format!("{m}: {}", d.message))),
-            }
-            if self.interrupt.load(Ordering::SeqCst) {
-                break;
             }
         }
         let mut out = if reports.is_empty() {
@@ -356,6 +358,9 @@ impl Session {
         };
         for f in &failed {
             out.push_str(&format!("failed: {f}\n"));
+        }
+        if !not_run.is_empty() {
+            out.push_str(&format!("not run: {} (interrupted)\n", not_run.join(", ")));
         }
         Ok(out)
     }
