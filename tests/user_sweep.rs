@@ -596,3 +596,13 @@ fn a_huge_real_option_is_shown_short() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("tol = 1e300,"), "{out}");
 }
+
+/// A directory given as the model or the data file is a diagnostic with a help line.
+#[test]
+fn a_directory_for_a_file_is_a_diagnostic() {
+    user_error(&["check", "."], "mvi::check::unreadable_model");
+    user_error(
+        &["check", "normal_normal.mvi", "--data", "."],
+        "mvi::data::unreadable",
+    );
+}
