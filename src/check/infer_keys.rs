@@ -259,7 +259,7 @@ pub const KEYS: &[KeySpec] = &[
     KeySpec {
         key: "draws",
         methods: Methods::All,
-        kind: ValueKind::IntAtLeast(2),
+        kind: ValueKind::PositiveInt,
         default: Some("1000"),
         meaning: "posterior draws written out",
     },

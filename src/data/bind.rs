@@ -9,6 +9,9 @@ use miette::NamedSource;
 use nalgebra::{DMatrix, DVector};
 use std::path::Path;
 
+/// 2^53: beyond it not every integer is exactly an `f64`.
+const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
 /// Looks up a scalar name for [`eval_const_expr`]: its value and whether it is an integer.
 pub type ConstEnv<'a> = dyn Fn(&str) -> Option<(f64, bool)> + 'a;
 
@@ -449,6 +452,21 @@ impl Binder<'_> {
                     format!("{} is not an integer", c.value),
                 ));
             }
+            if is_int && c.value.abs() > MAX_EXACT_INT {
+                return Err(self
+                    .data_error(
+                        e,
+                        "mvi::data::int_out_of_range",
+                        format!("`{}` in `{file}` has an integer too large{at}", d.name.name),
+                        c.span,
+                        "beyond ±2^53".into(),
+                    )
+                    .with_help(
+                        "integers in data must be at most 2^53 = 9007199254740992 in magnitude \
+                         (larger ones are not exact as numbers); declare it `real` if it is a \
+                         measurement",
+                    ));
+            }
             if let Some(lo) = lower.filter(|lo| c.value < *lo) {
                 return Err(self.constraint_error(d, e, c, &at, format!("below the lower bound {lo}")));
             }
@@ -684,6 +702,14 @@ mod tests {
         assert!(bind(r#"{"N": 2, "y": [1.5, 2]}"#, &decls).is_ok());
         let e = bind(r#"{"N": 2.5, "y": [1.5, 2]}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("non-integer"));
+    }
+
+    #[test]
+    fn an_integer_beyond_2_to_the_53_is_an_error_not_saturated() {
+        let decls = [decl("g", BaseType::Ints, vec![name("N")], None)];
+        let e = bind(r#"{"g": [1, 12345678901234567890]}"#, &decls).unwrap_err();
+        assert_eq!(e[0].code, "mvi::data::int_out_of_range");
+        assert!(e[0].message.contains("entry 2"), "{}", e[0].message);
     }
 
     #[test]

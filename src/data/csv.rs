@@ -26,10 +26,12 @@ const LAYOUT_HELP: &str = "a CSV file holds one variable: numbers separated by c
 /// A non-numeric cell after the header, or rows of different lengths.
 pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
     let mut rows: Vec<Vec<Cell>> = Vec::new();
-    let mut offset = 0usize;
+    // a UTF-8 byte order mark would make the first cell non-numeric, so a file without a
+    // header would lose its first row to a header it does not have
+    let mut offset = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut first = true;
     let mut header_width = None;
-    for line in text.split_inclusive('\n') {
+    for line in text[offset..].split_inclusive('\n') {
         let start = offset;
         offset += line.len();
         let content = line.trim_end_matches(['\n', '\r']);
@@ -140,6 +142,13 @@ mod tests {
         let t = parse_csv("a,b,c\n").unwrap();
         assert_eq!(t.dims, vec![0, 3]);
         assert!(t.cells.is_empty());
+    }
+
+    #[test]
+    fn a_byte_order_mark_does_not_make_a_header() {
+        let t = parse_csv("\u{feff}1.5\n2.5\n").unwrap();
+        assert_eq!(t.dims, vec![2, 1]);
+        assert_eq!(t.cells[0].span, Span::new(3, 6));
     }
 
     #[test]
