@@ -281,6 +281,19 @@ impl Session {
             };
             return Ok(format!("method = {shown}\n"));
         }
+        if self.checked().is_none() && !check::infer_keys::METHODS.contains(&arg) {
+            // no model to check against yet: at least the name is checked where it is typed
+            let help = crate::check::error::did_you_mean(arg, check::infer_keys::METHODS.iter().copied())
+                .map_or(String::new(), |h| format!("{h} "));
+            return Err(vec![Diagnostic::plain(
+                "mvi::check::unknown_method",
+                format!("unknown inference method `{arg}`"),
+            )
+            .with_help(format!(
+                "{help}known methods: {}",
+                check::infer_keys::METHODS.join(", ")
+            ))]);
+        }
         let previous = self.method.replace(arg.to_string());
         if let Err(d) = self.validate_options() {
             self.method = previous;

@@ -132,6 +132,15 @@ fn an_unknown_method_is_rejected_and_the_old_one_kept() {
 }
 
 #[test]
+fn an_unknown_method_is_rejected_before_a_model_is_loaded() {
+    let mut s = Session::default();
+    let out = s.eval_line(":method vi_dag");
+    assert!(out.contains("unknown inference method `vi_dag`"), "{out}");
+    assert!(out.contains("did you mean `vi_diag`?"), "{out}");
+    assert_eq!(s.eval_line(":method"), "method = laplace\n");
+}
+
+#[test]
 fn compare_skips_options_another_method_does_not_take() {
     let mut s = linear_session();
     s.eval_line(":method vi_diag");
