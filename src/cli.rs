@@ -559,7 +559,9 @@ fn plot_pairs(columns: &[String], pairs: &[String]) -> Result<Vec<(usize, usize)
 /// fit whose results would otherwise be lost.
 fn prepare_output_dir(dir: &Path) -> Result<(), Failure> {
     let fail = |msg: String, help: &str| -> Failure {
-        Diagnostic::plain("mvi::cli::output_dir", msg).with_help(help).into()
+        Diagnostic::plain("mvi::cli::output_dir", msg)
+            .with_help(help)
+            .into()
     };
     // the directory, or the nearest of its parents that exists, must be a directory
     if let Some(file) = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {

@@ -8,7 +8,9 @@
 
 use std::fmt;
 
-use miette::{LabeledSpan, MietteError, MietteSpanContents, NamedSource, Severity, SourceCode, SourceSpan, SpanContents};
+use miette::{
+    LabeledSpan, MietteError, MietteSpanContents, NamedSource, Severity, SourceCode, SourceSpan, SpanContents,
+};
 
 use crate::syntax::span::Span;
 
@@ -131,11 +133,20 @@ impl SourceCode for Diagnostic {
         let full = self
             .source_code
             .read_span(span, context_lines_before, context_lines_after)?;
-        let longest = full.data().split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0);
+        let longest = full
+            .data()
+            .split(|&b| b == b'\n')
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0);
         if longest <= SNIPPET_LONGEST_LINE {
             return Ok(full);
         }
-        let lead = if context_lines_before == 0 { 0 } else { SNIPPET_LEAD };
+        let lead = if context_lines_before == 0 {
+            0
+        } else {
+            SNIPPET_LEAD
+        };
         Ok(Box::new(line_window(
             self.source_code.name(),
             self.source_code.inner(),

@@ -515,7 +515,11 @@ fn compare_checks_its_methods_first_and_sets_options_where_they_apply() {
     ]);
     assert_ok(&o, "compare --set samples=200 with laplace");
     let out = stdout(&o);
-    assert_eq!(out.lines().filter(|l| l.starts_with("laplace")).count(), 1, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("laplace")).count(),
+        1,
+        "{out}"
+    );
     assert!(out.lines().any(|l| l.starts_with("vi_diag")), "{out}");
     let o = mvi(&[
         "compare",

@@ -138,5 +138,8 @@ fn ctrl_c_during_compare_names_the_interrupted_fit_and_the_methods_left() {
     assert!(stdout.contains("interrupted: vi_full"), "{stdout}");
     assert!(stdout.contains("not run: vi_diag"), "{stdout}");
     let row = stdout.lines().find(|l| l.starts_with("vi_full"));
-    assert!(row.is_some_and(|l| !l.contains('*')), "an interrupted fit is not ranked: {stdout}");
+    assert!(
+        row.is_some_and(|l| !l.contains('*')),
+        "an interrupted fit is not ranked: {stdout}"
+    );
 }

@@ -515,7 +515,10 @@ fn an_empty_csv_file_is_a_diagnostic() {
         ],
         "mvi::data::malformed_csv",
     );
-    assert!(out.contains("no header and no rows") && !out.contains("0 columns"), "{out}");
+    assert!(
+        out.contains("no header and no rows") && !out.contains("0 columns"),
+        "{out}"
+    );
 }
 
 /// A data problem deep in a minified (one-line) file shows a window of the line around
@@ -531,13 +534,22 @@ fn an_error_in_a_minified_file_shows_a_window() {
     let path = dir.join("minified.json");
     std::fs::write(&path, &text).expect("write the data file");
     let path = path.to_string_lossy().into_owned();
-    let out = user_error(&["check", "logistic.mvi", "--data", &path], "mvi::data::malformed_json");
+    let out = user_error(
+        &["check", "logistic.mvi", "--data", &path],
+        "mvi::data::malformed_json",
+    );
     assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
     assert!(out.contains(&format!("minified.json:1:{}", bad + 1)), "{out}");
     // a shape problem labels the key, not the whole 3000-row value
-    std::fs::write(&path, text.replace(", x]", ", 1]").replace("\"K\": 3", "\"K\": 2"))
-        .expect("write the data file");
-    let out = user_error(&["check", "logistic.mvi", "--data", &path], "mvi::data::wrong_size");
+    std::fs::write(
+        &path,
+        text.replace(", x]", ", 1]").replace("\"K\": 3", "\"K\": 2"),
+    )
+    .expect("write the data file");
+    let out = user_error(
+        &["check", "logistic.mvi", "--data", &path],
+        "mvi::data::wrong_size",
+    );
     assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -386,7 +386,9 @@ fn int_option(options: &InferOptions, key: &str) -> (i64, Option<Option<Span>>) 
 fn out_of_range(options: &InferOptions, at: Option<Option<Span>>, msg: String, help: String) -> Diagnostic {
     let code = "mvi::check::infer_value_out_of_range";
     match at {
-        Some(Some(span)) => Diagnostic::error(code, msg, options.source.clone()).with_label(span, "this value"),
+        Some(Some(span)) => {
+            Diagnostic::error(code, msg, options.source.clone()).with_label(span, "this value")
+        }
         Some(None) => Diagnostic::plain(code, format!("{msg} (set on the command line)")),
         None => Diagnostic::plain(code, format!("{msg} (the default)")),
     }
@@ -433,7 +435,11 @@ mod tests {
     fn rank_may_not_exceed_the_dimension() {
         let o = options(&[("rank", OptionValue::Int(5))]);
         let e = check_against_model(&o, "mvi_lr", 4).unwrap_err();
-        assert!(e.message.contains("D = 4") && e.message.contains("command line"), "{}", e.message);
+        assert!(
+            e.message.contains("D = 4") && e.message.contains("command line"),
+            "{}",
+            e.message
+        );
         assert!(e.help.as_deref().unwrap_or("").contains("≤ 4"));
         assert!(check_against_model(&o, "mvi_lr", 5).is_ok());
     }
@@ -459,7 +465,10 @@ mod tests {
     fn subset_may_not_exceed_particles() {
         let o = options(&[("subset", OptionValue::Int(300))]);
         assert!(check_against_model(&o, "pmfvb", 4).is_err());
-        let o = options(&[("subset", OptionValue::Int(300)), ("particles", OptionValue::Int(300))]);
+        let o = options(&[
+            ("subset", OptionValue::Int(300)),
+            ("particles", OptionValue::Int(300)),
+        ]);
         assert!(check_against_model(&o, "pmfvb", 4).is_ok());
     }
 }

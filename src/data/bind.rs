@@ -738,7 +738,10 @@ mod tests {
         ];
         let e = bind(r#"{"X": [1, 2], "M": 2}"#, &decls).unwrap_err();
         let help = e[0].help.as_deref().unwrap_or("");
-        assert!(help.contains("did you mean `M`?") && !help.contains("`X`?"), "{help}");
+        assert!(
+            help.contains("did you mean `M`?") && !help.contains("`X`?"),
+            "{help}"
+        );
     }
 
     #[test]

@@ -254,7 +254,9 @@ mod tests {
     #[test]
     fn a_byte_order_mark_is_skipped_and_spans_stay_in_the_file() {
         let j = parse_json("\u{feff}{\"N\": 3}").unwrap();
-        let Json::Object(items, _) = j else { panic!("an object") };
+        let Json::Object(items, _) = j else {
+            panic!("an object")
+        };
         assert_eq!(items[0].1, Span::new(4, 7));
     }
 
