@@ -105,8 +105,28 @@ impl miette::Diagnostic for Diagnostic {
         if self.labels.is_empty() {
             None
         } else {
-            Some(Box::new(self.labels.iter().cloned()))
+            Some(Box::new(self.labels.iter().map(|l| self.clip_label(l))))
         }
+    }
+}
+
+impl Diagnostic {
+    /// A label on one long line, cut to end inside the window its snippet shows (a label
+    /// running past the window would be drawn as a multi-line one, without its text).
+    fn clip_label(&self, l: &LabeledSpan) -> LabeledSpan {
+        let text = self.source_code.inner();
+        let (start, len) = (l.offset(), l.len());
+        let Some(marked) = text.get(start..start + len) else {
+            return l.clone();
+        };
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+        let most = SNIPPET_WIDTH - SNIPPET_LEAD;
+        if marked.contains('\n') || line_end - line_start <= SNIPPET_LONGEST_LINE || len <= most {
+            return l.clone();
+        }
+        let end = floor_char_boundary(text, start + most);
+        LabeledSpan::new(l.label().map(str::to_string), start, end - start)
     }
 }
 
@@ -120,8 +140,8 @@ const SNIPPET_WIDTH: usize = 100;
 /// How much of a longer line a snippet shows before the start of its label, in bytes.
 const SNIPPET_LEAD: usize = 30;
 
-/// The source as snippets see it: lines up to [`SNIPPET_LONGEST_LINE`] whole with their
-/// context lines, a longer line as a window of it around the label. Offsets, line and column numbers
+/// The source as snippets see it: lines up to 240 bytes whole with their context lines, a
+/// longer line (a minified data file) as a window of 100 bytes of it around the label. Offsets, line and column numbers
 /// are those of the whole file, so labels and the `file:line:column` header stay right.
 impl SourceCode for Diagnostic {
     fn read_span<'a>(
@@ -211,6 +231,18 @@ mod tests {
         // the header still names the label's true line and column
         assert!(out.contains("d.json:1:50004"), "{out}");
         assert!(text.len() > 100_000);
+    }
+
+    #[test]
+    fn a_label_longer_than_the_window_is_cut_at_its_edge() {
+        let (_, d) = minified(100_000, 50_003);
+        let d = Diagnostic {
+            labels: Vec::new(),
+            ..d
+        }
+        .with_label(Span::new(50_003, 60_000), "a long row");
+        let out = d.render_plain(100);
+        assert!(out.len() < 1_000 && out.contains("a long row"), "{out}");
     }
 
     #[test]
