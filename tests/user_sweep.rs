@@ -618,3 +618,13 @@ fn a_directory_for_a_file_is_a_diagnostic() {
         "mvi::data::unreadable",
     );
 }
+
+/// A held-out matrix with no rows (`"X_test": []`, K from the training data) gives no test
+/// points, not a division by zero in the 0-row product.
+#[test]
+fn an_empty_held_out_matrix_has_no_test_points() {
+    let j = fit_json("predict_reg.mvi", &["predict_reg_empty.json"], "laplace");
+    assert_eq!(j["predict"]["n_test"], 0, "{j}");
+    let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
+    assert!(lpd.abs() < 1e-12, "{j}");
+}
