@@ -7,7 +7,10 @@
 //! joint, for fused and unfused families; continuous data outside a fixed support, infinite
 //! data and JSON `NaN` are diagnostics at the value; an improper model fails with a
 //! diagnostic (never a summary of NaN) under every method; a model without parameters is a
-//! diagnostic, not a panic; Stan's block keywords get their mvi form as help.
+//! diagnostic, not a panic; Stan's block keywords get their mvi form as help. Empty data as
+//! Stan writes them: a matrix `[]` (and a CSV header without rows) binds N = 0 and fits;
+//! errors in minified JSON show a window of the line; `infer` values out of range for the
+//! model (`rank` > D, `samples` ≤ D for a full covariance) are diagnostics before the fit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
