@@ -157,7 +157,7 @@ pub struct FitArgs {
     pub quiet: bool,
     /// Pairs of columns to plot against each other in posterior.svg, e.g. `--pairs mu:tau`
     /// (repeatable; default: the first few parameters).
-    #[arg(long, value_name = "NAME:NAME")]
+    #[arg(long, value_name = "NAME:NAME", requires = "output_dir")]
     pub pairs: Vec<String>,
 }
 
@@ -359,12 +359,19 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let (typed, joint) = load_and_lower(&a.model)?;
     let options = run_options(&typed, a.method.as_deref(), &a.fit.set)?;
     drop(t);
+    // Output problems are found before the fit, not after it.
+    let pairs = plot_pairs(&column_names(&joint), &a.fit.pairs)?;
+    if let Some(dir) = &a.fit.output_dir {
+        prepare_output_dir(dir)?;
+    }
     let flag = interrupt_flag();
     let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
     let t = timing::span("report: write and print");
-    if let Some(dir) = &a.fit.output_dir {
-        write_outputs(dir, &report, &a.fit.pairs)?;
-    }
+    let written = match &a.fit.output_dir {
+        Some(dir) => write_outputs(dir, &report, &pairs),
+        None => Ok(()),
+    };
+    // The summary is printed even when a file could not be written: the fit is not lost.
     if a.fit.json {
         println!("{}", report::render_json(&report));
     } else {
@@ -372,7 +379,7 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     }
     drop(t);
     timing::eprint();
-    Ok(())
+    written
 }
 
 fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {
@@ -392,14 +399,33 @@ fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {
 
 fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     let (typed, joint) = load_and_lower(&a.model)?;
+    let pairs = plot_pairs(&column_names(&joint), &a.fit.pairs)?;
+    if let Some(dir) = &a.fit.output_dir {
+        // the methods' subdirectories are created as their fits finish
+        prepare_output_dir(dir)?;
+        if let Some(file) = a.methods.iter().map(|m| dir.join(m)).find(|p| p.is_file()) {
+            return Err(Diagnostic::plain(
+                "mvi::cli::output_dir",
+                format!("`{}` is a file, not a directory", file.display()),
+            )
+            .with_help("`compare` writes each method's results into a subdirectory named after it")
+            .into());
+        }
+    }
     let flag = interrupt_flag();
     let mut reports = Vec::new();
     // A method that fails on this model (no mode, diverged) is a finding of the comparison:
     // its diagnostic is printed and the other methods still run.
     let mut failed: Vec<(String, Diagnostic)> = Vec::new();
-    for method in &a.methods {
-        let options = run_options(&typed, Some(method), &a.fit.set)?;
-        let report = match fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag) {
+    let runs = compare_options(&typed, &a.methods, &a.fit.set)?;
+    // methods left when Ctrl-C stopped the comparison
+    let mut not_run: Vec<String> = Vec::new();
+    for (i, (method, options)) in runs.iter().enumerate() {
+        if flag.load(Ordering::SeqCst) {
+            not_run = runs[i..].iter().map(|(m, _)| m.clone()).collect();
+            break;
+        }
+        let report = match fit_one(&joint, options, &run_info(&a.model), a.fit.quiet, &flag) {
             Ok(report) => report,
             Err(Failure::User(diags)) if !diags.is_empty() => {
                 print_diagnostics(&diags);
@@ -409,32 +435,67 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
             Err(e) => return Err(e),
         };
         if let Some(dir) = &a.fit.output_dir {
-            write_outputs(&dir.join(method), &report, &a.fit.pairs)?;
+            write_outputs(&dir.join(method), &report, &pairs)?;
         }
         reports.push(report);
-        if flag.load(Ordering::SeqCst) {
-            break;
-        }
     }
     if reports.is_empty() {
         // every method failed: its diagnostics are printed above
         return Err(Failure::Code(2));
     }
     if a.fit.json {
-        println!("{}", compare_json_with_failures(&reports, &failed));
+        println!("{}", compare_json_with_failures(&reports, &failed, &not_run));
     } else {
         print!("{}", report::render_compare(&reports));
         if !failed.is_empty() {
             let names: Vec<&str> = failed.iter().map(|(m, _)| m.as_str()).collect();
             println!("failed: {} (diagnostics on stderr)", names.join(", "));
         }
+        if !not_run.is_empty() {
+            println!("not run: {} (interrupted)", not_run.join(", "));
+        }
     }
     Ok(())
 }
 
+/// The options of each method of `compare` (a method named twice is fitted once), all
+/// checked before the first fit. A `--set` key applies to the methods that take it
+/// (`samples` is not given to `laplace`); a key none of them takes is an error.
+fn compare_options(
+    typed: &TypedModel,
+    methods: &[String],
+    set: &[String],
+) -> Result<Vec<(String, InferOptions)>, Failure> {
+    let mut unique: Vec<&String> = Vec::new();
+    for m in methods {
+        if !unique.contains(&m) {
+            unique.push(m);
+        }
+    }
+    let mut out = Vec::new();
+    for m in unique {
+        let set: Vec<String> = set
+            .iter()
+            .filter(|s| {
+                let key = s.split_once('=').map_or(s.as_str(), |(k, _)| k.trim());
+                check::infer_keys::key_spec(key).is_none_or(|spec| {
+                    spec.methods.includes(m) || !methods.iter().any(|x| spec.methods.includes(x))
+                })
+            })
+            .cloned()
+            .collect();
+        out.push((m.clone(), run_options(typed, Some(m), &set)?));
+    }
+    Ok(out)
+}
+
 /// `render_compare_json` with a `failed` array of the methods that failed, each with the
-/// code and message of its diagnostic.
-fn compare_json_with_failures(reports: &[FitReport], failed: &[(String, Diagnostic)]) -> String {
+/// code and message of its diagnostic, and a `not_run` array of the methods a Ctrl-C left.
+fn compare_json_with_failures(
+    reports: &[FitReport],
+    failed: &[(String, Diagnostic)],
+    not_run: &[String],
+) -> String {
     let text = report::render_compare_json(reports);
     let Ok(serde_json::Value::Object(mut v)) = serde_json::from_str::<serde_json::Value>(&text) else {
         return text;
@@ -444,18 +505,35 @@ fn compare_json_with_failures(reports: &[FitReport], failed: &[(String, Diagnost
         .map(|(m, d)| serde_json::json!({ "method": m, "code": d.code, "message": d.message }))
         .collect();
     v.insert("failed".into(), serde_json::Value::Array(list));
+    v.insert("not_run".into(), serde_json::json!(not_run));
     serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 
-/// Column indices of `--pairs a:b` arguments; the default pairs when none are given.
-fn plot_pairs(report: &FitReport, pairs: &[String]) -> Result<Vec<(usize, usize)>, Failure> {
-    if pairs.is_empty() {
-        return Ok(report::svg::default_pairs(report));
-    }
+/// The CmdStan column names of a fit's draws: every parameter and reported `let`, as
+/// `run::fit` names them, known before the fit.
+fn column_names(joint: &LogJoint) -> Vec<String> {
+    joint
+        .params
+        .iter()
+        .chain(&joint.reported)
+        .flat_map(|p| {
+            let dims = match p.shape {
+                graph::Shape::Scalar => vec![],
+                graph::Shape::Vector(n) => vec![n],
+                graph::Shape::Matrix(r, c) => vec![r, c],
+            };
+            report::cmdstan_names(&p.name, &dims)
+        })
+        .collect()
+}
+
+/// Column indices of `--pairs a:b` arguments in `columns`; empty (the default pairs) when
+/// none are given.
+fn plot_pairs(columns: &[String], pairs: &[String]) -> Result<Vec<(usize, usize)>, Failure> {
     let column = |name: &str| {
-        report.columns.iter().position(|c| c == name).ok_or_else(|| {
-            let help = crate::check::error::did_you_mean(name, report.columns.iter().map(String::as_str))
-                .unwrap_or_else(|| format!("columns: {}", report.columns.join(", ")));
+        columns.iter().position(|c| c == name).ok_or_else(|| {
+            let help = crate::check::error::did_you_mean(name, columns.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("columns: {}", columns.join(", ")));
             Diagnostic::plain(
                 "mvi::cli::unknown_column",
                 format!("`--pairs` names `{name}`, which is not a column"),
@@ -477,9 +555,56 @@ fn plot_pairs(report: &FitReport, pairs: &[String]) -> Result<Vec<(usize, usize)
     Ok(out)
 }
 
-fn write_outputs(dir: &Path, report: &FitReport, pairs: &[String]) -> Result<(), Failure> {
-    let pairs = plot_pairs(report, pairs)?;
-    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(&pairs)).map_err(|e| {
+/// Create the `--output-dir` (if missing) and check that its files can be written, before a
+/// fit whose results would otherwise be lost.
+fn prepare_output_dir(dir: &Path) -> Result<(), Failure> {
+    let fail = |msg: String, help: &str| -> Failure {
+        Diagnostic::plain("mvi::cli::output_dir", msg)
+            .with_help(help)
+            .into()
+    };
+    // the directory, or the nearest of its parents that exists, must be a directory
+    if let Some(file) = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
+        return Err(fail(
+            format!("`{}` is a file, not a directory", file.display()),
+            "name a directory for the results files (`--output-dir`); it is created if missing",
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        fail(
+            format!("cannot create the output directory `{}`: {e}", dir.display()),
+            "check the path and the permissions of its parent directories",
+        )
+    })?;
+    for name in crate::fsutil::OUTPUT_FILES {
+        let path = dir.join(name);
+        if path.is_dir() {
+            return Err(fail(
+                format!("cannot write `{}`: it is a directory", path.display()),
+                "remove or rename it, or choose another `--output-dir`",
+            ));
+        }
+    }
+    let probe = dir.join(format!(".mvi-write-test.{}", std::process::id()));
+    let writable = std::fs::write(&probe, b"");
+    let _ = std::fs::remove_file(&probe);
+    writable.map_err(|e| {
+        fail(
+            format!("cannot write into the output directory `{}`: {e}", dir.display()),
+            "check the directory's permissions, or choose another `--output-dir`",
+        )
+    })
+}
+
+fn write_outputs(dir: &Path, report: &FitReport, pairs: &[(usize, usize)]) -> Result<(), Failure> {
+    let default_pairs;
+    let pairs = if pairs.is_empty() {
+        default_pairs = report::svg::default_pairs(report);
+        &default_pairs
+    } else {
+        pairs
+    };
+    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(pairs)).map_err(|e| {
         Diagnostic::plain(
             "mvi::cli::output_dir",
             format!("cannot write results to `{}`: {e}", dir.display()),

@@ -8,7 +8,9 @@
 
 use std::fmt;
 
-use miette::{LabeledSpan, NamedSource, Severity, SourceCode};
+use miette::{
+    LabeledSpan, MietteError, MietteSpanContents, NamedSource, Severity, SourceCode, SourceSpan, SpanContents,
+};
 
 use crate::syntax::span::Span;
 
@@ -95,14 +97,176 @@ impl miette::Diagnostic for Diagnostic {
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(&self.source_code)
+        // `self` reads the source through a window, so a long line is not printed whole.
+        Some(self)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         if self.labels.is_empty() {
             None
         } else {
-            Some(Box::new(self.labels.iter().cloned()))
+            Some(Box::new(self.labels.iter().map(|l| self.clip_label(l))))
         }
+    }
+}
+
+impl Diagnostic {
+    /// A label on one long line, cut to end inside the window its snippet shows (a label
+    /// running past the window would be drawn as a multi-line one, without its text).
+    fn clip_label(&self, l: &LabeledSpan) -> LabeledSpan {
+        let text = self.source_code.inner();
+        let (start, len) = (l.offset(), l.len());
+        let Some(marked) = text.get(start..start + len) else {
+            return l.clone();
+        };
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+        let most = SNIPPET_WIDTH - SNIPPET_LEAD;
+        if marked.contains('\n') || line_end - line_start <= SNIPPET_LONGEST_LINE || len <= most {
+            return l.clone();
+        }
+        let end = floor_char_boundary(text, start + most);
+        LabeledSpan::new(l.label().map(str::to_string), start, end - start)
+    }
+}
+
+/// The longest line a snippet shows whole, in bytes: a minified data file is one line, and
+/// printing it whole would bury the message.
+const SNIPPET_LONGEST_LINE: usize = 240;
+
+/// How much of a longer line a snippet shows, in bytes.
+const SNIPPET_WIDTH: usize = 100;
+
+/// How much of a longer line a snippet shows before the start of its label, in bytes.
+const SNIPPET_LEAD: usize = 30;
+
+/// The source as snippets see it: lines up to 240 bytes whole with their context lines, a
+/// longer line (a minified data file) as a window of 100 bytes of it around the label. Offsets, line and column numbers
+/// are those of the whole file, so labels and the `file:line:column` header stay right.
+impl SourceCode for Diagnostic {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let full = self
+            .source_code
+            .read_span(span, context_lines_before, context_lines_after)?;
+        let longest = full
+            .data()
+            .split(|&b| b == b'\n')
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0);
+        if longest <= SNIPPET_LONGEST_LINE {
+            return Ok(full);
+        }
+        let lead = if context_lines_before == 0 {
+            0
+        } else {
+            SNIPPET_LEAD
+        };
+        Ok(Box::new(line_window(
+            self.source_code.name(),
+            self.source_code.inner(),
+            span.offset(),
+            lead,
+        )))
+    }
+}
+
+/// Up to [`SNIPPET_WIDTH`] bytes of the line holding byte `offset`, from `lead` bytes
+/// before it (within the line, on character boundaries).
+fn line_window<'a>(name: &str, text: &'a str, offset: usize, lead: usize) -> MietteSpanContents<'a> {
+    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[offset..]
+        .find(['\n', '\r'])
+        .map_or(text.len(), |i| offset + i);
+    let start = floor_char_boundary(text, offset.saturating_sub(lead).max(line_start));
+    let mut end = (start + SNIPPET_WIDTH).min(line_end);
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    let line = text[..start].matches('\n').count();
+    MietteSpanContents::new_named(
+        name.to_string(),
+        &text.as_bytes()[start..end],
+        (start, end - start).into(),
+        line,
+        start - line_start,
+        1,
+    )
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minified(len: usize, at: usize) -> (String, Diagnostic) {
+        let mut text = "{\"x\": [".to_string();
+        while text.len() < len {
+            text.push_str("1.25, ");
+        }
+        text.push_str("1]}");
+        let d = Diagnostic::error("mvi::test", "bad", NamedSource::new("d.json", text.clone()))
+            .with_label(Span::new(at, at + 4), "this one");
+        (text, d)
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_label() {
+        let (text, d) = minified(100_000, 50_003);
+        let out = d.render_plain(100);
+        assert!(out.len() < 1_000, "{} bytes:\n{out}", out.len());
+        assert!(out.contains("this one"), "{out}");
+        // the header still names the label's true line and column
+        assert!(out.contains("d.json:1:50004"), "{out}");
+        assert!(text.len() > 100_000);
+    }
+
+    #[test]
+    fn a_label_longer_than_the_window_is_cut_at_its_edge() {
+        let (_, d) = minified(100_000, 50_003);
+        let d = Diagnostic {
+            labels: Vec::new(),
+            ..d
+        }
+        .with_label(Span::new(50_003, 60_000), "a long row");
+        let out = d.render_plain(100);
+        assert!(out.len() < 1_000 && out.contains("a long row"), "{out}");
+    }
+
+    #[test]
+    fn a_label_at_the_start_of_a_long_line_is_shown() {
+        let (_, d) = minified(10_000, 0);
+        let out = d.render_plain(100);
+        assert!(out.len() < 1_000 && out.contains("d.json:1:1"), "{out}");
+    }
+
+    #[test]
+    fn short_lines_keep_their_context() {
+        let text = "a\nbb\nccc\n".to_string();
+        let d = Diagnostic::error("mvi::test", "bad", NamedSource::new("m.mvi", text))
+            .with_label(Span::new(2, 4), "here");
+        let out = d.render_plain(100);
+        assert!(out.contains("1 │ a") && out.contains("3 │ ccc"), "{out}");
+        assert!(out.contains("m.mvi:2:1"), "{out}");
+    }
+
+    #[test]
+    fn a_window_never_splits_a_character() {
+        let text = "é".repeat(300);
+        let d = Diagnostic::error("mvi::test", "bad", NamedSource::new("u.json", text))
+            .with_label(Span::new(101, 103), "odd offset");
+        assert!(d.render_plain(100).contains("odd offset"));
     }
 }

@@ -89,18 +89,23 @@ pub fn write_output_dir_with_pairs(
     pairs: Option<&[(usize, usize)]>,
 ) -> io::Result<()> {
     fs::create_dir_all(dir)?;
-    write_atomic(
-        &dir.join("draws.csv"),
-        report::render_draws_csv(report).as_bytes(),
-    )?;
-    write_atomic(&dir.join("fit.json"), report::render_fit_json(report).as_bytes())?;
+    write_named(dir, "draws.csv", report::render_draws_csv(report).as_bytes())?;
+    write_named(dir, "fit.json", report::render_fit_json(report).as_bytes())?;
     if let Some(pairs) = pairs {
         let posterior = report::svg::render_posterior_svg_pairs(report, pairs).map_err(io::Error::other)?;
-        write_atomic(&dir.join("posterior.svg"), posterior.as_bytes())?;
+        write_named(dir, "posterior.svg", posterior.as_bytes())?;
         let trace = report::render_trace_svg(report).map_err(io::Error::other)?;
-        write_atomic(&dir.join("trace.svg"), trace.as_bytes())?;
+        write_named(dir, "trace.svg", trace.as_bytes())?;
     }
     Ok(())
+}
+
+/// The files [`write_output_dir`] writes.
+pub const OUTPUT_FILES: [&str; 4] = ["draws.csv", "fit.json", "posterior.svg", "trace.svg"];
+
+/// [`write_atomic`] of `dir/name`, with the file's name in the error.
+fn write_named(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    write_atomic(&dir.join(name), bytes).map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))
 }
 
 #[cfg(test)]

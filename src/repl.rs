@@ -281,6 +281,19 @@ impl Session {
             };
             return Ok(format!("method = {shown}\n"));
         }
+        if self.checked().is_none() && !check::infer_keys::METHODS.contains(&arg) {
+            // no model to check against yet: at least the name is checked where it is typed
+            let help = crate::check::error::did_you_mean(arg, check::infer_keys::METHODS.iter().copied())
+                .map_or(String::new(), |h| format!("{h} "));
+            return Err(vec![Diagnostic::plain(
+                "mvi::check::unknown_method",
+                format!("unknown inference method `{arg}`"),
+            )
+            .with_help(format!(
+                "{help}known methods: {}",
+                check::infer_keys::METHODS.join(", ")
+            ))]);
+        }
         let previous = self.method.replace(arg.to_string());
         if let Err(d) = self.validate_options() {
             self.method = previous;
@@ -331,18 +344,24 @@ impl Session {
                 .collect()
         };
         let typed = self.checked_or_err()?.0.clone();
+        // every method's options are checked before the first fit
+        let mut runs = Vec::new();
+        for m in &methods {
+            let overrides = overrides_for(&self.overrides_with(Some(m)), m);
+            runs.push((m, check::infer_options(&typed, &overrides).map_err(|d| vec![d])?));
+        }
         let mut reports = Vec::new();
         // a method that fails is listed under the table; the others still run
         let mut failed: Vec<String> = Vec::new();
-        for m in &methods {
-            let overrides = overrides_for(&self.overrides_with(Some(m)), m);
-            let options = check::infer_options(&typed, &overrides).map_err(|d| vec![d])?;
-            match self.fit_with(&options) {
+        let mut not_run: Vec<&str> = Vec::new();
+        for (i, (m, options)) in runs.iter().enumerate() {
+            if i > 0 && self.interrupt.load(Ordering::SeqCst) {
+                not_run = runs[i..].iter().map(|(m, _)| m.as_str()).collect();
+                break;
+            }
+            match self.fit_with(options) {
                 Ok((_, report)) => reports.push(report),
                 Err(diags) => failed.extend(diags.iter().map(|d| format!("{m}: {}", d.message))),
-            }
-            if self.interrupt.load(Ordering::SeqCst) {
-                break;
             }
         }
         let mut out = if reports.is_empty() {
@@ -352,6 +371,9 @@ impl Session {
         };
         for f in &failed {
             out.push_str(&format!("failed: {f}\n"));
+        }
+        if !not_run.is_empty() {
+            out.push_str(&format!("not run: {} (interrupted)\n", not_run.join(", ")));
         }
         Ok(out)
     }
@@ -587,7 +609,7 @@ fn help_text() -> String {
 fn unknown_command(name: &str) -> Diagnostic {
     let known: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();
     Diagnostic::plain("mvi::repl::unknown_command", format!("unknown command `:{name}`"))
-        .with_help(format!("the commands are {}", known.join(" ")))
+        .with_help(format!("the commands are {}", known.join(", ")))
 }
 
 fn usage(text: &str) -> Diagnostic {

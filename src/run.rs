@@ -114,6 +114,8 @@ pub fn options_with_defaults(options: &InferOptions) -> Vec<(String, String)> {
 fn option_text(v: &OptionValue) -> String {
     match v {
         OptionValue::Int(i) => i.to_string(),
+        // `1e300` stays short, as it was written
+        OptionValue::Real(x) if *x != 0.0 && (x.abs() >= 1e6 || x.abs() < 1e-4) => format!("{x:e}"),
         OptionValue::Real(x) => x.to_string(),
         OptionValue::Ident(s) => s.clone(),
         OptionValue::Blocks(b) => {
@@ -145,6 +147,7 @@ pub fn fit(
              come from the data (`vector[K]`) has no entries when the data give K = 0",
         ));
     }
+    infer_keys::check_against_model(options, method.name(), model.dim())?;
     method
         .supports(model)
         .map_err(|e| method_error(method.name(), &e))?;

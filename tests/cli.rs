@@ -441,3 +441,96 @@ fn pairs_choose_the_pair_plots_and_an_unknown_column_is_a_diagnostic() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("did you mean `tau`"), "{}", stderr(&bad));
 }
+
+/// A bad `--output-dir` is reported before the fit (whose results it would lose), so even a
+/// model that cannot be fitted reports the directory, not the fit.
+#[test]
+fn a_bad_output_dir_is_reported_before_the_fit() {
+    let dir = scratch("bad_output_dir");
+    let file = dir.join("a_file");
+    std::fs::write(&file, "x").expect("a scratch file");
+    let model = "tests/fixtures/sweep/improper_flat.mvi";
+    let o = mvi(&["run", model, "-q", "--output-dir", &file.display().to_string()]);
+    assert_user_error(&o, "--output-dir on a file", "is a file, not a directory");
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let blocked = dir.join("out");
+    std::fs::create_dir_all(blocked.join("draws.csv")).expect("a scratch directory");
+    let o = mvi(&["run", model, "-q", "--output-dir", &blocked.display().to_string()]);
+    assert_user_error(&o, "draws.csv is a directory", "draws.csv`: it is a directory");
+    let o = mvi(&[
+        "compare",
+        model,
+        "-q",
+        "--methods",
+        "laplace,vi_diag",
+        "--output-dir",
+        &file.display().to_string(),
+    ]);
+    assert_user_error(&o, "compare --output-dir on a file", "not a directory");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--pairs` only draws into `posterior.svg`, so without `--output-dir` it is an error
+/// rather than silently ignored; an unknown column is reported before the fit.
+#[test]
+fn pairs_need_an_output_dir_and_known_columns_before_the_fit() {
+    let model = "tests/fixtures/sweep/improper_flat.mvi";
+    let o = mvi(&["run", model, "-q", "--pairs", "mu:mu"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--output-dir"), "{}", stderr(&o));
+    let dir = scratch("pairs_before_fit");
+    let o = mvi(&[
+        "run",
+        model,
+        "-q",
+        "--output-dir",
+        &dir.display().to_string(),
+        "--pairs",
+        "nope:nope",
+    ]);
+    assert_user_error(&o, "unknown --pairs column", "`nope`, which is not a column");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `compare` checks every method's options before the first fit: a typo in the list is
+/// reported without fitting (and failing) `laplace` first. `--set samples=…` goes to the
+/// methods that take it (it stopped every comparison that included `laplace`), a method
+/// named twice is fitted once, and a key none of the methods takes is still an error.
+#[test]
+fn compare_checks_its_methods_first_and_sets_options_where_they_apply() {
+    let flat = "tests/fixtures/sweep/improper_flat.mvi";
+    let o = mvi(&["compare", flat, "-q", "--methods", "laplace,vi_dag"]);
+    assert_user_error(&o, "a typo in --methods", "unknown inference method `vi_dag`");
+    assert!(!stderr(&o).contains("mvi::infer::failed"), "{}", stderr(&o));
+    let o = mvi(&[
+        "compare",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "-q",
+        "--methods",
+        "laplace,vi_diag,laplace",
+        "--set",
+        "samples=200",
+    ]);
+    assert_ok(&o, "compare --set samples=200 with laplace");
+    let out = stdout(&o);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("laplace")).count(),
+        1,
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("vi_diag")), "{out}");
+    let o = mvi(&[
+        "compare",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "-q",
+        "--methods",
+        "laplace,vi_diag",
+        "--set",
+        "rank=2",
+    ]);
+    assert_user_error(&o, "compare --set rank=2", "does not apply");
+}

@@ -96,3 +96,50 @@ fn ctrl_c_stops_the_fit_and_writes_results_marked_interrupted() {
         .collect();
     assert!(leftovers.is_empty(), "no temporary files left: {leftovers:?}");
 }
+
+/// Ctrl-C during `mvi compare` stops the running fit, names it as interrupted (unranked)
+/// and the methods it left as not run, instead of ranking a half-finished fit best.
+#[test]
+fn ctrl_c_during_compare_names_the_interrupted_fit_and_the_methods_left() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("interrupt_compare_test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (model, data) = write_big_model(&dir);
+    let child = Command::new(env!("CARGO_BIN_EXE_mvi"))
+        .args([
+            "compare",
+            model.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+            "--methods",
+            "vi_full,vi_diag",
+            "--set",
+            "samples=4000",
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("interrupted: vi_full"), "{stdout}");
+    assert!(stdout.contains("not run: vi_diag"), "{stdout}");
+    let row = stdout.lines().find(|l| l.starts_with("vi_full"));
+    assert!(
+        row.is_some_and(|l| !l.contains('*')),
+        "an interrupted fit is not ranked: {stdout}"
+    );
+}

@@ -279,3 +279,19 @@ fn a_fit_interrupted_before_any_draw_still_renders_everywhere() {
     assert!(render_posterior_svg(&r).unwrap().contains("no finite draws"));
     assert!(render_trace_svg(&r).is_ok());
 }
+
+/// A fit stopped by Ctrl-C is listed but never ranked best (its short time and few
+/// iterations are the interruption's, not the method's); one that did not converge is named.
+#[test]
+fn compare_names_interrupted_and_unconverged_fits_and_ranks_only_finished_ones() {
+    let mut reports = compare_reports();
+    reports[0].interrupted = true;
+    reports[2].converged = false;
+    let table = render_compare(&reports);
+    assert!(table.contains("interrupted: laplace"), "{table}");
+    assert!(table.contains("not converged: vi_diag"), "{table}");
+    let v: serde_json::Value = serde_json::from_str(&render_compare_json(&reports)).unwrap();
+    assert_eq!(v["best"]["wall_time_s"], "mvi_lr", "{v}");
+    assert_eq!(v["best"]["iterations"], "mvi_lr", "{v}");
+    assert_eq!(v["methods"][0]["interrupted"], true, "{v}");
+}

@@ -7,7 +7,10 @@
 //! joint, for fused and unfused families; continuous data outside a fixed support, infinite
 //! data and JSON `NaN` are diagnostics at the value; an improper model fails with a
 //! diagnostic (never a summary of NaN) under every method; a model without parameters is a
-//! diagnostic, not a panic; Stan's block keywords get their mvi form as help.
+//! diagnostic, not a panic; Stan's block keywords get their mvi form as help. Empty data as
+//! Stan writes them: a matrix `[]` (and a CSV header without rows) binds N = 0 and fits;
+//! errors in minified JSON show a window of the line; `infer` values out of range for the
+//! model (`rank` > D, `samples` ≤ D for a full covariance) are diagnostics before the fit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -452,4 +455,179 @@ fn pmfvb_defaults_stay_finite_on_a_non_centred_hierarchy() {
         ],
         "mvi::infer::diverged",
     );
+}
+
+/// A matrix with no rows is `[]` in Stan's JSON; its column count comes from the
+/// declaration. With N = 0 the posterior is the N(0, 2.5²) prior, which Laplace gets
+/// exactly (a 0-row product once divided by zero).
+#[test]
+fn an_empty_json_matrix_leaves_the_prior() {
+    for method in ["laplace", "mvi_lr", "vi_diag"] {
+        let j = fit_json("logistic.mvi", &["empty_matrix.json"], method);
+        let ev = j["log_evidence"].as_f64().expect("an evidence");
+        assert!(ev.abs() < 1e-8, "{method}: log evidence {ev}");
+        let (_, sd) = moments(&j, "beta.3");
+        assert!((sd / 2.5 - 1.0).abs() < 0.1, "{method}: sd {sd}");
+    }
+    let j = fit_json("logistic.mvi", &["empty_matrix.json"], "laplace");
+    let cov = j["approximation"]["cov"][3][3].as_f64().expect("a covariance");
+    assert!((cov - 6.25).abs() < 1e-8, "{j}");
+}
+
+/// `[]` says nothing of its columns: when no other value gives them, say so.
+#[test]
+fn an_empty_json_matrix_needs_its_column_count() {
+    let out = user_error(
+        &["check", "logistic_shapes.mvi", "--data", "xy_empty.json"],
+        "mvi::data::unknown_size",
+    );
+    assert!(out.contains("give `K` in the data"), "{out}");
+}
+
+/// A CSV with a header and no rows (pandas' empty data frame) is a table of 0 rows with
+/// the header's columns: it binds N = 0 and K = 3, as `[]` does in JSON.
+#[test]
+fn a_csv_header_without_rows_binds_no_rows() {
+    let o = mvi(&[
+        "run",
+        "logistic_shapes.mvi",
+        "--data",
+        "X=X_header_only.csv",
+        "--data",
+        "y_empty.json",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).expect("--json prints one JSON object");
+    assert_eq!(j["dim"], 4, "{j}");
+    let ev = j["log_evidence"].as_f64().expect("an evidence");
+    assert!(ev.abs() < 1e-8, "log evidence {ev}");
+}
+
+#[test]
+fn an_empty_csv_file_is_a_diagnostic() {
+    let out = user_error(
+        &[
+            "check",
+            "logistic_shapes.mvi",
+            "--data",
+            "X=X_no_lines.csv",
+            "--data",
+            "y_empty.json",
+        ],
+        "mvi::data::malformed_csv",
+    );
+    assert!(
+        out.contains("no header and no rows") && !out.contains("0 columns"),
+        "{out}"
+    );
+}
+
+/// A data problem deep in a minified (one-line) file shows a window of the line around
+/// it, with the true line and column, not the whole file.
+#[test]
+fn an_error_in_a_minified_file_shows_a_window() {
+    let dir = std::env::temp_dir().join(format!("mvi-sweep-minified-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let rows: Vec<String> = (0..3000).map(|i| format!("[{i}.5, 0.25, 1.5]")).collect();
+    let mut text = format!("{{\"N\": 3000, \"K\": 3, \"X\": [{}], ", rows.join(", "));
+    let bad = text.len() + 12;
+    text.push_str("\"y\": [0, 1, x]}");
+    let path = dir.join("minified.json");
+    std::fs::write(&path, &text).expect("write the data file");
+    let path = path.to_string_lossy().into_owned();
+    let out = user_error(
+        &["check", "logistic.mvi", "--data", &path],
+        "mvi::data::malformed_json",
+    );
+    assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
+    assert!(out.contains(&format!("minified.json:1:{}", bad + 1)), "{out}");
+    // a shape problem labels the key, not the whole 3000-row value
+    std::fs::write(
+        &path,
+        text.replace(", x]", ", 1]").replace("\"K\": 3", "\"K\": 2"),
+    )
+    .expect("write the data file");
+    let out = user_error(
+        &["check", "logistic.mvi", "--data", &path],
+        "mvi::data::wrong_size",
+    );
+    assert!(out.len() < 2_000, "{} bytes: {out}", out.len());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Options whose range depends on the model are checked against its D = 4 before the fit:
+/// `rank` above D, a full covariance with S ≤ D fixed draws (its fixed-sample ELBO is
+/// unbounded: vi_full ran off to 1e13 with S = 4), `subset` above `particles` (pmfvb
+/// averaged 500 draws of 200 particles, 1000 times slower). One draw is refused for every
+/// Monte Carlo method (vi_diag with S = 1 ran off too).
+#[test]
+fn options_out_of_range_for_the_model_are_diagnostics() {
+    let run = |method: &str, set: &str| {
+        user_error(
+            &[
+                "run",
+                "logistic.mvi",
+                "--data",
+                "logistic.json",
+                "--method",
+                method,
+                "--set",
+                set,
+                "--quiet",
+            ],
+            if set == "samples=1" {
+                "mvi::check::bad_infer_value"
+            } else {
+                "mvi::check::infer_value_out_of_range"
+            },
+        )
+    };
+    let out = run("mvi_lr", "rank=10");
+    assert!(out.contains("D = 4") && out.contains("≤ 4"), "{out}");
+    let out = run("vi_full", "samples=4");
+    assert!(out.contains("unbounded"), "{out}");
+    run("mvi_lr", "samples=3");
+    run("pmfvb", "subset=500");
+    for method in ["vi_diag", "mvi_eig", "split_mf"] {
+        run(method, "samples=1");
+    }
+}
+
+/// A real option is shown as written, not as a 300-digit number.
+#[test]
+fn a_huge_real_option_is_shown_short() {
+    let o = mvi(&[
+        "run",
+        "normal_normal.mvi",
+        "--data",
+        "normal_normal.json",
+        "--set",
+        "tol=1e300",
+        "--quiet",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("tol = 1e300,"), "{out}");
+}
+
+/// A directory given as the model or the data file is a diagnostic with a help line.
+#[test]
+fn a_directory_for_a_file_is_a_diagnostic() {
+    user_error(&["check", "."], "mvi::check::unreadable_model");
+    user_error(
+        &["check", "normal_normal.mvi", "--data", "."],
+        "mvi::data::unreadable",
+    );
+}
+
+/// A held-out matrix with no rows (`"X_test": []`, K from the training data) gives no test
+/// points, not a division by zero in the 0-row product.
+#[test]
+fn an_empty_held_out_matrix_has_no_test_points() {
+    let j = fit_json("predict_reg.mvi", &["predict_reg_empty.json"], "laplace");
+    assert_eq!(j["predict"]["n_test"], 0, "{j}");
+    let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
+    assert!(lpd.abs() < 1e-12, "{j}");
 }

@@ -151,7 +151,7 @@ fn push_matmul<T: Scalar>(tape: &Tape<'_, T>, ta: &[T], c: usize, b: NodeId, yba
     let shape = tape.graph.nodes[c].shape;
     let (m, n) = (shape.rows(), shape.cols());
     let bb = tape.arg(b);
-    let k = bb.size / n;
+    let k = bb.size / n.max(1);
     let size_a = m * k;
     let mut prod = vec![T::zero(); m * n * s];
     for q in 0..p {
@@ -651,7 +651,7 @@ fn back_matmul<T: Scalar>(
     adj: &mut [Vec<T>],
 ) {
     let (aa, bb) = (tape.arg(a), tape.arg(b));
-    let k = aa.size / m;
+    let k = aa.size / m.max(1);
     let s = tape.s;
     if !adj[b.0].is_empty() {
         if aa.batched {

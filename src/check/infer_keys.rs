@@ -2,7 +2,9 @@
 //! (LANGUAGE.md, "infer options"). The checker validates the `infer` block and `--set`
 //! overrides with it; the inference registry may reuse it.
 
-use crate::infer::OptionValue;
+use crate::diagnostic::Diagnostic;
+use crate::infer::{InferOption, InferOptions, OptionValue};
+use crate::syntax::span::Span;
 
 /// All method names, in registry order.
 pub const METHODS: &[&str] = &[
@@ -18,6 +20,8 @@ pub enum ValueKind {
     PositiveInt,
     /// An integer ≥ 0.
     NonNegativeInt,
+    /// An integer ≥ the bound (`samples`: one draw makes any fixed-sample ELBO unbounded).
+    IntAtLeast(i64),
     /// A real (or integer) > 0.
     PositiveReal,
     /// `true` or `false`.
@@ -37,6 +41,7 @@ impl ValueKind {
             ValueKind::Method => format!("a method name ({})", METHODS.join(", ")),
             ValueKind::PositiveInt => "a positive integer".into(),
             ValueKind::NonNegativeInt => "a non-negative integer".into(),
+            ValueKind::IntAtLeast(n) => format!("an integer ≥ {n}"),
             ValueKind::PositiveReal => "a positive number".into(),
             ValueKind::Bool => "`true` or `false`".into(),
             ValueKind::Word(ws) => format!(
@@ -58,6 +63,7 @@ impl ValueKind {
             (ValueKind::Method, OptionValue::Ident(w)) => METHODS.contains(&w.as_str()),
             (ValueKind::PositiveInt, OptionValue::Int(i)) => *i >= 1,
             (ValueKind::NonNegativeInt, OptionValue::Int(i)) => *i >= 0,
+            (ValueKind::IntAtLeast(n), OptionValue::Int(i)) => i >= &n,
             (ValueKind::PositiveReal, OptionValue::Int(i)) => *i > 0,
             (ValueKind::PositiveReal, OptionValue::Real(x)) => *x > 0.0 && x.is_finite(),
             (ValueKind::Bool, OptionValue::Ident(w)) => w == "true" || w == "false",
@@ -120,7 +126,7 @@ pub const KEYS: &[KeySpec] = &[
     KeySpec {
         key: "samples",
         methods: Methods::Only(MC),
-        kind: ValueKind::PositiveInt,
+        kind: ValueKind::IntAtLeast(2),
         default: Some("1000"),
         meaning: "fixed standard-normal draws S for the Monte Carlo objective",
     },
@@ -183,7 +189,7 @@ pub const KEYS: &[KeySpec] = &[
     KeySpec {
         key: "particles",
         methods: Methods::Only(&["pmfvb"]),
-        kind: ValueKind::PositiveInt,
+        kind: ValueKind::IntAtLeast(2),
         default: Some("200"),
         meaning: "particle count",
     },
@@ -290,6 +296,105 @@ pub fn keys_for(method: &str) -> Vec<&'static str> {
         .collect()
 }
 
+/// Check the options whose valid range depends on the model against its dimension `dim`
+/// (D), before a fit starts: `rank` ≤ D for `mvi_lr` (rank D already leaves the covariance
+/// unrestricted); `samples` > D for the families with a full covariance factor (`vi_full`,
+/// `mvi_lr`, `split_mf` with `full_cov`), whose fixed-sample ELBO is unbounded with S ≤ D
+/// draws (with the mean free, the S − 1 differences of the draws pin the factor down only
+/// when they span ℝᴰ; otherwise it grows along a direction no draw sees); `subset` ≤
+/// `particles` for `pmfvb`.
+///
+/// # Errors
+/// A diagnostic at the offending value (in the `infer` block, or named as `--set key=value`).
+pub fn check_against_model(options: &InferOptions, method: &str, dim: usize) -> Result<(), Diagnostic> {
+    let d = i64::try_from(dim).unwrap_or(i64::MAX);
+    if method == "mvi_lr" {
+        let (rank, at) = int_option(options, "rank");
+        if rank > d {
+            return Err(out_of_range(
+                options,
+                at,
+                format!("`rank = {rank}` is more than the model's D = {dim} parameters"),
+                format!(
+                    "rank D already leaves mvi_lr's covariance unrestricted: use `rank` ≤ {dim} \
+                     (or `--method vi_full`)"
+                ),
+            ));
+        }
+    }
+    let full_cov = match method {
+        "vi_full" | "mvi_lr" => true,
+        "split_mf" => matches!(
+            options.entries.iter().rev().find(|e| e.key == "full_cov").map(|e| &e.value),
+            Some(OptionValue::Ident(w)) if w == "true"
+        ),
+        _ => false,
+    };
+    let (samples, at) = int_option(options, "samples");
+    if full_cov && samples <= d {
+        return Err(out_of_range(
+            options,
+            at,
+            format!(
+                "`samples = {samples}` fixed draws are too few for {method}'s full covariance \
+                 with D = {dim} parameters"
+            ),
+            format!(
+                "with S ≤ D fixed draws the fixed-sample ELBO is unbounded (the covariance grows \
+                 along a direction no draw sees): use `samples` well above {dim} (e.g. {}), or \
+                 a method with a diagonal family (`vi_diag`, `mvi_eig`)",
+                (10 * dim).max(1000)
+            ),
+        ));
+    }
+    if method == "pmfvb" {
+        let (subset, at) = int_option(options, "subset");
+        let (particles, _) = int_option(options, "particles");
+        if subset > particles {
+            return Err(out_of_range(
+                options,
+                at,
+                format!("`subset = {subset}` is more than the {particles} particles"),
+                format!(
+                    "`subset` is how many of the other blocks' {particles} particles each step \
+                     averages over: use `subset` ≤ {particles}, or more `particles`"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An integer option's value (or its default) and where it was written (`None`: the
+/// default or the command line).
+fn int_option(options: &InferOptions, key: &str) -> (i64, Option<Option<Span>>) {
+    match options.entries.iter().rev().find(|e| e.key == key) {
+        Some(InferOption {
+            value: OptionValue::Int(i),
+            span,
+            ..
+        }) => (*i, Some(*span)),
+        _ => {
+            let default = key_spec(key).and_then(|s| s.default).and_then(|t| t.parse().ok());
+            (default.unwrap_or(0), None)
+        }
+    }
+}
+
+/// A value out of its model-dependent range, labelled in the `infer` block when it was
+/// written there.
+fn out_of_range(options: &InferOptions, at: Option<Option<Span>>, msg: String, help: String) -> Diagnostic {
+    let code = "mvi::check::infer_value_out_of_range";
+    match at {
+        Some(Some(span)) => {
+            Diagnostic::error(code, msg, options.source.clone()).with_label(span, "this value")
+        }
+        Some(None) => Diagnostic::plain(code, format!("{msg} (set on the command line)")),
+        None => Diagnostic::plain(code, format!("{msg} (the default)")),
+    }
+    .with_help(help)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +413,62 @@ mod tests {
         assert!(!ValueKind::PositiveInt.accepts(&OptionValue::Real(2.0)));
         assert!(ValueKind::PositiveReal.accepts(&OptionValue::Int(1)));
         assert!(!ValueKind::Method.accepts(&OptionValue::Ident("mvi".into())));
+        assert!(!ValueKind::IntAtLeast(2).accepts(&OptionValue::Int(1)));
+        assert!(ValueKind::IntAtLeast(2).accepts(&OptionValue::Int(2)));
+    }
+
+    fn options(entries: &[(&str, OptionValue)]) -> InferOptions {
+        InferOptions {
+            entries: entries
+                .iter()
+                .map(|(k, v)| InferOption {
+                    key: (*k).to_string(),
+                    value: v.clone(),
+                    span: None,
+                })
+                .collect(),
+            source: miette::NamedSource::new("m.mvi", String::new()),
+        }
+    }
+
+    #[test]
+    fn rank_may_not_exceed_the_dimension() {
+        let o = options(&[("rank", OptionValue::Int(5))]);
+        let e = check_against_model(&o, "mvi_lr", 4).unwrap_err();
+        assert!(
+            e.message.contains("D = 4") && e.message.contains("command line"),
+            "{}",
+            e.message
+        );
+        assert!(e.help.as_deref().unwrap_or("").contains("≤ 4"));
+        assert!(check_against_model(&o, "mvi_lr", 5).is_ok());
+    }
+
+    #[test]
+    fn a_full_covariance_needs_more_draws_than_parameters() {
+        let few = options(&[("samples", OptionValue::Int(4))]);
+        assert!(check_against_model(&few, "vi_full", 4).is_err());
+        assert!(check_against_model(&few, "vi_full", 3).is_ok());
+        assert!(check_against_model(&few, "vi_diag", 4).is_ok());
+        assert!(check_against_model(&few, "split_mf", 4).is_ok());
+        let full = options(&[
+            ("samples", OptionValue::Int(4)),
+            ("full_cov", OptionValue::Ident("true".into())),
+        ]);
+        assert!(check_against_model(&full, "split_mf", 4).is_err());
+        // the default S = 1000 is too few for D = 1000
+        let e = check_against_model(&options(&[]), "mvi_lr", 1000).unwrap_err();
+        assert!(e.message.contains("(the default)"), "{}", e.message);
+    }
+
+    #[test]
+    fn subset_may_not_exceed_particles() {
+        let o = options(&[("subset", OptionValue::Int(300))]);
+        assert!(check_against_model(&o, "pmfvb", 4).is_err());
+        let o = options(&[
+            ("subset", OptionValue::Int(300)),
+            ("particles", OptionValue::Int(300)),
+        ]);
+        assert!(check_against_model(&o, "pmfvb", 4).is_ok());
     }
 }

@@ -181,7 +181,8 @@ pub fn load_model(model_path: &Path, data_args: &[String]) -> Result<TypedModel,
         vec![Diagnostic::plain(
             "mvi::check::unreadable_model",
             format!("cannot read model file `{}`: {e}", model_path.display()),
-        )]
+        )
+        .with_help("check the path; model files end in `.mvi`")]
     })?;
     let data = crate::data::load_data_args(data_args)?;
     let dir = model_path

@@ -9,6 +9,9 @@ use miette::NamedSource;
 use nalgebra::{DMatrix, DVector};
 use std::path::Path;
 
+/// 2^53: beyond it not every integer is exactly an `f64`.
+const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
 /// Looks up a scalar name for [`eval_const_expr`]: its value and whether it is an integer.
 pub type ConstEnv<'a> = dyn Fn(&str) -> Option<(f64, bool)> + 'a;
 
@@ -151,8 +154,14 @@ impl Binder<'_> {
                     files.join(", ")
                 )
             };
-            let close =
-                crate::check::error::did_you_mean(name, self.set.entries.iter().map(|e| e.name.as_str()));
+            // Only entries the model does not declare: `X` is no typo for `N` if both are declared.
+            let undeclared = self
+                .set
+                .entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .filter(|n| !self.decls.iter().any(|d| d.name.name == *n));
+            let close = crate::check::error::did_you_mean(name, undeclared);
             let help = match close {
                 Some(h) => format!("{h} {help}"),
                 None => help,
@@ -267,6 +276,8 @@ impl Binder<'_> {
             }
             BaseType::Vector | BaseType::Ints => "a flat array (one row or one column in CSV)",
             BaseType::Matrix if v.dims.len() == 2 => return Ok(v.dims.clone()),
+            // Stan writes a matrix with no rows as `[]`: its column count is the declared one.
+            BaseType::Matrix if v.dims == [0] => return self.empty_matrix_dims(d),
             BaseType::Matrix => "a nested array of rows (a table in CSV)",
         };
         Err(self.data_error(
@@ -280,6 +291,36 @@ impl Binder<'_> {
             e.span,
             format!("expected {want}"),
         ))
+    }
+
+    /// The dims `[0, K]` of a matrix given as `[]`, with `K` computed from its declaration.
+    fn empty_matrix_dims(&self, d: &Decl) -> Result<Vec<usize>, Diagnostic> {
+        let Some(cols) = d.ty.sizes.get(1) else {
+            return Ok(vec![0, 0]);
+        };
+        match eval_const_expr(cols, &|n| self.lookup(n)) {
+            Ok((k, true)) if k >= 0.0 => Ok(vec![0, k as usize]),
+            Ok(_) => Err(self.model_error(
+                "mvi::data::size_not_int",
+                "a size must be a nonnegative integer".into(),
+                cols.span,
+                "here",
+            )),
+            // Deferred like any unknown size: a later declaration may bind it.
+            Err((s, m)) => Err(self
+                .model_error(
+                    "mvi::data::unknown_size",
+                    format!("cannot compute the number of columns of `{}`", d.name.name),
+                    s,
+                    &m,
+                )
+                .with_help(format!(
+                    "`{}` is an empty array `[]`, which has no row to count columns in: \
+                     give `{}` in the data",
+                    d.name.name,
+                    self.snippet(cols.span)
+                ))),
+        }
     }
 
     fn bind_sizes(&mut self, d: &Decl, e: &RawEntry, dims: &[usize]) -> Result<(), Diagnostic> {
@@ -410,6 +451,21 @@ impl Binder<'_> {
                     c.span,
                     format!("{} is not an integer", c.value),
                 ));
+            }
+            if is_int && c.value.abs() > MAX_EXACT_INT {
+                return Err(self
+                    .data_error(
+                        e,
+                        "mvi::data::int_out_of_range",
+                        format!("`{}` in `{file}` has an integer too large{at}", d.name.name),
+                        c.span,
+                        "beyond ±2^53".into(),
+                    )
+                    .with_help(
+                        "integers in data must be at most 2^53 = 9007199254740992 in magnitude \
+                         (larger ones are not exact as numbers); declare it `real` if it is a \
+                         measurement",
+                    ));
             }
             if let Some(lo) = lower.filter(|lo| c.value < *lo) {
                 return Err(self.constraint_error(d, e, c, &at, format!("below the lower bound {lo}")));
@@ -649,6 +705,14 @@ mod tests {
     }
 
     #[test]
+    fn an_integer_beyond_2_to_the_53_is_an_error_not_saturated() {
+        let decls = [decl("g", BaseType::Ints, vec![name("N")], None)];
+        let e = bind(r#"{"g": [1, 12345678901234567890]}"#, &decls).unwrap_err();
+        assert_eq!(e[0].code, "mvi::data::int_out_of_range");
+        assert!(e[0].message.contains("entry 2"), "{}", e[0].message);
+    }
+
+    #[test]
     fn constraint_violation_names_the_entry() {
         let one = Expr {
             kind: ExprKind::Int(1),
@@ -664,6 +728,34 @@ mod tests {
         let decls = [decl("y", BaseType::Vector, vec![name("N")], None)];
         let e = bind(r#"{}"#, &decls).unwrap_err();
         assert!(e[0].message.contains("no data for `y`"));
+    }
+
+    #[test]
+    fn a_missing_name_is_not_taken_for_another_declared_one() {
+        let decls = [
+            decl("N", BaseType::Int, vec![], None),
+            decl("X", BaseType::Vector, vec![name("N")], None),
+        ];
+        let e = bind(r#"{"X": [1, 2], "M": 2}"#, &decls).unwrap_err();
+        let help = e[0].help.as_deref().unwrap_or("");
+        assert!(
+            help.contains("did you mean `M`?") && !help.contains("`X`?"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn an_empty_matrix_takes_its_columns_from_the_declaration() {
+        let decls = [
+            decl("K", BaseType::Int, vec![], None),
+            decl("X", BaseType::Matrix, vec![name("N"), name("K")], None),
+        ];
+        let b = bind(r#"{"K": 3, "X": []}"#, &decls).unwrap();
+        assert_eq!(b.size("N"), Some(0));
+        let Some(Value::Matrix(m)) = b.get("X") else {
+            panic!("X is a matrix")
+        };
+        assert_eq!(m.shape(), (0, 3));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Reading one variable from a CSV file: numeric cells, comma-separated, an optional header
-//! row (a first line with any non-numeric field), blank lines skipped.
+//! row (a first line with any non-numeric field), blank lines skipped. A header with no rows
+//! is a table of 0 rows and as many columns as the header names (how pandas writes an empty
+//! data frame), so it binds `N = 0`; a file with neither is an error.
 
 use super::{Cell, RawValue};
 use crate::syntax::span::Span;
@@ -11,7 +13,12 @@ pub struct CsvError {
     pub message: String,
     /// Where.
     pub span: Span,
+    /// What to try.
+    pub help: &'static str,
 }
+
+const LAYOUT_HELP: &str = "a CSV file holds one variable: numbers separated by commas, one row per \
+                           line, after an optional header line";
 
 /// Parse a CSV text into a table `[rows, cols]` (row-major cells).
 ///
@@ -19,9 +26,12 @@ pub struct CsvError {
 /// A non-numeric cell after the header, or rows of different lengths.
 pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
     let mut rows: Vec<Vec<Cell>> = Vec::new();
-    let mut offset = 0usize;
+    // a UTF-8 byte order mark would make the first cell non-numeric, so a file without a
+    // header would lose its first row to a header it does not have
+    let mut offset = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut first = true;
-    for line in text.split_inclusive('\n') {
+    let mut header_width = None;
+    for line in text[offset..].split_inclusive('\n') {
         let start = offset;
         offset += line.len();
         let content = line.trim_end_matches(['\n', '\r']);
@@ -32,6 +42,7 @@ pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
         let parsed: Vec<Option<Cell>> = fields.iter().map(|(f, s)| parse_cell(f, *s)).collect();
         if first && parsed.iter().any(Option::is_none) {
             first = false;
+            header_width = Some(fields.len());
             continue; // header
         }
         first = false;
@@ -48,6 +59,7 @@ pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
                             row.len() + 1
                         ),
                         span: *span,
+                        help: LAYOUT_HELP,
                     })
                 }
             }
@@ -62,12 +74,20 @@ pub fn parse_csv(text: &str) -> Result<RawValue, CsvError> {
                         prev.len()
                     ),
                     span: Span::new(start, start + content.len()),
+                    help: LAYOUT_HELP,
                 });
             }
         }
         rows.push(row);
     }
-    let ncols = rows.first().map_or(0, Vec::len);
+    if rows.is_empty() && header_width.is_none() {
+        return Err(CsvError {
+            message: "the file is empty: no header and no rows".into(),
+            span: Span::new(0, text.len().min(1)),
+            help: "for a variable with no entries (N = 0), write the header line alone",
+        });
+    }
+    let ncols = rows.first().map_or(header_width.unwrap_or(0), Vec::len);
     let nrows = rows.len();
     Ok(RawValue {
         dims: vec![nrows, ncols],
@@ -115,6 +135,26 @@ mod tests {
     fn non_numeric_cell_after_header_names_row_and_column() {
         let e = parse_csv("1,2\n3,x\n").unwrap_err();
         assert!(e.message.contains("row 2, column 2"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_header_without_rows_is_a_table_of_no_rows() {
+        let t = parse_csv("a,b,c\n").unwrap();
+        assert_eq!(t.dims, vec![0, 3]);
+        assert!(t.cells.is_empty());
+    }
+
+    #[test]
+    fn a_byte_order_mark_does_not_make_a_header() {
+        let t = parse_csv("\u{feff}1.5\n2.5\n").unwrap();
+        assert_eq!(t.dims, vec![2, 1]);
+        assert_eq!(t.cells[0].span, Span::new(3, 6));
+    }
+
+    #[test]
+    fn an_empty_file_is_an_error() {
+        let e = parse_csv("\n \n").unwrap_err();
+        assert!(e.message.contains("empty"), "{}", e.message);
     }
 
     #[test]

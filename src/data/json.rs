@@ -52,7 +52,8 @@ pub struct JsonError {
 pub fn parse_json(text: &str) -> Result<Json, JsonError> {
     let mut p = Parser {
         s: text.as_bytes(),
-        pos: 0,
+        // a UTF-8 byte order mark (Windows tools write one) is not part of the JSON
+        pos: if text.starts_with('\u{feff}') { 3 } else { 0 },
         depth: 0,
     };
     let v = p.value()?;
@@ -248,6 +249,15 @@ mod tests {
         let e = parse_json("{\"a\": [1, 2}").unwrap_err();
         assert!(e.message.contains("`]`"));
         assert_eq!(e.span.start, 11);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_spans_stay_in_the_file() {
+        let j = parse_json("\u{feff}{\"N\": 3}").unwrap();
+        let Json::Object(items, _) = j else {
+            panic!("an object")
+        };
+        assert_eq!(items[0].1, Span::new(4, 7));
     }
 
     #[test]

@@ -212,6 +212,10 @@ pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), 
             src.clone(),
         )
         .with_label(e.span, e.message.clone())
+        .with_help(
+            "data files are Stan-style JSON: one object mapping each name to a number or a \
+             (nested) array of numbers",
+        )
     })?;
     let Json::Object(items, _) = json else {
         return Err(Diagnostic::error(
@@ -222,14 +226,14 @@ pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), 
         .with_label(json.span(), "expected `{ \"name\": value, ... }`"));
     };
     let index = set.sources.len();
-    set.sources.push((name.to_string(), text));
     for (key, kspan, value) in items {
+        let span = entry_span(&text, kspan, value.span());
         match json_to_raw(&value) {
             Ok(raw) => set.entries.push(RawEntry {
                 name: key,
                 value: raw,
                 source: index,
-                span: kspan.join(value.span()),
+                span,
                 problem: None,
             }),
             // A value we cannot read is only an error if the model declares it.
@@ -241,12 +245,32 @@ pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), 
                     table: false,
                 },
                 source: index,
-                span: kspan.join(value.span()),
+                span,
                 problem: Some(problem),
             }),
         }
     }
+    set.sources.push((name.to_string(), text));
     Ok(())
+}
+
+/// Longest value a diagnostic underlines whole; a longer one is marked by its key and its
+/// first character, so a snippet never prints a whole matrix.
+const LONGEST_MARKED_VALUE: usize = 60;
+
+/// Where an entry stands: `"key": value` when the value is short and on one line, else
+/// `"key": [`.
+fn entry_span(text: &str, key: Span, value: Span) -> Span {
+    let whole = key.join(value);
+    let long = value.end - value.start > LONGEST_MARKED_VALUE as u32
+        || text
+            .get(whole.start as usize..whole.end as usize)
+            .is_some_and(|t| t.contains('\n'));
+    if long {
+        key.join(Span::new(value.start as usize, value.start as usize + 1))
+    } else {
+        whole
+    }
 }
 
 fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
@@ -330,10 +354,16 @@ pub fn add_csv_text(set: &mut DataSet, name: &str, file: &str, text: String) -> 
     let raw = csv::parse_csv(&text).map_err(|e| {
         Diagnostic::error(
             "mvi::data::malformed_csv",
-            format!("malformed CSV for `{name}` in `{file}`"),
+            if text.trim().is_empty() {
+                // no line for a label to point at
+                format!("malformed CSV for `{name}` in `{file}`: {}", e.message)
+            } else {
+                format!("malformed CSV for `{name}` in `{file}`")
+            },
             NamedSource::new(file, text.clone()),
         )
         .with_label(e.span, e.message)
+        .with_help(e.help)
     })?;
     let index = set.sources.len();
     let span = Span::new(0, text.len().min(1));

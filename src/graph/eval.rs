@@ -545,7 +545,7 @@ fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(
 
 fn matmul_values<T: Scalar>(a: Arg<T>, b: Arg<T>, shape: Shape, s: usize) -> Vec<T> {
     let (m, n) = (shape.rows(), shape.cols());
-    let k = a.size / m;
+    let k = a.size / m.max(1); // 0 rows: no inner size to read, nothing to multiply
     let mut out = vec![T::zero(); m * n * s];
     if !a.batched {
         // A constant: B's columns are k × (n·S) side by side, one product for the batch.

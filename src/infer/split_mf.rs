@@ -89,7 +89,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
     Ok(Box::new(SplitMf {
         settings: Settings {
             bins: r.int("bins", 1, d.bins)?,
-            samples: r.int("samples", 1, d.samples)?,
+            samples: r.int("samples", 2, d.samples)?,
             max_iters: r.int("max_iters", 1, d.max_iters)?,
             tol: r.positive("tol", d.tol)?,
             optimizer: r.optimizer()?,

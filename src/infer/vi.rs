@@ -51,7 +51,7 @@ impl ViSettings {
     pub fn read(r: &Reader<'_>) -> Result<ViSettings, Diagnostic> {
         Ok(ViSettings {
             common: Common::read(r)?,
-            samples: r.int("samples", 1, 1000)?,
+            samples: r.int("samples", 2, 1000)?,
             laplace_hyper_search: r.word("laplace_hyper", &["search", "given"], "search")? == "search",
         })
     }

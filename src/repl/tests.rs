@@ -132,6 +132,15 @@ fn an_unknown_method_is_rejected_and_the_old_one_kept() {
 }
 
 #[test]
+fn an_unknown_method_is_rejected_before_a_model_is_loaded() {
+    let mut s = Session::default();
+    let out = s.eval_line(":method vi_dag");
+    assert!(out.contains("unknown inference method `vi_dag`"), "{out}");
+    assert!(out.contains("did you mean `vi_diag`?"), "{out}");
+    assert_eq!(s.eval_line(":method"), "method = laplace\n");
+}
+
+#[test]
 fn compare_skips_options_another_method_does_not_take() {
     let mut s = linear_session();
     s.eval_line(":method vi_diag");
@@ -152,6 +161,19 @@ fn compare_lists_a_failing_method_and_fits_the_others() {
     let out = s.eval_line(":compare laplace,vi_diag");
     assert!(out.contains("failed: laplace: laplace failed"), "{out}");
     assert!(out.lines().any(|l| l.starts_with("vi_diag")), "{out}");
+}
+
+/// A typo in the list is reported before any method runs (the failing `laplace` would
+/// otherwise have been fitted, and its failure listed, first).
+#[test]
+fn compare_checks_every_method_before_fitting() {
+    let dir = format!("{}/tests/fixtures/sweep", env!("CARGO_MANIFEST_DIR"));
+    let mut s = Session::default();
+    s.eval_line(&format!(":data {dir}/eight.json"));
+    s.eval_line(&format!(":load {dir}/hier_centered.mvi"));
+    let out = s.eval_line(":compare laplace,vi_dag");
+    assert!(out.contains("unknown inference method `vi_dag`"), "{out}");
+    assert!(!out.contains("laplace failed"), "{out}");
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //!
 //! Input: the [`FitReport`]s of one model fitted by several methods. Output: a text table
 //! (best marked with `*`) or a JSON array. Best means highest fresh ELBO, log evidence and
-//! test LPD; lowest k̂, error rate / MSE, time and iterations.
+//! test LPD; lowest k̂, error rate / MSE, time and iterations. A fit stopped by Ctrl-C is
+//! shown but never marked best (its time and iterations are short because it was stopped),
+//! and is named under the table with the fits that did not converge.
 
 use super::summary::num;
 use super::{json, FitReport, PredictMetric};
@@ -83,7 +85,29 @@ pub fn render_compare(reports: &[FitReport]) -> String {
     }
     let mut out = align(&rows);
     out.push_str("* best in its column\n");
+    let interrupted = method_list(reports, |r| r.interrupted);
+    if !interrupted.is_empty() {
+        out.push_str(&format!(
+            "interrupted: {interrupted} (stopped early by Ctrl-C: partial results, not ranked)\n"
+        ));
+    }
+    let unconverged = method_list(reports, |r| !r.converged && !r.interrupted);
+    if !unconverged.is_empty() {
+        out.push_str(&format!(
+            "not converged: {unconverged} (`mvi run` with the method shows why)\n"
+        ));
+    }
     out
+}
+
+/// The methods of the reports that `pick` selects, comma-separated.
+fn method_list(reports: &[FitReport], pick: impl Fn(&FitReport) -> bool) -> String {
+    let names: Vec<&str> = reports
+        .iter()
+        .filter(|r| pick(r))
+        .map(|r| r.method.as_str())
+        .collect();
+    names.join(", ")
 }
 
 fn cell(r: &FitReport, c: &Column) -> String {
@@ -103,7 +127,7 @@ fn cell(r: &FitReport, c: &Column) -> String {
 /// Index of the best finite value in a column; the first one wins a tie.
 fn best_index(reports: &[FitReport], c: &Column) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
-    for (i, r) in reports.iter().enumerate() {
+    for (i, r) in reports.iter().enumerate().filter(|(_, r)| !r.interrupted) {
         let Some(v) = (c.value)(r).filter(|v| v.is_finite()) else {
             continue;
         };
@@ -193,6 +217,7 @@ fn row_value(r: &FitReport) -> Value {
         "wall_time_s": s["wall_time_s"],
         "iterations": r.iterations,
         "converged": r.converged,
+        "interrupted": r.interrupted,
     })
 }
 

@@ -142,7 +142,9 @@ fn predict_lines(out: &mut String, p: &super::PredictReport) {
 pub fn khat_line(khat: Option<f64>, run: &KhatContext<'_>) -> String {
     match khat {
         None => "PSIS k̂: not available".to_string(),
-        Some(k) if k.is_nan() => "PSIS k̂: not available (NaN)".to_string(),
+        Some(k) if k.is_nan() => {
+            "PSIS k̂: not available (the importance ratios give no finite estimate)".to_string()
+        }
         Some(k) if k <= KHAT_THRESHOLD => {
             format!("PSIS k̂ = {k:.2} (≤ 0.7: the approximation is usable)")
         }
