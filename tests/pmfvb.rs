@@ -299,23 +299,35 @@ impl LogDensity for PerCoefficient {
     }
 }
 
-/// The stochastic volatility example (`examples/stochastic_volatility.mvi`), lowered and
-/// ready to fit, with its `infer` options overridden by `overrides`.
-fn sv_example(overrides: &[(&str, &str)]) -> (mvi::graph::LogJoint, mvi::infer::InferOptions) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let data = dir.join("data/stochastic_volatility.json");
-    let typed = mvi::check::load_model(
-        &dir.join("stochastic_volatility.mvi"),
-        &[data.display().to_string()],
-    )
-    .unwrap_or_else(|e| panic!("the SV example loads: {e:?}"));
-    let model = mvi::graph::lower_model(&typed).expect("the SV example lowers");
+/// The model `dir/model` with data `dir/data` (relative to the crate), lowered and ready
+/// to fit, with its `infer` options overridden by `overrides`.
+fn load(
+    dir: &str,
+    model: &str,
+    data: &str,
+    overrides: &[(&str, &str)],
+) -> (mvi::graph::LogJoint, mvi::infer::InferOptions) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let typed = mvi::check::load_model(&dir.join(model), &[dir.join(data).display().to_string()])
+        .unwrap_or_else(|e| panic!("{model} loads: {e:?}"));
+    let lowered = mvi::graph::lower_model(&typed).unwrap_or_else(|e| panic!("{model} lowers: {e:?}"));
     let overrides: Vec<(String, String)> = overrides
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let options = mvi::check::infer_options(&typed, &overrides).expect("valid options");
-    (model, options)
+    (lowered, options)
+}
+
+/// The stochastic volatility example (`examples/stochastic_volatility.mvi`), lowered and
+/// ready to fit, with its `infer` options overridden by `overrides`.
+fn sv_example(overrides: &[(&str, &str)]) -> (mvi::graph::LogJoint, mvi::infer::InferOptions) {
+    load(
+        "examples",
+        "stochastic_volatility.mvi",
+        "data/stochastic_volatility.json",
+        overrides,
+    )
 }
 
 /// The data-generating values of the SV example: μ, φ, σ and the simulated h.
@@ -529,17 +541,12 @@ fn pmfvb_fits_the_stochastic_volatility_example_from_the_fallback_start() {
 /// The non-centred hierarchy of the user sweep (`tests/fixtures/sweep/hier_groups.mvi`:
 /// μ, σ_a, z[4], σ; one block per parameter), loaded with `overrides` on its options.
 fn hier_groups(overrides: &[(&str, &str)]) -> (mvi::graph::LogJoint, mvi::infer::InferOptions) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep");
-    let data = dir.join("hier_groups.json");
-    let typed = mvi::check::load_model(&dir.join("hier_groups.mvi"), &[data.display().to_string()])
-        .unwrap_or_else(|e| panic!("the hierarchy loads: {e:?}"));
-    let model = mvi::graph::lower_model(&typed).expect("the hierarchy lowers");
-    let overrides: Vec<(String, String)> = overrides
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let options = mvi::check::infer_options(&typed, &overrides).expect("valid options");
-    (model, options)
+    load(
+        "tests/fixtures/sweep",
+        "hier_groups.mvi",
+        "hier_groups.json",
+        overrides,
+    )
 }
 
 /// The Laplace start of this hierarchy is far wider than the mean-field fixed point (σ_a
