@@ -23,7 +23,7 @@
 //! Scaling: the optimiser works on the parameters divided by the start's marginal sds
 //! (means and the rows of full-covariance roots; hyperplane normals multiplied by them),
 //! so that coordinates whose posterior sds differ by orders of magnitude are equally well
-//! conditioned (see [`Ctx::scales`]): without it, on a regression whose coefficients have
+//! conditioned (`Ctx::scales`): without it, on a regression whose coefficients have
 //! sds of 0.001 next to a log σ with sd 0.07, the 1-bin stage stopped on the relative
 //! change rule 3 nats below vi_diag's optimum with the coefficients' sds still at their
 //! start.
