@@ -32,12 +32,28 @@ fn write_big_model(dir: &Path) -> (PathBuf, PathBuf) {
     (m, j)
 }
 
-#[test]
-fn ctrl_c_stops_the_fit_and_writes_results_marked_interrupted() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("interrupt_test");
+/// A fresh scratch directory `name` under the test target directory holding the big model
+/// and its data: (directory, model, data).
+fn fresh_big_model(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (model, data) = write_big_model(&dir);
+    (dir, model, data)
+}
+
+/// Send SIGINT (Ctrl-C) to the child process.
+fn ctrl_c(child: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+#[test]
+fn ctrl_c_stops_the_fit_and_writes_results_marked_interrupted() {
+    let (dir, model, data) = fresh_big_model("interrupt_test");
     let out = dir.join("out");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mvi"))
         .args([
@@ -58,11 +74,7 @@ fn ctrl_c_stops_the_fit_and_writes_results_marked_interrupted() {
         child.try_wait().unwrap().is_none(),
         "the fit finished before it could be interrupted"
     );
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    ctrl_c(&child);
     let started = Instant::now();
     let output = child.wait_with_output().unwrap();
     assert!(
@@ -101,10 +113,7 @@ fn ctrl_c_stops_the_fit_and_writes_results_marked_interrupted() {
 /// and the methods it left as not run, instead of ranking a half-finished fit best.
 #[test]
 fn ctrl_c_during_compare_names_the_interrupted_fit_and_the_methods_left() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("interrupt_compare_test");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (model, data) = write_big_model(&dir);
+    let (_, model, data) = fresh_big_model("interrupt_compare_test");
     let child = Command::new(env!("CARGO_BIN_EXE_mvi"))
         .args([
             "compare",
@@ -122,11 +131,7 @@ fn ctrl_c_during_compare_names_the_interrupted_fit_and_the_methods_left() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    ctrl_c(&child);
     let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

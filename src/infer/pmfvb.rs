@@ -26,9 +26,9 @@
 //! (`Run::mala`); a particle whose proposal is rejected halves its own share of that step
 //! (and doubles it back, up to the block's step, when one is accepted), so that particles
 //! left far in a block's tail by a wide start, where the curvature grows and the block's
-//! step overshoots, still move in. Warm-up (`warmup`, on by default after the fallback start): a run with
-//! [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping rule first; the
-//! full run starts from its particles. The mean-field fixed point of strongly coupled blocks
+//! step overshoots, still move in. Warm-up (`warmup`, on by default after the fallback
+//! start): a run with [`WARM_PARTICLES`] particles and subset [`WARM_SUBSET`] to its stopping
+//! rule first; the full run starts from its particles. The mean-field fixed point of strongly coupled blocks
 //! (SV: σ and h) takes hundreds of sweeps whatever P is, so most of them run cheaply.
 //!
 //! Bound estimate per sweep: the particle mean of log p̃ at the current particles plus, per
