@@ -3,9 +3,11 @@
 
   benches/peers/.venv-peers/bin/python benches/cauchy_nuts_reference.py --sets 30
   benches/peers/.venv-peers/bin/python benches/cauchy_nuts_reference.py --sets 100 --no-nuts
+  benches/peers/.venv-peers/bin/python benches/cauchy_nuts_reference.py --noise uniform
 
-For each generated data set (examples/data/make_cauchy_rbf.py with seeds 1, 2, …; the same
-construction as `mvi bench paper --tables II`, drawn by NumPy instead of Rust's generator):
+For each generated data set (examples/data/make_cauchy_rbf.py with seeds 1, 2, …; with the
+default `--noise t3` the same construction as `mvi bench paper --tables II`, drawn by NumPy
+instead of Rust's generator; `--noise uniform` is the peer notes' construction):
   1. `mvi run examples/cauchy_rbf.mvi --method M --json -q` for laplace, mvi_mu, mvi_eig,
      mvi_lr and vi_diag (S = 1000, 10⁴ test draws, as the example's `infer` block says);
   2. unless --no-nuts: NUTS (NumPyro, 2000 warm-up and 10⁴ kept draws) on the same model with
@@ -76,12 +78,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sets", type=int, default=30, help="data sets, seeds 1..N (default 30)")
     p.add_argument("--no-nuts", action="store_true", help="mvi's methods only")
+    p.add_argument("--noise", choices=["t3", "uniform"], default="t3",
+                   help="the noise law of the data sets (default t3, as Table II)")
     a = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, a.sets + 1):
             data = os.path.join(tmp, f"cauchy_{seed}.json")
-            subprocess.run([sys.executable, MAKE, "--seed", str(seed), "--out", data], check=True)
+            subprocess.run([sys.executable, MAKE, "--seed", str(seed), "--out", data, "--noise", a.noise],
+                           check=True)
             fits = {m: mvi_fit(data, m) for m in METHODS}
             row = {m: v[0] for m, v in fits.items()}
             if not a.no_nuts:

@@ -429,11 +429,16 @@ fn psis_khat_trusts_exact_laplace_and_flags_laplace_on_a_mixture() {
     assert!(k_mix > KHAT_OK, "k̂ = {k_mix}");
 }
 
-/// Median over 20 generated data sets of the per-point test LPD (eq. 13, then the pointwise
-/// lppd) of each of [`TABLE_TWO`]'s methods on the MVI paper's §V-B Cauchy regression.
+/// Data sets of the Table II test: many enough that the medians are stable (over 20 sets the
+/// orderings of adjacent methods change from block to block: 0.005–0.02 separate them).
+const TABLE_TWO_SETS: u64 = 100;
+
+/// Median over [`TABLE_TWO_SETS`] generated data sets of the per-point test LPD (eq. 13, then
+/// the pointwise lppd) of each of [`TABLE_TWO`]'s methods on the MVI paper's §V-B Cauchy
+/// regression; prints them and on how many sets vi_diag scores below mvi_eig.
 fn cauchy_table_two_medians() -> (Vec<f64>, Vec<f64>) {
     let mut per_method: Vec<Vec<(f64, f64)>> = vec![Vec::new(); TABLE_TWO.len()];
-    for set in 0..20u64 {
+    for set in 0..TABLE_TWO_SETS {
         let (train, test) = (cauchy_data(50, 1000 + set), cauchy_data(1000, 5000 + set));
         for (k, m) in TABLE_TWO.iter().enumerate() {
             let post = fit(&train, m, &[], set);
@@ -442,7 +447,8 @@ fn cauchy_table_two_medians() -> (Vec<f64>, Vec<f64>) {
     }
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        0.5 * (v[9] + v[10])
+        let n = v.len();
+        0.5 * (v[(n - 1) / 2] + v[n / 2])
     };
     let column = |pick: fn(&(f64, f64)) -> f64| -> Vec<f64> {
         per_method
@@ -458,37 +464,34 @@ fn cauchy_table_two_medians() -> (Vec<f64>, Vec<f64>) {
             eq13[k], paper[k], pointwise[k]
         );
     }
+    let below = per_method[4]
+        .iter()
+        .zip(&per_method[2])
+        .filter(|(d, e)| d.0 < e.0)
+        .count();
+    eprintln!("vi_diag below mvi_eig on {below} of {TABLE_TWO_SETS} sets");
     (eq13, pointwise)
 }
 
 /// The methods of the paper's Table II, in its column order.
 const TABLE_TWO: [&str; 5] = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag"];
 
-/// The MVI paper's §V-B Cauchy regression (Table II): data as in
-/// `examples/data/make_cauchy_rbf.py` (γ = 0.1, the value whose numbers match the paper's
-/// level), α learned, 20 data sets, 10⁴ test draws. Slow: run with
-/// `cargo test --release --test methods -- --ignored follows_table_two --nocapture` (minutes).
+/// The MVI paper's §V-B Cauchy regression (Table II): the construction of `mvi bench paper`
+/// (Student-t₃ noise of scale 0.17, γ = 0.1; docs/results.md says why) on 100 data sets of this
+/// file's own generator, α learned, 10⁴ test draws. Every clause of Table II: median eq. 13
+/// per point laplace < mvi_mu < mvi_eig ≈ mvi_lr (within 0.02), vi_diag below mvi_eig. Slow:
+/// run with `cargo test --release --test methods -- --ignored follows_table_two --nocapture`.
 ///
-/// Measured (2026-11-21, after the whitened VI coordinates): eq. 13 per point laplace
-/// −0.791 < mvi_mu −0.764 < mvi_eig −0.738 ≈ mvi_lr −0.757 (paper −0.818, −0.771, −0.722,
-/// −0.726), the paper's ordering; mvi_eig − mvi_lr = 0.019, just inside the 0.02 asked
-/// (before: −0.785, −0.769, −0.743, −0.749). 72 s in release on a shared machine.
+/// Measured (2026-11-21, 268 s in release on a shared machine): laplace −0.185 < mvi_mu −0.171
+/// < mvi_eig −0.159 ≈ mvi_lr −0.162, vi_diag −0.176 (below mvi_eig on 67 of 100 sets); paper
+/// −0.818, −0.771, −0.722, −0.726, −0.736. With the peer notes' uniform noise, used until
+/// session 8, vi_diag tied with mvi_eig (docs/results.md, Table II).
 #[test]
 #[ignore]
 fn cauchy_regression_median_test_lpd_follows_table_two() {
     let (m, _) = cauchy_table_two_medians();
     assert!(m[0] < m[1] && m[1] < m[2], "laplace < mvi_mu < mvi_eig: {m:?}");
     assert!((m[2] - m[3]).abs() < 0.02, "mvi_eig ≈ mvi_lr: {m:?}");
-}
-
-/// Table II's last clause, vi_diag below mvi_eig, does NOT reproduce: vi_diag's narrow,
-/// mean-field q (its ELBO is about 15 nats below mvi_eig's) scores the best eq. 13 (median
-/// −0.730) on this construction, so this test fails; it documents the gap (docs/results.md).
-/// Run: `cargo test --release --test methods -- --ignored vi_diag_below --nocapture`.
-#[test]
-#[ignore]
-fn cauchy_regression_vi_diag_below_mvi_eig_as_in_table_two() {
-    let (m, _) = cauchy_table_two_medians();
     assert!(m[4] < m[2], "vi_diag < mvi_eig: {m:?}");
 }
 
@@ -500,13 +503,15 @@ struct Cauchy {
 
 const GAMMA: f64 = 0.1;
 
-/// x ~ U[−10, 10], y = 0.3 x sin(0.7 x) − 0.03 x² + U(−0.5, 0.5); features 1 and 15 RBFs.
+/// x ~ U[−10, 10], y = 0.3 x sin(0.7 x) − 0.03 x² + 0.17 t₃ (Student-t noise with 3 degrees of
+/// freedom, as `mvi bench paper`'s Table II); features 1 and 15 RBFs.
 fn cauchy_data(n: usize, seed: u64) -> Cauchy {
     let mut rng = StdRng::seed_from_u64(seed);
+    let t3 = rand_distr::StudentT::new(3.0).expect("3 degrees of freedom are valid");
     let xs: Vec<f64> = (0..n).map(|_| rng.random_range(-10.0..10.0)).collect();
     let y = DVector::from_fn(n, |i, _| {
         let x = xs[i];
-        0.3 * x * (0.7 * x).sin() - 0.03 * x * x + rng.random_range(-0.5..0.5)
+        0.3 * x * (0.7 * x).sin() - 0.03 * x * x + 0.17 * rng.sample(t3)
     });
     let x = DMatrix::from_fn(n, 16, |i, j| {
         if j == 0 {
