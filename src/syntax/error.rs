@@ -20,8 +20,8 @@ pub enum Error {
         expected: Vec<&'static str>,
         /// What stands there, in words ("`=`", "end of file").
         found: String,
-        /// What to try, if a likely fix is known.
-        help: Option<String>,
+        /// What to try: the fix of a known mistake, or what may be written there.
+        help: String,
         /// A related place (an unclosed bracket) with its label.
         related: Option<(Span, String)>,
     },
@@ -144,7 +144,7 @@ impl Error {
                 format!("expected {}", join_or(expected)),
                 *span,
                 format!("found {found}"),
-                help.clone(),
+                Some(help.clone()),
             ),
             Error::TooDeep { span, limit } => (
                 format!("brackets or operators are nested too deeply (more than {limit} levels)"),
@@ -162,7 +162,11 @@ impl Error {
                 "real literal is out of range".into(),
                 *span,
                 "too large for a 64-bit float".into(),
-                None,
+                Some(
+                    "the largest finite real is about `1.8e308`; rescale the quantity or write it \
+                     on the log scale"
+                        .into(),
+                ),
             ),
             Error::UnterminatedComment { span } => (
                 "block comment is never closed".into(),
