@@ -12,7 +12,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::check::infer_keys;
+use crate::check::{infer_keys, memory};
 use crate::density::{LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::graph::predict::PredictSums;
@@ -148,6 +148,12 @@ pub fn fit(
         ));
     }
     infer_keys::check_against_model(options, method.name(), model.dim())?;
+    memory::check_memory(
+        options,
+        method.name(),
+        &footprint(model),
+        memory::available_memory(),
+    )?;
     method
         .supports(model)
         .map_err(|e| method_error(method.name(), &e))?;
@@ -166,6 +172,21 @@ pub fn fit(
         return Err(d);
     }
     Ok((post, report))
+}
+
+/// What the model adds to the size of a run's buffers, for [`memory::check_memory`].
+fn footprint(model: &LogJoint) -> memory::Footprint {
+    memory::Footprint {
+        dim: model.dim(),
+        theta_dim: model.graph.theta_dim,
+        columns: model
+            .params
+            .iter()
+            .chain(&model.reported)
+            .map(|p| p.shape.size())
+            .sum(),
+        params: model.params.len(),
+    }
 }
 
 /// The draws of a fit that ran away (an improper posterior, or a method that diverged)

@@ -1,0 +1,350 @@
+//! Memory estimates of the `infer` settings that size a run's buffers, checked before a fit
+//! allocates anything.
+//!
+//! Input: the run's options, the method and the model's [`Footprint`] (D, θ, report
+//! columns, parameters), and the memory the machine has ([`available_memory`]). Output:
+//! `Ok`, or a diagnostic at the setting whose buffers would not fit, with the estimated
+//! size, the memory available and a value that would fit. Rust aborts the process when an
+//! allocation fails, so an oversized setting must be refused here, never discovered later.
+//!
+//! Per setting, what grows with it (in f64 entries; the estimates are deliberately generous):
+//! - `samples` S (the fixed-sample methods): the fixed draws Z, the draws W = m + C Z, the
+//!   batched gradient G (D×S each) and the copies the methods keep (Laplace start, both
+//!   `vi_diag` initialisations, `mvi_eig`'s R Z), taken as 12 D×S blocks, plus the θ
+//!   gradient (P×S) twice and a few values per draw; `split_mf` adds two D×S blocks per
+//!   bin. The batched graph itself is evaluated in chunks of columns and does not grow.
+//! - `draws`: the output draws are held whole (the summary's quantiles, `draws.csv`, the
+//!   plots), as w (D per draw), the constrained columns three times over (blocks, the
+//!   transposed matrix, the report) and their CSV text (about 24 bytes per value). Chunking
+//!   the evaluation would not bound this, so the setting is checked.
+//! - `test_draws`: `predict` already evaluates them in chunks; what grows is one joint
+//!   held-out log likelihood per draw (with the vector's doubling and a copy, 3 f64).
+//! - `particles` P (`pmfvb`): the particles (D×P), and per block step the mixed columns of
+//!   every particle with `subset` m particles of the other blocks and their gradient (D×P·m
+//!   each, twice with a Metropolis proposal), plus a step factor per particle and block.
+//!
+//! The fresh-draw ELBO is evaluated in chunks and needs no check.
+
+use crate::diagnostic::Diagnostic;
+use crate::infer::{InferOptions, OptionValue};
+
+use super::infer_keys::{int_option, out_of_range};
+
+/// Bytes assumed available where `/proc/meminfo` cannot be read (off Linux): 4 GiB.
+pub const FALLBACK_AVAILABLE: u64 = 4 << 30;
+
+/// A suggested value uses at most this share of the available memory.
+const SUGGEST_SHARE: f64 = 0.5;
+
+/// What a model contributes to the size of a run's buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// D, the unconstrained parameter dimension.
+    pub dim: usize,
+    /// P, the number of unconstrained hyperparameters.
+    pub theta_dim: usize,
+    /// Columns of the output draws: constrained parameter entries and reported `let`s.
+    pub columns: usize,
+    /// Declared parameters (`pmfvb`'s default blocks).
+    pub params: usize,
+}
+
+/// The memory a run may use, and where the figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Available {
+    /// Bytes.
+    pub bytes: u64,
+    /// In words, for the diagnostic ("available", "in total", "assumed").
+    pub source: &'static str,
+}
+
+/// The memory available now: `MemAvailable` (else `MemTotal`) of `/proc/meminfo`, or
+/// [`FALLBACK_AVAILABLE`] where that file cannot be read.
+pub fn available_memory() -> Available {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| parse_meminfo(&text))
+        .unwrap_or(Available {
+            bytes: FALLBACK_AVAILABLE,
+            source: "assumed (the system does not report its memory)",
+        })
+}
+
+/// `MemAvailable` (else `MemTotal`) of a `/proc/meminfo` text, in bytes.
+pub fn parse_meminfo(text: &str) -> Option<Available> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|rest| rest.trim().strip_suffix("kB"))
+            .and_then(|kb| kb.trim().parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    };
+    match (field("MemAvailable"), field("MemTotal")) {
+        (Some(bytes), _) => Some(Available {
+            bytes,
+            source: "available",
+        }),
+        (None, Some(bytes)) => Some(Available {
+            bytes,
+            source: "in total",
+        }),
+        _ => None,
+    }
+}
+
+/// One setting's memory: bytes per unit of the value, and the smallest valid value.
+struct Cost {
+    key: &'static str,
+    per_unit: f64,
+    min: i64,
+}
+
+/// Refuse settings whose buffers would need more memory than is available.
+///
+/// # Errors
+/// A diagnostic at the first such setting (`samples`, `draws`, `test_draws`, `particles`),
+/// with the estimate, the memory available and a value that would fit.
+pub fn check_memory(
+    options: &InferOptions,
+    method: &str,
+    model: &Footprint,
+    available: Available,
+) -> Result<(), Diagnostic> {
+    for cost in costs(options, method, model) {
+        let (value, at) = int_option(options, cost.key);
+        let bytes = cost.per_unit * value as f64;
+        if bytes <= available.bytes as f64 {
+            continue;
+        }
+        let fits = suggestion(available.bytes as f64 * SUGGEST_SHARE / cost.per_unit);
+        let msg = format!(
+            "`{} = {value}` needs about {} of memory, more than the {} {}",
+            cost.key,
+            bytes_text(bytes),
+            bytes_text(available.bytes as f64),
+            available.source
+        );
+        let help = if fits >= cost.min {
+            format!(
+                "the estimate grows with `{}` ({} per unit for this model and method); use \
+                 `{} = {fits}` or less, which needs about {}",
+                cost.key,
+                bytes_text(cost.per_unit),
+                cost.key,
+                bytes_text(cost.per_unit * fits as f64)
+            )
+        } else {
+            format!(
+                "even the smallest `{}` ({}) needs about {}: this model is too large for this \
+                 machine with this method; try `--method laplace`",
+                cost.key,
+                cost.min,
+                bytes_text(cost.per_unit * cost.min as f64)
+            )
+        };
+        return Err(out_of_range(options, at, msg, help));
+    }
+    Ok(())
+}
+
+/// The settings that size buffers for `method`, with their bytes per unit.
+fn costs(options: &InferOptions, method: &str, m: &Footprint) -> Vec<Cost> {
+    const F64: f64 = 8.0;
+    /// Bytes of one value in `draws.csv`.
+    const CSV_VALUE: f64 = 24.0;
+    let (d, p, cols) = (m.dim as f64, m.theta_dim as f64, m.columns as f64);
+    let mut out = Vec::new();
+    let fixed_sample = matches!(
+        method,
+        "mvi_mu" | "mvi_eig" | "mvi_lr" | "vi_diag" | "vi_full" | "split_mf"
+    );
+    if fixed_sample {
+        let bins = if method == "split_mf" {
+            int_option(options, "bins").0.max(1) as f64
+        } else {
+            0.0
+        };
+        out.push(Cost {
+            key: "samples",
+            per_unit: F64 * ((12.0 + 2.0 * bins) * d + 2.0 * p + 8.0),
+            min: 2,
+        });
+    }
+    if method == "pmfvb" {
+        let blocks = blocks_count(options).unwrap_or(m.params).max(1);
+        let subset = if blocks == 1 {
+            1.0
+        } else {
+            int_option(options, "subset").0.max(1) as f64
+        };
+        out.push(Cost {
+            key: "particles",
+            per_unit: F64 * ((4.0 * subset + 3.0) * d + blocks as f64 + 8.0),
+            min: 2,
+        });
+    }
+    out.push(Cost {
+        key: "draws",
+        per_unit: F64 * (4.0 * d + 3.0 * cols + 8.0) + CSV_VALUE * cols,
+        min: 1,
+    });
+    out.push(Cost {
+        key: "test_draws",
+        per_unit: 3.0 * F64,
+        min: 1,
+    });
+    out
+}
+
+/// The number of `pmfvb` blocks the options list, if they list them.
+fn blocks_count(options: &InferOptions) -> Option<usize> {
+    match options
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.key == "blocks")
+        .map(|e| &e.value)
+    {
+        Some(OptionValue::Blocks(b)) => Some(b.len()),
+        _ => None,
+    }
+}
+
+/// `x` rounded down to two significant digits (`123456` → `120000`), as an integer.
+fn suggestion(x: f64) -> i64 {
+    if x.is_nan() || x < 1.0 {
+        return 0;
+    }
+    let scale = 10f64.powi(x.log10().floor() as i32 - 1).max(1.0);
+    ((x / scale).floor() * scale).min(i64::MAX as f64) as i64
+}
+
+/// Bytes in binary units: `512 B`, `3.5 KiB`, `1.2 GiB`, `8.0 TiB`.
+fn bytes_text(bytes: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infer::InferOption;
+    use crate::syntax::span::Span;
+
+    fn options(entries: &[(&str, i64)]) -> InferOptions {
+        let src = "infer { samples = 1000000000 }".to_string();
+        InferOptions {
+            entries: entries
+                .iter()
+                .map(|(k, v)| InferOption {
+                    key: (*k).to_string(),
+                    value: OptionValue::Int(*v),
+                    span: Some(Span::new(18, 28)),
+                })
+                .collect(),
+            source: miette::NamedSource::new("m.mvi", src),
+        }
+    }
+
+    const SMALL: Footprint = Footprint {
+        dim: 10,
+        theta_dim: 1,
+        columns: 12,
+        params: 2,
+    };
+
+    const GIB: Available = Available {
+        bytes: 1 << 30,
+        source: "available",
+    };
+
+    #[test]
+    fn meminfo_prefers_the_available_memory_to_the_total() {
+        let text = "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:    8000000 kB\n";
+        let a = parse_meminfo(text).unwrap();
+        assert_eq!(a.bytes, 8_000_000 * 1024);
+        assert_eq!(a.source, "available");
+        let a = parse_meminfo("MemTotal: 2048 kB\n").unwrap();
+        assert_eq!((a.bytes, a.source), (2048 * 1024, "in total"));
+        assert_eq!(parse_meminfo("nothing here"), None);
+    }
+
+    #[test]
+    fn the_defaults_fit_in_a_gibibyte_for_a_small_model() {
+        for method in ["laplace", "mvi_lr", "split_mf", "pmfvb"] {
+            assert!(
+                check_memory(&options(&[]), method, &SMALL, GIB).is_ok(),
+                "{method}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_billion_samples_are_refused_at_the_key_with_a_value_that_fits() {
+        let o = options(&[("samples", 1_000_000_000)]);
+        let e = check_memory(&o, "vi_diag", &SMALL, GIB).unwrap_err();
+        assert_eq!(e.code, "mvi::check::infer_value_out_of_range");
+        assert!(
+            e.message.contains("more than the 1.0 GiB available"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.labels[0].offset(), 18);
+        // 8·(12·10 + 2 + 8) = 1040 bytes per sample; half a GiB fits 516 222 of them.
+        let help = e.help.unwrap();
+        assert!(help.contains("`samples = 510000` or less"), "{help}");
+        // laplace uses no samples
+        assert!(check_memory(&o, "laplace", &SMALL, GIB).is_ok());
+    }
+
+    #[test]
+    fn the_suggested_value_passes_the_check() {
+        for key in ["samples", "draws", "test_draws", "particles"] {
+            let o = options(&[(key, i64::MAX)]);
+            let method = if key == "particles" { "pmfvb" } else { "vi_full" };
+            let e = check_memory(&o, method, &SMALL, GIB).unwrap_err();
+            let help = e.help.unwrap();
+            let fits: i64 = help
+                .split(&format!("`{key} = "))
+                .nth(1)
+                .and_then(|r| r.split('`').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no value in {help}"));
+            assert!(
+                check_memory(&options(&[(key, fits)]), method, &SMALL, GIB).is_ok(),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_model_too_large_for_any_value_says_so() {
+        let huge = Footprint {
+            dim: 1 << 40,
+            ..SMALL
+        };
+        let e = check_memory(&options(&[]), "vi_diag", &huge, GIB).unwrap_err();
+        assert!(e.message.contains("(the default)"), "{}", e.message);
+        assert!(e.help.unwrap().contains("too large for this machine"));
+    }
+
+    #[test]
+    fn suggestions_keep_two_significant_digits() {
+        assert_eq!(suggestion(123_456.0), 120_000);
+        assert_eq!(suggestion(7.9), 7);
+        assert_eq!(suggestion(0.5), 0);
+        assert_eq!(suggestion(f64::NAN), 0);
+        assert_eq!(bytes_text(1536.0), "1.5 KiB");
+        assert_eq!(bytes_text(100.0), "100 B");
+    }
+}
