@@ -11,8 +11,10 @@
 //! - `samples` S (the fixed-sample methods): the fixed draws Z, the draws W = m + C Z, the
 //!   batched gradient G (D×S each) and the copies the methods keep (Laplace start, both
 //!   `vi_diag` initialisations, `mvi_eig`'s R Z), taken as 12 D×S blocks, plus the θ
-//!   gradient (P×S) twice and a few values per draw; `split_mf` adds two D×S blocks per
-//!   bin. The batched graph itself is evaluated in chunks of columns and does not grow.
+//!   gradient (P×S) twice and a few values per draw. The batched graph itself is evaluated
+//!   in chunks of columns and does not grow.
+//! - `bins` K (`split_mf`): the points of every bin and their gradient, D×S each per bin
+//!   (`samples` is checked with at most 4 bins, then `bins` at the given S).
 //! - `draws`: the output draws are held whole (the summary's quantiles, `draws.csv`, the
 //!   plots), as w (D per draw), the constrained columns three times over (blocks, the
 //!   transposed matrix, the report) and their CSV text (about 24 bytes per value). Chunking
@@ -92,9 +94,10 @@ pub fn parse_meminfo(text: &str) -> Option<Available> {
     }
 }
 
-/// One setting's memory: bytes per unit of the value, and the smallest valid value.
+/// One setting's memory: bytes = `base` + `per_unit` × value; the smallest valid value.
 struct Cost {
     key: &'static str,
+    base: f64,
     per_unit: f64,
     min: i64,
 }
@@ -102,8 +105,8 @@ struct Cost {
 /// Refuse settings whose buffers would need more memory than is available.
 ///
 /// # Errors
-/// A diagnostic at the first such setting (`samples`, `draws`, `test_draws`, `particles`),
-/// with the estimate, the memory available and a value that would fit.
+/// A diagnostic at the first such setting (`samples`, `bins`, `particles`, `draws`,
+/// `test_draws`), with the estimate, the memory available and a value that would fit.
 pub fn check_memory(
     options: &InferOptions,
     method: &str,
@@ -112,11 +115,10 @@ pub fn check_memory(
 ) -> Result<(), Diagnostic> {
     for cost in costs(options, method, model) {
         let (value, at) = int_option(options, cost.key);
-        let bytes = cost.per_unit * value as f64;
+        let bytes = cost.base + cost.per_unit * value as f64;
         if bytes <= available.bytes as f64 {
             continue;
         }
-        let fits = suggestion(available.bytes as f64 * SUGGEST_SHARE / cost.per_unit);
         let msg = format!(
             "`{} = {value}` needs about {} of memory, more than the {} {}",
             cost.key,
@@ -124,34 +126,43 @@ pub fn check_memory(
             bytes_text(available.bytes as f64),
             available.source
         );
-        let help = if fits >= cost.min {
-            format!(
-                "the estimate grows with `{}` ({} per unit for this model and method); use \
-                 `{} = {fits}` or less, which needs about {}",
-                cost.key,
-                bytes_text(cost.per_unit),
-                cost.key,
-                bytes_text(cost.per_unit * fits as f64)
-            )
-        } else {
-            format!(
-                "even the smallest `{}` ({}) needs about {}: this model is too large for this \
-                 machine with this method; try `--method laplace`",
-                cost.key,
-                cost.min,
-                bytes_text(cost.per_unit * cost.min as f64)
-            )
-        };
-        return Err(out_of_range(options, at, msg, help));
+        return Err(out_of_range(options, at, msg, help(&cost, available)));
     }
     Ok(())
 }
 
-/// The settings that size buffers for `method`, with their bytes per unit.
+/// The help line: a value that fits in [`SUGGEST_SHARE`] of the memory, or that none does.
+fn help(cost: &Cost, available: Available) -> String {
+    let fits = suggestion((available.bytes as f64 * SUGGEST_SHARE - cost.base) / cost.per_unit);
+    if fits >= cost.min {
+        format!(
+            "the estimate grows with `{}` ({} per unit for this model and method); use \
+             `{} = {fits}` or less, which needs about {}",
+            cost.key,
+            bytes_text(cost.per_unit),
+            cost.key,
+            bytes_text(cost.base + cost.per_unit * fits as f64)
+        )
+    } else {
+        format!(
+            "even the smallest `{}` ({}) needs about {}: this model is too large for this \
+             machine with this method; try `--method laplace`",
+            cost.key,
+            cost.min,
+            bytes_text(cost.base + cost.per_unit * cost.min as f64)
+        )
+    }
+}
+
+/// The settings that size buffers for `method`, with their bytes, in the order they are
+/// checked. `split_mf` holds D×S per bin: `samples` is checked with at most the default 4
+/// bins, then `bins` at the given S, so that the setting named is the one that is too large.
 fn costs(options: &InferOptions, method: &str, m: &Footprint) -> Vec<Cost> {
     const F64: f64 = 8.0;
     /// Bytes of one value in `draws.csv`.
     const CSV_VALUE: f64 = 24.0;
+    /// Bins `samples` is checked with.
+    const DEFAULT_BINS: f64 = 4.0;
     let (d, p, cols) = (m.dim as f64, m.theta_dim as f64, m.columns as f64);
     let mut out = Vec::new();
     let fixed_sample = matches!(
@@ -160,14 +171,25 @@ fn costs(options: &InferOptions, method: &str, m: &Footprint) -> Vec<Cost> {
     );
     if fixed_sample {
         let bins = if method == "split_mf" {
-            int_option(options, "bins").0.max(1) as f64
+            (int_option(options, "bins").0.max(1) as f64).min(DEFAULT_BINS)
         } else {
             0.0
         };
         out.push(Cost {
             key: "samples",
+            base: 0.0,
             per_unit: F64 * ((12.0 + 2.0 * bins) * d + 2.0 * p + 8.0),
             min: 2,
+        });
+    }
+    if method == "split_mf" {
+        let s = int_option(options, "samples").0.max(1) as f64;
+        out.push(Cost {
+            key: "bins",
+            base: F64 * s * (12.0 * d + 2.0 * p + 8.0),
+            // the points and their gradient (D×S each) and the bin's parameters
+            per_unit: F64 * (2.0 * d * s + 4.0 * d + 8.0),
+            min: 1,
         });
     }
     if method == "pmfvb" {
@@ -179,17 +201,20 @@ fn costs(options: &InferOptions, method: &str, m: &Footprint) -> Vec<Cost> {
         };
         out.push(Cost {
             key: "particles",
+            base: 0.0,
             per_unit: F64 * ((4.0 * subset + 3.0) * d + blocks as f64 + 8.0),
             min: 2,
         });
     }
     out.push(Cost {
         key: "draws",
+        base: 0.0,
         per_unit: F64 * (4.0 * d + 3.0 * cols + 8.0) + CSV_VALUE * cols,
         min: 1,
     });
     out.push(Cost {
         key: "test_draws",
+        base: 0.0,
         per_unit: 3.0 * F64,
         min: 1,
     });
@@ -309,9 +334,13 @@ mod tests {
 
     #[test]
     fn the_suggested_value_passes_the_check() {
-        for key in ["samples", "draws", "test_draws", "particles"] {
+        for key in ["samples", "bins", "draws", "test_draws", "particles"] {
             let o = options(&[(key, i64::MAX)]);
-            let method = if key == "particles" { "pmfvb" } else { "vi_full" };
+            let method = match key {
+                "particles" => "pmfvb",
+                "bins" => "split_mf",
+                _ => "vi_full",
+            };
             let e = check_memory(&o, method, &SMALL, GIB).unwrap_err();
             let help = e.help.unwrap();
             let fits: i64 = help
@@ -325,6 +354,16 @@ mod tests {
                 "{key}"
             );
         }
+    }
+
+    #[test]
+    fn split_mf_names_the_bins_when_the_bins_are_too_many() {
+        let o = options(&[("bins", 1_000_000_000)]);
+        let e = check_memory(&o, "split_mf", &SMALL, GIB).unwrap_err();
+        assert!(e.message.starts_with("`bins = 1000000000`"), "{}", e.message);
+        let o = options(&[("samples", 1_000_000_000)]);
+        let e = check_memory(&o, "split_mf", &SMALL, GIB).unwrap_err();
+        assert!(e.message.starts_with("`samples = 1000000000`"), "{}", e.message);
     }
 
     #[test]
