@@ -691,3 +691,36 @@ fn an_oversized_setting_in_the_infer_block_points_at_its_value() {
     assert!(out.contains("huge_samples.mvi:16:"), "{out}");
     assert!(!out.contains("command line"), "{out}");
 }
+
+/// The fresh-draw ELBO of a method without one of its own (laplace, split_mf) comes from
+/// the output draws, topped up to 1000: with `draws = 2` its standard error came from two
+/// values. The extra draws follow the output draws in the random stream, so `draws = 2`
+/// reports the estimate of `draws = 1000`.
+#[test]
+fn a_few_output_draws_do_not_shrink_the_fresh_elbo() {
+    for method in ["laplace", "split_mf"] {
+        let fresh = |draws: &str| {
+            let o = mvi(&[
+                "run",
+                "logistic.mvi",
+                "--data",
+                "logistic.json",
+                "--method",
+                method,
+                "--set",
+                &format!("draws={draws}"),
+                "--json",
+                "--quiet",
+            ]);
+            assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+            let j: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+            let get = |k: &str| j["elbo_fresh"][k].as_f64().unwrap_or_else(|| panic!("{j}"));
+            (get("value"), get("se"))
+        };
+        let (few, many) = (fresh("2"), fresh("1000"));
+        assert!(
+            (few.0 - many.0).abs() < 1e-9 && (few.1 - many.1).abs() < 1e-9,
+            "{method}: draws = 2 gives {few:?}, draws = 1000 gives {many:?}"
+        );
+    }
+}
