@@ -227,3 +227,28 @@ fn an_empty_file_parses_and_whitespace_only_parses() {
     assert!(parse_program("", "m.mvi").is_ok());
     assert!(parse_program("\n  \n", "m.mvi").is_ok());
 }
+
+#[test]
+fn common_slips_get_the_help_for_their_construct() {
+    let cases = [
+        ("let x = 1 y\n", "put each statement on its own line"),
+        ("let x = 1 )\n", "end the statement before `)`"),
+        (
+            "model { for i in 1:3 y ~ normal(0, 1) }\n",
+            "a loop body goes in braces",
+        ),
+        (
+            "data { X: matrix[N M] }\n",
+            "separate arguments, sizes and list items with `,`",
+        ),
+        ("model { target = 1 }\n", "`target` is only incremented"),
+        ("import rbf\n", "`import` takes a quoted name"),
+        ("param { s: real<lower=0 }\n", "close the constraint with `>`"),
+        ("model { let = 3 }\n", "name the value"),
+    ];
+    for (src, help) in cases {
+        let d = error_of(src);
+        let got = d.help.as_deref().unwrap_or("");
+        assert!(got.starts_with(help), "{src:?}: {got}");
+    }
+}

@@ -18,10 +18,12 @@ pub fn fallback_help(positives: &[Rule], src: &str, pos: usize, found: &str) -> 
     if has(Rule::comma) && starts_expr && (has(Rule::rparen) || has(Rule::rbracket)) {
         return "separate arguments, sizes and list items with `,`, e.g. `normal(0, 1)`".into();
     }
-    if has(Rule::sep) && starts_expr && !has(Rule::EOI) {
+    // Where a top-level item may start, a separator is always possible and says nothing.
+    let item_start = has(Rule::kw_data) || has(Rule::program);
+    if has(Rule::sep) && starts_expr && !item_start {
         return "put each statement on its own line, or separate them with `;`".into();
     }
-    if has(Rule::sep) && found.starts_with('`') && !has(Rule::EOI) {
+    if has(Rule::sep) && found.starts_with('`') && !item_start {
         return format!("end the statement before {found} with a newline or `;`, or remove {found}");
     }
     if let Some(h) = statement_help(positives) {
@@ -147,12 +149,18 @@ fn stray_character_help(src: &str, pos: usize, found: &str) -> Option<&'static s
     None
 }
 
-/// Help where a `{` must open a body, naming the construct the line starts with.
+/// Keywords whose construct continues with a body in braces.
+const BODY_KEYWORDS: [&str; 10] = [
+    "data", "hyper", "param", "model", "predict", "infer", "for", "if", "else", "fn",
+];
+
+/// Help where a `{` must open a body, naming the construct: the nearest keyword before
+/// `pos` that takes a body.
 fn brace_help(src: &str, pos: usize) -> String {
-    let line = current_line(src, pos);
-    let first = line
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .next()
+    let before = src.get(..pos).unwrap_or("");
+    let first = before
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .find(|w| BODY_KEYWORDS.contains(w))
         .unwrap_or("");
     match first {
         "data" | "hyper" | "param" => {
@@ -163,7 +171,7 @@ fn brace_help(src: &str, pos: usize) -> String {
         }
         "infer" => "`infer` is followed by its options in braces: `infer { method = laplace }`".into(),
         "for" => "a loop body goes in braces: `for i in 1:N { … }`".into(),
-        "if" | "else" | "}" => "the branches of `if` go in braces: `if c { … } else { … }`".into(),
+        "if" | "else" => "the branches of `if` go in braces: `if c { … } else { … }`".into(),
         "fn" => "a function body goes in braces: `fn f(x: real) -> real { return x }`".into(),
         _ => "a body goes in braces, e.g. `model { … }` or `for i in 1:N { … }`".into(),
     }
@@ -182,13 +190,6 @@ fn name_help(src: &str, pos: usize) -> String {
         "fn" => "name the function, e.g. `fn f(x: real) -> real { … }`".into(),
         _ => "names start with a letter or `_` and use ASCII letters, digits and `_`, e.g. `sigma`".into(),
     }
-}
-
-/// The text of the line `pos` is on, without leading spaces.
-fn current_line(src: &str, pos: usize) -> &str {
-    let upto = src.get(..pos).unwrap_or("");
-    let start = upto.rfind('\n').map_or(0, |i| i + 1);
-    upto[start..].trim_start()
 }
 
 /// Whether `found` (in words, "`x`") could begin an expression: a name, a number or `(`/`[`.
@@ -224,6 +225,23 @@ mod tests {
         assert!(h.starts_with("`data` is followed"), "{h}");
         let h = fallback_help(&[Rule::stmt_body], "for i in 1:N x", 13, "`x`");
         assert!(h.contains("loop body"), "{h}");
+    }
+
+    #[test]
+    fn a_loop_without_braces_is_named_as_a_loop_inside_a_block() {
+        let h = fallback_help(&[Rule::lbrace, Rule::lparen], "model { for i in 1:N y", 21, "`y`");
+        assert!(h.contains("loop body"), "{h}");
+    }
+
+    #[test]
+    fn a_second_statement_on_a_top_level_let_line_asks_for_a_new_line() {
+        let rules = [Rule::binop, Rule::sep, Rule::EOI];
+        let h = fallback_help(&rules, "let x = 1 y", 10, "`y`");
+        assert!(h.starts_with("put each statement on its own line"), "{h}");
+        // where an item may start, a stray word is not a second statement
+        let rules = [Rule::sep, Rule::kw_data, Rule::EOI];
+        let h = fallback_help(&rules, "xyzzy", 0, "`xyzzy`");
+        assert!(h.starts_with("a model file is"), "{h}");
     }
 
     #[test]
