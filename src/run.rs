@@ -186,6 +186,7 @@ fn footprint(model: &LogJoint) -> memory::Footprint {
             .map(|p| p.shape.size())
             .sum(),
         params: model.params.len(),
+        predict: model.predict.is_some(),
     }
 }
 

@@ -24,8 +24,8 @@
 //! volatility example (D = 1003): `vi_diag` with S = 4000, estimate 385 MB, peak 371 MB of
 //! the whole process; `pmfvb` with P = 2000 (m = 10), 690 MB against 654 MB; 19 000 more
 //! `draws`, 0.61 GB against 0.47 GB more (0.50 GB writing `draws.csv`, 438 MB).
-//! - `test_draws`: `predict` already evaluates them in chunks; what grows is one joint
-//!   held-out log likelihood per draw (with the vector's doubling and a copy, 3 f64).
+//! - `test_draws` (models with `predict`): `predict` already evaluates them in chunks; what
+//!   grows is one joint held-out log likelihood per draw (with the vector's doubling, 3 f64).
 //! - `particles` P (`pmfvb`): the particles (D×P), and per block step the mixed columns of
 //!   every particle with `subset` m particles of the other blocks and their gradient (D×P·m
 //!   each, twice with a Metropolis proposal), plus a step factor per particle and block.
@@ -54,6 +54,8 @@ pub struct Footprint {
     pub columns: usize,
     /// Declared parameters (`pmfvb`'s default blocks).
     pub params: usize,
+    /// Whether the model has a `predict` block (else `test_draws` is unused).
+    pub predict: bool,
 }
 
 /// The memory a run may use, and where the figure comes from.
@@ -215,12 +217,14 @@ fn costs(options: &InferOptions, method: &str, m: &Footprint) -> Vec<Cost> {
         per_unit: F64 * (2.0 * d + 2.0 * cols + 8.0),
         min: 1,
     });
-    out.push(Cost {
-        key: "test_draws",
-        base: 0.0,
-        per_unit: 3.0 * F64,
-        min: 1,
-    });
+    if m.predict {
+        out.push(Cost {
+            key: "test_draws",
+            base: 0.0,
+            per_unit: 3.0 * F64,
+            min: 1,
+        });
+    }
     out
 }
 
@@ -289,6 +293,7 @@ mod tests {
         theta_dim: 1,
         columns: 12,
         params: 2,
+        predict: true,
     };
 
     const GIB: Available = Available {
@@ -367,6 +372,17 @@ mod tests {
         let o = options(&[("samples", 1_000_000_000)]);
         let e = check_memory(&o, "split_mf", &SMALL, GIB).unwrap_err();
         assert!(e.message.starts_with("`samples = 1000000000`"), "{}", e.message);
+    }
+
+    #[test]
+    fn test_draws_are_not_checked_without_a_predict_block() {
+        let o = options(&[("test_draws", i64::MAX)]);
+        assert!(check_memory(&o, "laplace", &SMALL, GIB).is_err());
+        let no_predict = Footprint {
+            predict: false,
+            ..SMALL
+        };
+        assert!(check_memory(&o, "laplace", &no_predict, GIB).is_ok());
     }
 
     #[test]
