@@ -2,12 +2,13 @@
 //! allocates anything.
 //!
 //! Input: the run's options, the method and the model's [`Footprint`] (D, θ, report
-//! columns, parameters), and the memory the machine has ([`available_memory`]). Output:
+//! columns, parameters), and the memory the machine has ([`available_memory`]:
+//! `MemAvailable`, or the room under a container's cgroup limit when that is less). Output:
 //! `Ok`, or a diagnostic at the setting whose buffers would not fit, with the estimated
 //! size, the memory available and a value that would fit. Rust aborts the process when an
 //! allocation fails, so an oversized setting must be refused here, never discovered later.
 //!
-//! Per setting, what grows with it (in f64 entries; the estimates are deliberately generous):
+//! Per setting, what grows with it (in f64 entries; where unsure, the estimate is generous):
 //! - `samples` S (the fixed-sample methods): the fixed draws Z, the draws W = m + C Z, the
 //!   batched gradient G (D×S each) and the copies the methods keep (Laplace start, both
 //!   `vi_diag` initialisations, `mvi_eig`'s R Z), taken as 12 D×S blocks, plus the θ
@@ -68,15 +69,47 @@ pub struct Available {
 }
 
 /// The memory available now: `MemAvailable` (else `MemTotal`) of `/proc/meminfo`, or
-/// [`FALLBACK_AVAILABLE`] where that file cannot be read.
+/// [`FALLBACK_AVAILABLE`] where that file cannot be read; less where the process's control
+/// group (a container) has a lower memory limit, which `/proc/meminfo` does not show.
 pub fn available_memory() -> Available {
-    std::fs::read_to_string("/proc/meminfo")
+    let system = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| parse_meminfo(&text))
         .unwrap_or(Available {
             bytes: FALLBACK_AVAILABLE,
             source: "assumed (the system does not report its memory)",
-        })
+        });
+    match cgroup_room() {
+        Some(room) if room < system.bytes => Available {
+            bytes: room,
+            source: "left under this container's memory limit",
+        },
+        _ => system,
+    }
+}
+
+/// Room left under the control group's memory limit (cgroup v2, else v1), if it has one.
+fn cgroup_room() -> Option<u64> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    [
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(limit, usage)| limit_room(&read(limit)?, read(usage).as_deref()))
+}
+
+/// Limit minus usage from the texts of a cgroup's limit and usage files; `None` for no
+/// limit (`max`, or v1's near-2⁶³ "unlimited").
+pub fn limit_room(limit: &str, usage: Option<&str>) -> Option<u64> {
+    /// Limits from here up mean "unlimited" (v1 writes 2⁶³ rounded down to a page).
+    const UNLIMITED: u64 = 1 << 60;
+    let limit: u64 = limit.trim().parse().ok().filter(|&l| l < UNLIMITED)?;
+    let used: u64 = usage.and_then(|u| u.trim().parse().ok()).unwrap_or(0);
+    Some(limit.saturating_sub(used))
 }
 
 /// `MemAvailable` (else `MemTotal`) of a `/proc/meminfo` text, in bytes.
@@ -310,6 +343,17 @@ mod tests {
         let a = parse_meminfo("MemTotal: 2048 kB\n").unwrap();
         assert_eq!((a.bytes, a.source), (2048 * 1024, "in total"));
         assert_eq!(parse_meminfo("nothing here"), None);
+    }
+
+    #[test]
+    fn a_container_limit_leaves_its_room_and_no_limit_is_none() {
+        assert_eq!(
+            limit_room("1073741824\n", Some("73741824\n")),
+            Some(1_000_000_000)
+        );
+        assert_eq!(limit_room("max\n", Some("5")), None);
+        assert_eq!(limit_room("9223372036854771712", None), None);
+        assert_eq!(limit_room("100", Some("200")), Some(0));
     }
 
     #[test]
