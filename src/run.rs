@@ -12,7 +12,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::check::infer_keys;
+use crate::check::{infer_keys, memory};
 use crate::density::{LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::graph::predict::PredictSums;
@@ -148,6 +148,12 @@ pub fn fit(
         ));
     }
     infer_keys::check_against_model(options, method.name(), model.dim())?;
+    memory::check_memory(
+        options,
+        method.name(),
+        &footprint(model),
+        memory::available_memory(),
+    )?;
     method
         .supports(model)
         .map_err(|e| method_error(method.name(), &e))?;
@@ -166,6 +172,22 @@ pub fn fit(
         return Err(d);
     }
     Ok((post, report))
+}
+
+/// What the model adds to the size of a run's buffers, for [`memory::check_memory`].
+fn footprint(model: &LogJoint) -> memory::Footprint {
+    memory::Footprint {
+        dim: model.dim(),
+        theta_dim: model.graph.theta_dim,
+        columns: model
+            .params
+            .iter()
+            .chain(&model.reported)
+            .map(|p| p.shape.size())
+            .sum(),
+        params: model.params.len(),
+        predict: model.predict.is_some(),
+    }
 }
 
 /// The draws of a fit that ran away (an improper posterior, or a method that diverged)
@@ -279,7 +301,7 @@ fn assemble(
     let elbo_fresh = post
         .fresh_elbo
         .map(|(value, se)| Estimate { value, se })
-        .or_else(|| log_q.as_ref().map(|lq| draw_elbo(&lp, lq)));
+        .or_else(|| log_q.as_ref().map(|lq| draws_elbo(model, post, &lp, lq, rng)));
     let t = timing::span("report: constrained draws");
     let (columns, draws) = constrained_draws(model, &post.theta, &w);
     drop(t);
@@ -334,6 +356,26 @@ fn assemble(
 
 fn uses_samples(method: &str) -> bool {
     infer_keys::key_spec("samples").is_some_and(|k| k.methods.includes(method))
+}
+
+/// The ELBO from the output draws of a q with a density (methods that report no fresh ELBO
+/// of their own), topped up with further draws of q to at least
+/// [`crate::infer::objective::MIN_FRESH_DRAWS`], so that `--set draws=2` does not give a
+/// standard error from 2 values. The extra draws follow the output draws in the random
+/// stream, so the estimate is the one `draws = 1000` gives.
+fn draws_elbo(model: &LogJoint, post: &Posterior, lp: &[f64], log_q: &[f64], rng: &mut StdRng) -> Estimate {
+    let extra = crate::infer::objective::MIN_FRESH_DRAWS.saturating_sub(lp.len());
+    if extra == 0 {
+        return draw_elbo(lp, log_q);
+    }
+    let w = post.draw(extra, rng);
+    let more_lp = model.eval(&post.theta, &w, Want::VALUE).values;
+    let Some(more_lq) = post.log_q(&w) else {
+        return draw_elbo(lp, log_q);
+    };
+    let lp: Vec<f64> = lp.iter().chain(more_lp.iter()).copied().collect();
+    let log_q: Vec<f64> = log_q.iter().chain(more_lq.iter()).copied().collect();
+    draw_elbo(&lp, &log_q)
 }
 
 /// The ELBO estimated from draws of q: mean of log p̃ − log q, with its standard error.

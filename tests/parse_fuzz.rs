@@ -1,4 +1,5 @@
-//! Property test: random text and mangled copies of valid models never make the parser panic.
+//! Property test: random text and mangled copies of valid models never make the parser panic,
+//! and each syntax error of a mangled model points inside the source and has a help line.
 
 use mvi::syntax::parse_program;
 use proptest::prelude::*;
@@ -155,8 +156,11 @@ proptest! {
     fn mangled_valid_models_never_panic(seed in 0..SEEDS.len(), edits in prop::collection::vec(edit(), 1..8)) {
         let src = apply(SEEDS[seed], &edits);
         if let Err(d) = parse_program(&src, "mangled.mvi") {
-            // Rendering must not panic either, and every diagnostic points somewhere.
+            // Rendering must not panic either, and every diagnostic points somewhere inside
+            // the source and says what to do.
             prop_assert!(!d.labels.is_empty());
+            prop_assert!(d.labels.iter().all(|l| l.offset() + l.len() <= src.len()));
+            prop_assert!(d.help.as_deref().is_some_and(|h| !h.trim().is_empty()), "{}", d.message);
             let _ = d.render_plain(100);
         }
     }
@@ -174,6 +178,8 @@ proptest! {
         let mangled = mangle_tokens(&src, &ops);
         if let Err(d) = parse_program(&mangled, "shuffled.mvi") {
             prop_assert!(!d.labels.is_empty());
+            prop_assert!(d.labels.iter().all(|l| l.offset() + l.len() <= mangled.len()));
+            prop_assert!(d.help.as_deref().is_some_and(|h| !h.trim().is_empty()), "{}", d.message);
             let _ = d.render_plain(100);
         }
     }

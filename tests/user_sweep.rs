@@ -10,7 +10,9 @@
 //! diagnostic, not a panic; Stan's block keywords get their mvi form as help. Empty data as
 //! Stan writes them: a matrix `[]` (and a CSV header without rows) binds N = 0 and fits;
 //! errors in minified JSON show a window of the line; `infer` values out of range for the
-//! model (`rank` > D, `samples` ≤ D for a full covariance) are diagnostics before the fit.
+//! model (`rank` > D, `samples` ≤ D for a full covariance) are diagnostics before the fit;
+//! so are settings whose buffers would not fit in memory (`samples`, `bins`, `draws`,
+//! `test_draws`, `particles` of 10¹⁵), which once aborted the process.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -630,4 +632,95 @@ fn an_empty_held_out_matrix_has_no_test_points() {
     assert_eq!(j["predict"]["n_test"], 0, "{j}");
     let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
     assert!(lpd.abs() < 1e-12, "{j}");
+}
+
+/// Settings that size a run's buffers (`samples`, `bins`, `draws`, `test_draws`, `particles`) far
+/// beyond any machine's memory are refused before anything is allocated, with the estimate,
+/// the memory available and a value that fits; before the check, each aborted the process
+/// (Rust aborts when an allocation fails: exit 134, not even a panic).
+#[test]
+fn settings_too_large_for_memory_are_diagnostics_not_aborts() {
+    let huge = "1000000000000000"; // 10¹⁵
+    for (method, key) in [
+        ("vi_diag", "samples"),
+        ("mvi_lr", "samples"),
+        ("split_mf", "samples"),
+        ("split_mf", "bins"),
+        ("laplace", "draws"),
+        ("mvi_eig", "test_draws"),
+        ("pmfvb", "particles"),
+    ] {
+        let set = format!("{key}={huge}");
+        let out = user_error(
+            &[
+                "run",
+                "predict_reg.mvi",
+                "--data",
+                "predict_reg.json",
+                "--method",
+                method,
+                "--set",
+                &set,
+                "--quiet",
+            ],
+            "mvi::check::infer_value_out_of_range",
+        );
+        assert!(
+            out.contains(&format!("`{key} = {huge}` needs about")) && out.contains("available"),
+            "{method} {key}: {out}"
+        );
+        // the suggested value is a plain number below the one given (lines are wrapped)
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        let fits: u64 = flat
+            .split(&format!("use `{key} = "))
+            .nth(1)
+            .and_then(|r| r.split('`').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{method} {key}: no suggested value in {out}"));
+        assert!((2..1_000_000_000_000_000).contains(&fits), "{out}");
+    }
+}
+
+/// Written in the `infer` block, the oversized setting is labelled at its value.
+#[test]
+fn an_oversized_setting_in_the_infer_block_points_at_its_value() {
+    let out = user_error(
+        &["run", "huge_samples.mvi", "--data", "normal_normal.json"],
+        "mvi::check::infer_value_out_of_range",
+    );
+    assert!(out.contains("huge_samples.mvi:16:"), "{out}");
+    assert!(!out.contains("command line"), "{out}");
+}
+
+/// The fresh-draw ELBO of a method without one of its own (laplace, split_mf) comes from
+/// the output draws, topped up to 1000: with `draws = 2` its standard error came from two
+/// values. The extra draws follow the output draws in the random stream, so `draws = 2`
+/// reports the estimate of `draws = 1000`.
+#[test]
+fn a_few_output_draws_do_not_shrink_the_fresh_elbo() {
+    for method in ["laplace", "split_mf"] {
+        let fresh = |draws: &str| {
+            let o = mvi(&[
+                "run",
+                "logistic.mvi",
+                "--data",
+                "logistic.json",
+                "--method",
+                method,
+                "--set",
+                &format!("draws={draws}"),
+                "--json",
+                "--quiet",
+            ]);
+            assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+            let j: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+            let get = |k: &str| j["elbo_fresh"][k].as_f64().unwrap_or_else(|| panic!("{j}"));
+            (get("value"), get("se"))
+        };
+        let (few, many) = (fresh("2"), fresh("1000"));
+        assert!(
+            (few.0 - many.0).abs() < 1e-9 && (few.1 - many.1).abs() < 1e-9,
+            "{method}: draws = 2 gives {few:?}, draws = 1000 gives {many:?}"
+        );
+    }
 }

@@ -367,7 +367,7 @@ pub fn check_against_model(options: &InferOptions, method: &str, dim: usize) -> 
 
 /// An integer option's value (or its default) and where it was written (`None`: the
 /// default or the command line).
-fn int_option(options: &InferOptions, key: &str) -> (i64, Option<Option<Span>>) {
+pub(super) fn int_option(options: &InferOptions, key: &str) -> (i64, Option<Option<Span>>) {
     match options.entries.iter().rev().find(|e| e.key == key) {
         Some(InferOption {
             value: OptionValue::Int(i),
@@ -383,7 +383,12 @@ fn int_option(options: &InferOptions, key: &str) -> (i64, Option<Option<Span>>) 
 
 /// A value out of its model-dependent range, labelled in the `infer` block when it was
 /// written there.
-fn out_of_range(options: &InferOptions, at: Option<Option<Span>>, msg: String, help: String) -> Diagnostic {
+pub(super) fn out_of_range(
+    options: &InferOptions,
+    at: Option<Option<Span>>,
+    msg: String,
+    help: String,
+) -> Diagnostic {
     let code = "mvi::check::infer_value_out_of_range";
     match at {
         Some(Some(span)) => {

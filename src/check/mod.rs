@@ -39,6 +39,7 @@ pub mod error;
 mod exprs;
 mod infer;
 pub mod infer_keys;
+pub mod memory;
 mod names;
 mod report;
 pub mod shapes;

@@ -177,28 +177,68 @@ impl<F: Family> Family for MeanPreconditioned<F> {
     }
 }
 
-/// The ELBO of q re-estimated on `n` fresh draws: (estimate, standard error).
+/// The fewest fresh draws the ELBO is re-estimated on, whatever the fit's S.
+///
+/// The fresh-draw estimate is what the report shows as the honest ELBO and what the
+/// over-fitting warning compares the training ELBO with (more than 3 standard errors
+/// apart). Its standard error must then be a usable figure: from n draws the se itself is
+/// uncertain by about 1/√(2(n − 1)), 100 % at n = 2 but 2 % at n = 1000, and heavy-tailed
+/// log ratios need many draws before their sample variance settles. 1000 is also the
+/// default S and the floor `split_mf` uses for its fresh bound.
+pub const MIN_FRESH_DRAWS: usize = 1000;
+
+/// Entries of one chunk of fresh draws (D × columns): 2²² f64, 32 MiB, so that the fresh
+/// estimate's memory stays bounded whatever S and D are.
+const FRESH_CHUNK_ENTRIES: usize = 1 << 22;
+
+/// The number of fresh draws for a fit on `samples` fixed draws: max(S, [`MIN_FRESH_DRAWS`]).
+pub fn fresh_draws(samples: usize) -> usize {
+    samples.max(MIN_FRESH_DRAWS)
+}
+
+/// The ELBO of q re-estimated on [`fresh_draws`]`(samples)` fresh draws: (estimate,
+/// standard error). The draws are made and evaluated in chunks of at most
+/// 2²² entries (D × columns), in the order one D×n block would be drawn, so the result does
+/// not depend on the chunking.
 pub fn fresh_elbo(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
     q: &Gaussian,
+    samples: usize,
+    rng: &mut dyn RngCore,
+) -> (f64, f64) {
+    fresh_elbo_chunked(model, theta, q, fresh_draws(samples), FRESH_CHUNK_ENTRIES, rng)
+}
+
+/// The ELBO of q on `n` fresh draws, made and evaluated in chunks of at most
+/// `chunk_entries` entries (at least one column).
+fn fresh_elbo_chunked(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    q: &Gaussian,
     n: usize,
+    chunk_entries: usize,
     rng: &mut dyn RngCore,
 ) -> (f64, f64) {
     let d = q.dim();
-    let z = standard_normal(d, n, rng);
-    let w = points(&q.mean, &(&q.root * &z));
-    let values = model.eval(theta, &w, Want::VALUE).values;
+    let chunk = (chunk_entries / d.max(1)).clamp(1, n.max(1));
     let log_det = q.root.clone().lu().determinant().abs().ln();
-    // Average the log ratio log p̃(w) − log q(w) per draw rather than E[log p̃] plus the exact
-    // entropy: the same expectation, but the fluctuations of log p̃ and log q cancel where q
-    // fits, so the standard error is far smaller near the optimum.
     let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
-    let ratios: Vec<f64> = values
-        .iter()
-        .zip(z.column_iter())
-        .map(|(lp, zs)| lp + 0.5 * zs.norm_squared() + log_det + d as f64 * half_log_2pi)
-        .collect();
+    let mut ratios: Vec<f64> = Vec::with_capacity(n);
+    while ratios.len() < n {
+        let z = standard_normal(d, chunk.min(n - ratios.len()), rng);
+        let w = points(&q.mean, &(&q.root * &z));
+        let values = model.eval(theta, &w, Want::VALUE).values;
+        // Average the log ratio log p̃(w) − log q(w) per draw rather than E[log p̃] plus the
+        // exact entropy: the same expectation, but the fluctuations of log p̃ and log q
+        // cancel where q fits, so the standard error is far smaller near the optimum.
+        ratios.extend(
+            values
+                .iter()
+                .zip(z.column_iter())
+                .map(|(lp, zs)| lp + 0.5 * zs.norm_squared() + log_det + d as f64 * half_log_2pi),
+        );
+    }
     mean_se(&ratios)
 }
 
@@ -226,6 +266,7 @@ pub fn points(mean: &DVector<f64>, a: &DMatrix<f64>) -> DMatrix<f64> {
 mod tests {
     use super::*;
     use crate::density::Evaluated;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// log p̃(w) = −½ ‖w − m‖² / v − (D/2) log(2π v): a normalised isotropic Gaussian.
     pub struct Iso {
@@ -270,6 +311,99 @@ mod tests {
         // log p̃ − log q is exactly 0 here, but the estimate is (1/S)Σ log p̃ + H[q], which
         // has Monte Carlo noise; it must be close to 0 within a few standard errors.
         assert!(e.abs() < 4.0 * se + 1e-9, "{e} ± {se}");
+    }
+
+    /// A model that counts the columns it is asked to evaluate, with log p̃ = log q for
+    /// q = N(0, I), so every log ratio is exactly 0.
+    struct Counting {
+        d: usize,
+        columns: AtomicUsize,
+        widest: AtomicUsize,
+    }
+
+    impl LogDensity for Counting {
+        fn dim(&self) -> usize {
+            self.d
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+            self.columns.fetch_add(w.ncols(), Ordering::Relaxed);
+            self.widest.fetch_max(w.ncols(), Ordering::Relaxed);
+            let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
+            let values = DVector::from_iterator(
+                w.ncols(),
+                w.column_iter()
+                    .map(|c| -0.5 * c.norm_squared() - self.d as f64 * half_log_2pi),
+            );
+            Evaluated {
+                values,
+                grad_w: None,
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
+            -DMatrix::identity(self.d, self.d)
+        }
+    }
+
+    fn counting(d: usize) -> (Counting, Gaussian) {
+        let model = Counting {
+            d,
+            columns: AtomicUsize::new(0),
+            widest: AtomicUsize::new(0),
+        };
+        let q = Gaussian {
+            mean: DVector::zeros(d),
+            root: DMatrix::identity(d, d),
+        };
+        (model, q)
+    }
+
+    #[test]
+    fn two_fixed_samples_still_get_a_thousand_fresh_draws() {
+        let (model, q) = counting(2);
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
+        let (e, se) = fresh_elbo(&model, &DVector::zeros(0), &q, 2, &mut rng);
+        assert_eq!(model.columns.load(Ordering::Relaxed), MIN_FRESH_DRAWS);
+        assert!(e.abs() < 1e-12 && se < 1e-12, "{e} ± {se}");
+        assert_eq!(fresh_draws(5000), 5000);
+    }
+
+    #[test]
+    fn fresh_draws_are_evaluated_in_bounded_chunks() {
+        let (model, q) = counting(3);
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(4);
+        // 30 entries per chunk are 10 columns of D = 3: 1000 draws in 100 calls.
+        fresh_elbo_chunked(&model, &DVector::zeros(0), &q, 1000, 30, &mut rng);
+        assert_eq!(model.columns.load(Ordering::Relaxed), 1000);
+        assert_eq!(model.widest.load(Ordering::Relaxed), 10);
+        // a default chunk is 32 MiB of draws: 16 columns at D = 2¹⁸
+        assert_eq!(FRESH_CHUNK_ENTRIES / (1 << 18), 16);
+    }
+
+    #[test]
+    fn chunks_give_the_estimate_of_one_block_of_the_same_stream() {
+        let m = DVector::from_vec(vec![0.5, -1.0, 2.0]);
+        let model = Iso { m: m.clone(), v: 1.0 };
+        let q = Gaussian {
+            mean: m,
+            root: DMatrix::identity(3, 3) * 1.3,
+        };
+        let seeded = || <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(9);
+        let (e, se) = fresh_elbo_chunked(&model, &DVector::zeros(0), &q, 1500, 7 * 3, &mut seeded());
+        // the same estimate by hand from one 3 × 1500 block of the same stream
+        let z = standard_normal(3, 1500, &mut seeded());
+        let w = points(&q.mean, &(&q.root * &z));
+        let lp = model.eval(&DVector::zeros(0), &w, Want::VALUE).values;
+        let log_q: Vec<f64> = z
+            .column_iter()
+            .map(|c| -0.5 * c.norm_squared() - 3.0 * 1.3f64.ln() - 1.5 * (2.0 * std::f64::consts::PI).ln())
+            .collect();
+        let ratios: Vec<f64> = lp.iter().zip(&log_q).map(|(p, q)| p - q).collect();
+        let (e2, se2) = mean_se(&ratios);
+        assert!(
+            (e - e2).abs() < 1e-12 && (se - se2).abs() < 1e-12,
+            "{e} {e2} {se} {se2}"
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! The parser records what went wrong as an [`Error`]; [`Error::to_diagnostic`] turns it into
 //! the user-facing [`Diagnostic`] (codes `mvi::syntax::…`). Messages say in words what was
-//! expected; rule identifiers of the grammar never reach the user.
+//! expected; rule identifiers of the grammar never reach the user. Every kind of error has
+//! a help line: its wording returns one unconditionally.
 
 use miette::NamedSource;
 
@@ -20,8 +21,8 @@ pub enum Error {
         expected: Vec<&'static str>,
         /// What stands there, in words ("`=`", "end of file").
         found: String,
-        /// What to try, if a likely fix is known.
-        help: Option<String>,
+        /// What to try: the fix of a known mistake, or what may be written there.
+        help: String,
         /// A related place (an unclosed bracket) with its label.
         related: Option<(Span, String)>,
     },
@@ -125,14 +126,11 @@ impl Error {
         {
             d = d.with_label(*at, text.clone());
         }
-        match help {
-            Some(h) => d.with_help(h),
-            None => d,
-        }
+        d.with_help(help)
     }
 
-    /// Message, primary span, its label and the help line.
-    fn wording(&self) -> (String, Span, String, Option<String>) {
+    /// Message, primary span, its label and the help line (every syntax error has one).
+    fn wording(&self) -> (String, Span, String, String) {
         match self {
             Error::Unexpected {
                 span,
@@ -150,37 +148,39 @@ impl Error {
                 format!("brackets or operators are nested too deeply (more than {limit} levels)"),
                 *span,
                 "too deep here".into(),
-                Some("split the expression into smaller ones with `let`".into()),
+                "split the expression into smaller ones with `let`".into(),
             ),
             Error::IntTooLarge { span } => (
                 "integer literal is too large".into(),
                 *span,
                 "does not fit in a 64-bit integer".into(),
-                Some("write it as a real number, e.g. `1e20`".into()),
+                "write it as a real number, e.g. `1e20`".into(),
             ),
             Error::RealOutOfRange { span } => (
                 "real literal is out of range".into(),
                 *span,
                 "too large for a 64-bit float".into(),
-                None,
+                "the largest finite real is about `1.8e308`; rescale the quantity or write it on the \
+                 log scale"
+                    .into(),
             ),
             Error::UnterminatedComment { span } => (
                 "block comment is never closed".into(),
                 *span,
                 "this `/*` has no matching `*/`".into(),
-                Some("close the comment with `*/`".into()),
+                "close the comment with `*/`".into(),
             ),
             Error::UnterminatedString { span } => (
                 "string is never closed".into(),
                 *span,
                 "this string has no closing `\"`".into(),
-                Some("strings end with `\"` on the same line".into()),
+                "strings end with `\"` on the same line".into(),
             ),
             Error::DuplicateBound { span, key } => (
                 format!("`{key}` is given twice"),
                 *span,
                 "second one here".into(),
-                Some("a constraint has at most one `lower=` and one `upper=`".into()),
+                "a constraint has at most one `lower=` and one `upper=`".into(),
             ),
             Error::SizeCount {
                 span,
@@ -192,37 +192,32 @@ impl Error {
                 format!("`{base}` in `{block}` needs its size"),
                 *span,
                 "size missing".into(),
-                Some(format!(
+                format!(
                     "write the size in brackets, e.g. `{}`; sizes may be left out only in function \
                      parameters and in declarations that carry a value",
                     example_sizes(base)
-                )),
+                ),
             ),
             Error::BarInTilde { span } => (
                 "a distribution after `~` takes no `|`".into(),
                 *span,
                 "unexpected `|`".into(),
-                Some("the outcome goes on the left: `y ~ normal(mu, sigma)`".into()),
+                "the outcome goes on the left: `y ~ normal(mu, sigma)`".into(),
             ),
             Error::AssignNotTilde { span, name, func } => (
                 format!("`{name}` is not a local variable, so `=` cannot assign to it"),
                 *span,
                 "`=` here".into(),
-                Some(format!(
+                format!(
                     "to give `{name}` a distribution write `{name} ~ {func}(…)`; `=` only updates \
                      variables declared with `let`"
-                )),
+                ),
             ),
         }
     }
 }
 
-fn size_count_wording(
-    span: Span,
-    base: &str,
-    takes: usize,
-    found: usize,
-) -> (String, Span, String, Option<String>) {
+fn size_count_wording(span: Span, base: &str, takes: usize, found: usize) -> (String, Span, String, String) {
     let what = match takes {
         0 => "no size".to_string(),
         1 => "one size".to_string(),
@@ -237,7 +232,7 @@ fn size_count_wording(
         format!("`{base}` takes {what}, but {found} given"),
         span,
         format!("{found} size{} here", if found == 1 { "" } else { "s" }),
-        Some(help),
+        help,
     )
 }
 
@@ -266,6 +261,49 @@ mod tests {
     fn join_or_lists_alternatives_in_words() {
         assert_eq!(join_or(&["`}`"]), "`}`");
         assert_eq!(join_or(&["a", "b", "c"]), "a, b or c");
+    }
+
+    #[test]
+    fn every_kind_of_syntax_error_has_a_label_and_a_help_line() {
+        let span = Span::new(0, 1);
+        let all = [
+            Error::Unexpected {
+                span,
+                expected: vec!["`}`"],
+                found: "the end of the file".into(),
+                help: "close the block with `}`".into(),
+                related: None,
+            },
+            Error::TooDeep { span, limit: 100 },
+            Error::IntTooLarge { span },
+            Error::RealOutOfRange { span },
+            Error::UnterminatedComment { span },
+            Error::UnterminatedString { span },
+            Error::DuplicateBound { span, key: "lower" },
+            Error::SizeCount {
+                span,
+                base: "real",
+                takes: 0,
+                found: 1,
+            },
+            Error::MissingSize {
+                span,
+                base: "vector",
+                block: "param",
+            },
+            Error::BarInTilde { span },
+            Error::AssignNotTilde {
+                span,
+                name: "y".into(),
+                func: "normal".into(),
+            },
+        ];
+        for e in all {
+            let d = e.to_diagnostic("x", "m.mvi");
+            assert_eq!(d.labels.len(), 1, "{}", e.code());
+            let help = d.help.unwrap_or_default();
+            assert!(!help.trim().is_empty(), "{} has no help line", e.code());
+        }
     }
 
     #[test]

@@ -9,8 +9,9 @@
 use pest::error::{ErrorVariant, InputLocation};
 
 use super::error::Error;
+use super::help::{end_of_file_note, fallback_help};
 use super::parser::Rule;
-use super::scan::{closer, unclosed_before};
+use super::scan::{closer, innermost_unclosed, unclosed_before};
 use super::span::Span;
 
 /// The words for "a top-level item".
@@ -47,12 +48,30 @@ pub fn from_pest(e: &pest::error::Error<Rule>, src: &str) -> Error {
     let (found_span, found) = found_at(src, pos);
     let expected = phrases(&positives);
     let (help, related) = help_for(&positives, src, pos, &found);
+    let help = help.unwrap_or_else(|| fallback_help(&positives, src, pos, &found));
+    let (help, related) = match related {
+        None if found == "the end of the file" => note_unclosed_at_end(src, help),
+        _ => (help, related),
+    };
     Error::Unexpected {
         span: found_span,
         expected,
         found,
         help,
         related,
+    }
+}
+
+/// At the end of a truncated file, point at the innermost bracket still open and say so in
+/// the help line.
+fn note_unclosed_at_end(src: &str, help: String) -> (String, Option<(Span, String)>) {
+    match innermost_unclosed(src) {
+        Some((open, at)) => {
+            let line = src[..at.start as usize].matches('\n').count() + 1;
+            let help = format!("{help}; {}", end_of_file_note(open, line));
+            (help, Some((at, format!("this `{open}` is not closed"))))
+        }
+        None => (help, None),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod ast;
 pub mod dump;
 pub mod error;
 mod expected;
+mod help;
 mod lint;
 pub mod parser;
 mod scan;

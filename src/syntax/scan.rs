@@ -54,6 +54,14 @@ pub fn unclosed_before(src: &str, pos: usize, open: char) -> Option<Span> {
         .map(|(_, at)| Span::new(at, at + 1))
 }
 
+/// The innermost bracket of any kind left open at the end of `src`, with its span.
+pub fn innermost_unclosed(src: &str) -> Option<(char, Span)> {
+    ['(', '[', '{']
+        .into_iter()
+        .filter_map(|open| unclosed_before(src, src.len(), open).map(|at| (open, at)))
+        .max_by_key(|(_, at)| at.start)
+}
+
 /// The closing bracket for an opening one.
 pub fn closer(open: char) -> char {
     match open {
