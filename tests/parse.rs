@@ -1,5 +1,7 @@
 //! Whole-file parsing: a model using every construct, spans, and every shipped `.mvi` file.
 
+mod common;
+
 use mvi::syntax::ast::*;
 use mvi::syntax::{dump_ast, parse_program};
 
@@ -212,25 +214,12 @@ fn dump_of_the_full_model_is_stable() {
 }
 
 /// Every `.mvi` file under `dir` (relative to the crate root), sorted.
-fn mvi_files(dir: &str) -> Vec<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "mvi"))
-        .collect();
-    files.sort();
-    files
-}
 
 #[test]
 fn every_example_and_stdlib_file_parses() {
-    let files: Vec<_> = mvi_files("examples")
+    let files: Vec<_> = common::mvi_files("examples")
         .into_iter()
-        .chain(mvi_files("stdlib"))
+        .chain(common::mvi_files("stdlib"))
         .collect();
     assert!(!files.is_empty(), "no examples found");
     for path in files {

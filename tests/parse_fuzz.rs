@@ -1,6 +1,8 @@
 //! Property test: random text and mangled copies of valid models never make the parser panic,
 //! and each syntax error of a mangled model points inside the source and has a help line.
 
+mod common;
+
 use mvi::syntax::parse_program;
 use proptest::prelude::*;
 
@@ -123,17 +125,7 @@ fn mangle_tokens(src: &str, ops: &[(u8, usize, usize)]) -> String {
 
 /// The shipped examples, read at test time (empty if the directory is missing).
 fn example_sources() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "mvi"))
-        .collect();
-    files.sort();
-    files
+    common::mvi_files("examples")
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect()

@@ -2,19 +2,15 @@
 //! token boundary, and a set of hand-written mistakes, give a `mvi::syntax::…` diagnostic
 //! with a span inside the source and a non-empty help line, never a panic.
 
+mod common;
+
 use mvi::diagnostic::Diagnostic;
 use mvi::syntax::parse_program;
 
 /// The shipped examples with their file names.
 fn examples() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("examples/ is part of the repository")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "mvi"))
-        .collect();
-    files.sort();
+    let files = common::mvi_files("examples");
+    assert!(!files.is_empty(), "examples/ is part of the repository");
     files
         .iter()
         .map(|p| {
