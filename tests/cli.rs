@@ -534,3 +534,36 @@ fn compare_checks_its_methods_first_and_sets_options_where_they_apply() {
     ]);
     assert_user_error(&o, "compare --set rank=2", "does not apply");
 }
+
+/// `restarts`: on the Cauchy example the search from w = 0 ends in a lower mode; ten
+/// restarts from random starts find a higher one, which is reported with a note, and its
+/// Laplace evidence and test LPD are those of the new mode (they differ from the first).
+#[test]
+fn laplace_restarts_report_a_higher_mode_on_the_multimodal_cauchy_example() {
+    let fit = |restarts: &str| -> Value {
+        let o = mvi(&[
+            "run",
+            "examples/cauchy_rbf.mvi",
+            "--data",
+            "examples/data/cauchy_rbf.json",
+            "--method",
+            "laplace",
+            "--set",
+            "learn_hyper=false",
+            "--set",
+            &format!("restarts={restarts}"),
+            "--json",
+            "-q",
+        ]);
+        assert_ok(&o, "laplace with restarts");
+        serde_json::from_str(&stdout(&o)).expect("one JSON object")
+    };
+    let (one, ten) = (fit("0"), fit("10"));
+    let notes = |v: &Value| v["notes"].to_string();
+    assert!(!notes(&one).contains("restart"), "{}", notes(&one));
+    assert!(notes(&ten).contains("higher mode"), "{}", notes(&ten));
+    let lpd = |v: &Value| v["predict"]["test_lpd_per_point"].as_f64().expect("a number");
+    assert!(lpd(&ten) > lpd(&one) + 0.01, "{} {}", lpd(&ten), lpd(&one));
+    let ev = |v: &Value| v["log_evidence"].as_f64().expect("a number");
+    assert!((ev(&ten) - ev(&one)).abs() > 0.1, "{} {}", ev(&ten), ev(&one));
+}

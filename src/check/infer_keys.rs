@@ -173,6 +173,13 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "θ of the Laplace start: searched on the log evidence, or the `hyper` values as given (then learned on the ELBO)",
     },
     KeySpec {
+        key: "restarts",
+        methods: Methods::Only(&["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full"]),
+        kind: ValueKind::NonNegativeInt,
+        default: Some("0"),
+        meaning: "further Laplace mode searches from random starts (initial point + U(−2, 2)); the highest mode is kept",
+    },
+    KeySpec {
         key: "learn_hyper",
         methods: Methods::All,
         kind: ValueKind::Bool,

@@ -40,7 +40,7 @@ pub struct Settings {
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(options, "laplace", &["optimizer"])?;
+    let r = Reader::new(options, "laplace", &["optimizer", "restarts"])?;
     Ok(Box::new(Laplace {
         settings: Settings {
             common: Common::read(&r)?,
@@ -63,10 +63,10 @@ impl Method for Laplace {
     fn fit(
         &self,
         model: &dyn LogDensity,
-        _rng: &mut dyn RngCore,
+        rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
-        let fit = fit_laplace(model, &self.settings.common, obs)?;
+        let fit = fit_laplace(model, &self.settings.common, rng, obs)?;
         Ok(fit.into_posterior())
     }
 }
@@ -130,6 +130,7 @@ impl LaplaceFit {
 pub fn fit_laplace(
     model: &dyn LogDensity,
     common: &Common,
+    rng: &mut dyn RngCore,
     obs: &mut dyn Observer,
 ) -> Result<LaplaceFit, Error> {
     let start = model.initial_point();
@@ -151,10 +152,10 @@ pub fn fit_laplace(
         inner: obs,
         trace: &mut trace,
     };
-    let mut out = polished_mode(model, &theta, start, &opts, &mut rec);
+    let mut out = polished_mode(model, &theta, start.clone(), &opts, &mut rec);
     let mut iterations = out.iterations;
     let mut escapes = 0;
-    let (chol, log_det_neg_h) = loop {
+    let (mut chol, mut log_det_neg_h) = loop {
         let (h, result) = {
             let _t = timing::span("laplace: hessian, cholesky");
             let h = model.hessian(&theta, &out.x);
@@ -186,6 +187,24 @@ pub fn fit_laplace(
             result => break result?,
         }
     };
+    if common.restarts > 0 && !out.interrupted {
+        let _t = timing::span("laplace: restarts");
+        let first = out.value;
+        let mut better = 0;
+        for _ in 0..common.restarts {
+            let x0 = random_start(&start, rng);
+            let o = polished_mode(model, &theta, x0, &opts, &mut Silent);
+            iterations += o.iterations;
+            if !(o.value.is_finite() && o.value > out.value + 1e-9 * out.value.abs().max(1.0)) {
+                continue;
+            }
+            if let Ok((c, l)) = curvature_of(&model.hessian(&theta, &o.x)) {
+                (out, chol, log_det_neg_h) = (o, c, l);
+                better += 1;
+            }
+        }
+        notes.push(restart_note(common.restarts, better, first, out.value));
+    }
     if escapes > 0 {
         notes.push(format!(
             "the laplace mode search stopped at a saddle point of log p̃ (H had a positive \
@@ -209,6 +228,33 @@ pub fn fit_laplace(
         trace,
         notes,
     })
+}
+
+/// Half-width of the box around the initial point that restarts draw from: Stan's default
+/// initialisation, uniform on (−2, 2) on the unconstrained scale.
+const RESTART_RADIUS: f64 = 2.0;
+
+/// A restart's starting point: `start` plus independent U(−2, 2) offsets.
+fn random_start(start: &DVector<f64>, rng: &mut dyn RngCore) -> DVector<f64> {
+    use rand::Rng;
+    start.map(|x| x + rng.random_range(-RESTART_RADIUS..RESTART_RADIUS))
+}
+
+/// The report's remark on `restarts`: how many of them raised the mode, and by how much.
+fn restart_note(restarts: usize, better: usize, first: f64, best: f64) -> String {
+    if better == 0 {
+        format!(
+            "laplace: none of {restarts} restart(s) from random starts found a mode higher than \
+             the first (log p̃ {first:.4})"
+        )
+    } else {
+        format!(
+            "laplace: {better} of {restarts} restart(s) from random starts found a higher mode; \
+             the highest is reported (log p̃ {best:.4}, {:.4} above the first search's): the \
+             posterior has several modes, and the Gaussian describes one of them",
+            best - first
+        )
+    }
 }
 
 /// The note added when an optimisation stops before its rule is met.
@@ -670,7 +716,7 @@ mod tests {
 
     #[test]
     fn a_mode_search_that_stops_at_a_saddle_is_restarted_beside_it() {
-        let fit = fit_laplace(&DoubleWell, &Common::default(), &mut Silent).unwrap();
+        let fit = fit_laplace(&DoubleWell, &Common::default(), &mut rng(), &mut Silent).unwrap();
         assert!(fit.mode[0].abs() < 1e-8, "mode {}", fit.mode);
         assert!((fit.mode[1].abs() - 1.0).abs() < 1e-8, "mode {}", fit.mode);
         assert!(fit.log_p.abs() < 1e-12);
@@ -737,12 +783,62 @@ mod tests {
 
     #[test]
     fn positive_curvature_is_an_error_that_names_the_eigenvalue() {
-        let err = fit_laplace(&Saddle, &Common::default(), &mut Silent).unwrap_err();
+        let err = fit_laplace(&Saddle, &Common::default(), &mut rng(), &mut Silent).unwrap_err();
         match err {
             Error::NotNegativeDefinite { max_eig, .. } => assert!((max_eig - 2.0).abs() < 1e-12),
             e => panic!("unexpected {e}"),
         }
         assert!(err.to_string().contains("2.000e0"));
+    }
+
+    fn rng() -> rand::rngs::StdRng {
+        <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1)
+    }
+
+    /// log p̃(w) = −(w² − 1)² + 0.3 w: modes near w = −1 (log p̃ ≈ −0.3) and w = +1
+    /// (≈ +0.3); the search starts at −0.5, where the gradient points to the lower one.
+    struct TiltedWell;
+
+    impl LogDensity for TiltedWell {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+            columnwise(w, |c| {
+                let x = c[0];
+                (-(x * x - 1.0).powi(2) + 0.3 * x, [-4.0 * x * (x * x - 1.0) + 0.3])
+            })
+        }
+        fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+            DMatrix::from_element(1, 1, 4.0 - 12.0 * w[0] * w[0])
+        }
+        fn initial_point(&self) -> DVector<f64> {
+            DVector::from_element(1, -0.5)
+        }
+    }
+
+    #[test]
+    fn restarts_keep_the_highest_mode_and_say_so() {
+        let first = fit_laplace(&TiltedWell, &Common::default(), &mut rng(), &mut Silent).unwrap();
+        assert!(first.mode[0] < -0.9 && first.notes.is_empty(), "{first:?}");
+        let common = Common {
+            restarts: 10,
+            ..Common::default()
+        };
+        let best = fit_laplace(&TiltedWell, &common, &mut rng(), &mut Silent).unwrap();
+        assert!(best.mode[0] > 0.9, "mode {}", best.mode);
+        assert!(best.log_p > first.log_p + 0.5, "{} {}", best.log_p, first.log_p);
+        // C and the evidence are those of the mode reported: −H = 12 w² − 4 there
+        let neg_h = 12.0 * best.mode[0] * best.mode[0] - 4.0;
+        assert!((best.chol[(0, 0)] - neg_h.powf(-0.5)).abs() < 1e-10);
+        assert!(
+            best.notes.iter().any(|n| n.contains("higher mode")),
+            "{:?}",
+            best.notes
+        );
+        // a restart that finds nothing better changes nothing but the note
+        let again = fit_laplace(&DoubleWell, &common, &mut rng(), &mut Silent).unwrap();
+        assert!(again.log_p.abs() < 1e-12 && again.notes.iter().any(|n| n.contains("none of 10")));
     }
 
     /// Value and gradient at every column of `w`, one column at a time.
@@ -867,7 +963,7 @@ mod tests {
     #[test]
     fn a_funnel_is_reported_as_having_no_mode_naming_its_scale() {
         for k in [2, 3, 8] {
-            let err = fit_laplace(&Funnel { k }, &Common::default(), &mut Silent).unwrap_err();
+            let err = fit_laplace(&Funnel { k }, &Common::default(), &mut rng(), &mut Silent).unwrap_err();
             let text = err.to_string();
             let m = no_mode(err);
             assert_eq!(m.runaway.len(), 1, "K = {k}: {text}");
@@ -889,7 +985,8 @@ mod tests {
 
     #[test]
     fn the_message_gives_the_declared_value_and_limit_when_known() {
-        let mut m = no_mode(fit_laplace(&Funnel { k: 3 }, &Common::default(), &mut Silent).unwrap_err());
+        let mut m =
+            no_mode(fit_laplace(&Funnel { k: 3 }, &Common::default(), &mut rng(), &mut Silent).unwrap_err());
         let u = m.runaway[0].unconstrained;
         let bare = m.to_string();
         assert!(
@@ -949,7 +1046,7 @@ mod tests {
     #[test]
     fn a_sharp_proper_posterior_is_fitted_not_flagged() {
         let sharp = Sharp { n: 1e5, s: 1e-3 };
-        let fit = fit_laplace(&sharp, &Common::default(), &mut Silent).unwrap();
+        let fit = fit_laplace(&sharp, &Common::default(), &mut rng(), &mut Silent).unwrap();
         let u = (1e-3f64).ln() + 0.5 * (1e5f64 / (1e5 - 1.0)).ln();
         assert!(
             (fit.mode[0] - 3.0).abs() < 1e-9 && (fit.mode[1] - u).abs() < 1e-8,
@@ -963,7 +1060,7 @@ mod tests {
         // σ ≈ 1e-7: log σ ≈ −16 is past RUNAWAY_EXTENT and −H's condition number (≈ 5e13)
         // fails the curvature test, but log p̃ does not rise further out: a mode, not a funnel
         let sharp = Sharp { n: 100.0, s: 1e-7 };
-        match fit_laplace(&sharp, &Common::default(), &mut Silent) {
+        match fit_laplace(&sharp, &Common::default(), &mut rng(), &mut Silent) {
             Err(Error::NotNegativeDefinite { .. }) => {}
             Err(e) => panic!("unexpected {e}"),
             Ok(fit) => panic!("the curvature test should fail, mode {}", fit.mode),

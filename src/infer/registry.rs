@@ -27,7 +27,7 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "laplace",
         build: laplace::build,
-        keys: &["optimizer"],
+        keys: &["optimizer", "restarts"],
         description: "Gaussian at the mode with the inverse negative Hessian as covariance",
     },
     Entry {
@@ -45,7 +45,7 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "mvi_lr",
         build: mvi_lr::build,
-        keys: &["samples", "optimizer", "laplace_hyper", "rank"],
+        keys: &["samples", "optimizer", "laplace_hyper", "restarts", "rank"],
         description: "MVI: Laplace Cholesky factor plus a rank-k update, optimised on the ELBO",
     },
     Entry {

@@ -20,7 +20,7 @@ pub const COMMON_KEYS: &[&str] = &[
 ];
 
 /// Keys of the Gaussian VI methods besides the common ones.
-pub const VI_KEYS: &[&str] = &["samples", "optimizer", "laplace_hyper"];
+pub const VI_KEYS: &[&str] = &["samples", "optimizer", "laplace_hyper", "restarts"];
 
 /// A view of the options restricted to one method's keys.
 pub struct Reader<'a> {
@@ -178,6 +178,9 @@ pub struct Common {
     pub optimizer: Optimizer,
     /// `learn_hyper` (default true).
     pub learn_hyper: bool,
+    /// `restarts`: further Laplace mode searches from random starts, the highest mode kept
+    /// (default 0).
+    pub restarts: usize,
 }
 
 impl Default for Common {
@@ -187,6 +190,7 @@ impl Default for Common {
             tol: DEFAULT_TOL,
             optimizer: Optimizer::Lbfgs,
             learn_hyper: true,
+            restarts: 0,
         }
     }
 }
@@ -203,6 +207,7 @@ impl Common {
             tol: r.positive("tol", d.tol)?,
             optimizer: r.optimizer()?,
             learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
+            restarts: r.int("restarts", 0, d.restarts)?,
         })
     }
 

@@ -89,7 +89,7 @@ pub fn start(
         learn_hyper: settings.common.learn_hyper && settings.laplace_hyper_search,
         ..settings.common
     };
-    let laplace = fit_laplace(model, &common, obs)?;
+    let laplace = fit_laplace(model, &common, rng, obs)?;
     let z = standard_normal(model.dim(), settings.samples, rng);
     Ok(Start { laplace, z })
 }

@@ -62,7 +62,7 @@ pub fn robust_start(
         learn_hyper,
         ..Common::default()
     };
-    let reason = match fit_laplace(model, &common, obs) {
+    let reason = match fit_laplace(model, &common, rng, obs) {
         Ok(fit) if fit.converged && is_proper(&fit) => {
             return Ok(Start {
                 gaussian: Gaussian {

@@ -275,7 +275,13 @@ fn learn_hyper_moves_theta_past_the_laplace_estimate_and_off_keeps_it() {
             .unwrap()
     };
     let common = crate::infer::settings::Common::default();
-    let laplace = crate::infer::laplace::fit_laplace(&WithTheta, &common, &mut crate::infer::Silent).unwrap();
+    let laplace = crate::infer::laplace::fit_laplace(
+        &WithTheta,
+        &common,
+        &mut rand::rngs::StdRng::seed_from_u64(1),
+        &mut crate::infer::Silent,
+    )
+    .unwrap();
     let (on, growth) = fit(true);
     assert!(
         (on.theta[0] - laplace.theta[0]).abs() > 1e-4,
