@@ -5,7 +5,9 @@
 //! evidence log p̃(w*) + (D/2) log 2π − ½ log det(−H) by a derivative-free outer search
 //! (Nelder–Mead), re-finding w*(θ) from the previous mode for every θ. Cost: one gradient per
 //! optimiser step and one Hessian per θ visited. The same fit initialises every MVI and VI
-//! method ([`fit_laplace`]).
+//! method ([`fit_laplace`]). With `restarts = K`, K further mode searches from random starts
+//! (the initial point plus U(−2, 2) per coordinate) run at the final θ and the highest mode
+//! is kept, with a note.
 //!
 //! Failures are errors the user can act on: a Hessian that is not negative definite at the
 //! mode ([`Error::NotNegativeDefinite`], after up to 5 restarts beside a saddle point), or no
@@ -190,11 +192,17 @@ pub fn fit_laplace(
     if common.restarts > 0 && !out.interrupted {
         let _t = timing::span("laplace: restarts");
         let first = out.value;
-        let mut better = 0;
-        for _ in 0..common.restarts {
+        let (mut done, mut better) = (0, 0);
+        while done < common.restarts {
             let x0 = random_start(&start, rng);
-            let o = polished_mode(model, &theta, x0, &opts, &mut Silent);
+            // the user's observer sees the restarts' iterations (progress, Ctrl-C), the
+            // trace keeps the first search's
+            let o = polished_mode(model, &theta, x0, &opts, &mut *rec.inner);
             iterations += o.iterations;
+            if o.interrupted {
+                break;
+            }
+            done += 1;
             if !(o.value.is_finite() && o.value > out.value + 1e-9 * out.value.abs().max(1.0)) {
                 continue;
             }
@@ -203,7 +211,13 @@ pub fn fit_laplace(
                 better += 1;
             }
         }
-        notes.push(restart_note(common.restarts, better, first, out.value));
+        notes.push(restart_note(done, better, first, out.value));
+        if done < common.restarts {
+            notes.push(format!(
+                "laplace: interrupted after {done} of {} restart(s); the best mode so far is reported",
+                common.restarts
+            ));
+        }
     }
     if escapes > 0 {
         notes.push(format!(
