@@ -855,6 +855,44 @@ mod tests {
         assert!(again.log_p.abs() < 1e-12 && again.notes.iter().any(|n| n.contains("none of 10")));
     }
 
+    /// Counts iterations and asks to stop once `limit` have been seen.
+    struct StopAfter {
+        seen: usize,
+        limit: usize,
+    }
+
+    impl Observer for StopAfter {
+        fn iteration(&mut self, _record: &IterRecord) -> bool {
+            self.seen += 1;
+            self.seen <= self.limit
+        }
+    }
+
+    #[test]
+    fn an_interrupt_during_the_restarts_keeps_the_best_mode_so_far() {
+        let mut count = StopAfter {
+            seen: 0,
+            limit: usize::MAX,
+        };
+        let first = fit_laplace(&TiltedWell, &Common::default(), &mut rng(), &mut count).unwrap();
+        let common = Common {
+            restarts: 10,
+            ..Common::default()
+        };
+        // the first search runs to its end, the first restart's first iteration is refused
+        let mut stop = StopAfter {
+            seen: 0,
+            limit: count.seen,
+        };
+        let fit = fit_laplace(&TiltedWell, &common, &mut rng(), &mut stop).unwrap();
+        assert_eq!(fit.mode, first.mode);
+        assert!(
+            fit.notes.iter().any(|n| n.contains("interrupted after 0 of 10")),
+            "{:?}",
+            fit.notes
+        );
+    }
+
     /// Value and gradient at every column of `w`, one column at a time.
     fn columnwise<G: AsRef<[f64]>>(w: &DMatrix<f64>, f: impl Fn(&[f64]) -> (f64, G)) -> Evaluated {
         let mut g = DMatrix::zeros(w.nrows(), w.ncols());
