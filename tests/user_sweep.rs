@@ -54,6 +54,15 @@ fn fit_json(model: &str, data: &[&str], method: &str) -> Value {
     serde_json::from_slice(&o.stdout).expect("--json prints one JSON object")
 }
 
+/// A laplace fit of `model` on `data` whose held-out set is empty reports no test points
+/// and a test LPD of 0.
+fn assert_no_test_points(model: &str, data: &str) {
+    let j = fit_json(model, &[data], "laplace");
+    assert_eq!(j["predict"]["n_test"], 0, "{j}");
+    let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
+    assert!(lpd.abs() < 1e-12, "{j}");
+}
+
 /// Assert the command failed as a user error (exit 2) with `code`, a help line and no
 /// panic, and return its output.
 fn user_error(args: &[&str], code: &str) -> String {
@@ -407,10 +416,7 @@ fn compare_fails_when_every_method_fails() {
 /// draws that never counted: it reports no test points and a test LPD of 0.
 #[test]
 fn an_empty_held_out_set_finishes() {
-    let j = fit_json("predict_vec.mvi", &["predict_empty.json"], "laplace");
-    assert_eq!(j["predict"]["n_test"], 0, "{j}");
-    let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
-    assert!(lpd.abs() < 1e-12, "{j}");
+    assert_no_test_points("predict_vec.mvi", "predict_empty.json");
 }
 
 #[test]
@@ -628,10 +634,7 @@ fn a_directory_for_a_file_is_a_diagnostic() {
 /// points, not a division by zero in the 0-row product.
 #[test]
 fn an_empty_held_out_matrix_has_no_test_points() {
-    let j = fit_json("predict_reg.mvi", &["predict_reg_empty.json"], "laplace");
-    assert_eq!(j["predict"]["n_test"], 0, "{j}");
-    let lpd = j["predict"]["test_lpd"].as_f64().expect("a test LPD");
-    assert!(lpd.abs() < 1e-12, "{j}");
+    assert_no_test_points("predict_reg.mvi", "predict_reg_empty.json");
 }
 
 /// Settings that size a run's buffers (`samples`, `bins`, `draws`, `test_draws`, `particles`) far
