@@ -249,6 +249,17 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
                 }
             }
         }
+        Op::Assemble(ids, idx) => {
+            let sizes: Vec<usize> = ids.iter().map(|&i| tape.arg(i).size).collect();
+            for c in 0..s {
+                for (i, &(j, m)) in idx.iter().enumerate() {
+                    let xbar = &mut adj[ids[j as usize].0];
+                    if !xbar.is_empty() {
+                        xbar[m as usize + c * sizes[j as usize]] += ybar[i + c * n];
+                    }
+                }
+            }
+        }
         Op::Sum(a) => back_reduce(tape, *a, ybar, adj, |_, _, _| T::one()),
         Op::LogSumExp(a) => back_reduce(tape, *a, ybar, adj, |x, i, c| (x[i] - y.at(0, c)).exp()),
         Op::Max(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, true) == i)),

@@ -351,6 +351,14 @@ pub(crate) fn eval_op<'b, T: Scalar>(
                 .flat_map(|c| args.iter().map(move |a| a.at(0, c)))
                 .collect()
         }
+        Op::Assemble(ids, idx) => {
+            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
+            let mut out = Vec::with_capacity(n * s);
+            for c in 0..s {
+                out.extend(idx.iter().map(|&(j, k)| args[j as usize].at(k as usize, c)));
+            }
+            out
+        }
         Op::Sum(a) => reduce(get(*a), s, |x| x.iter().copied().sum()),
         Op::LogSumExp(a) => reduce(get(*a), s, log_sum_exp),
         Op::LogSumExpRows(a) => lse_rows_values(get(*a), shape.rows(), s),
