@@ -20,6 +20,13 @@ pub const CHUNK: usize = 256;
 /// node, its operands and its adjoint fit in L2 together.
 pub const CHUNK_ENTRIES: usize = 16_384;
 
+/// The bookkeeping of one node per chunk, in entries of elementwise work it costs as much as.
+const NODE_OVERHEAD_ENTRIES: usize = 64;
+
+/// Entries of all batched nodes of one chunk (per buffer) above which a chunk is not widened
+/// for the sake of per-node overhead: 4 Mi f64 (32 MiB).
+const CHUNK_MEMORY: usize = 1 << 22;
+
 /// The work done once per chunk may take about 1/this of a chunk's time.
 const PER_CHUNK_SHARE: usize = 20;
 
@@ -33,19 +40,24 @@ const PER_CHUNK_SHARE: usize = 20;
 /// 256 columns each node's buffer (2 MB) left the cache.
 pub fn chunk_cols(g: &Graph) -> usize {
     let batched = batched_mask(g);
-    let (mut widest, mut per_column, mut per_chunk) = (1, 0, 0);
+    let (mut widest, mut per_column, mut per_chunk, mut n_batched) = (1, 0, 0, 0);
     for (i, node) in g.nodes.iter().enumerate() {
         let size = g.shape(NodeId(i)).size();
         if batched[i] {
             widest = widest.max(size);
             per_column += size;
+            n_batched += 1;
         } else if !matches!(node.op, Op::Const(_)) {
             per_chunk += size;
         }
     }
     let for_cache = CHUNK_ENTRIES / widest;
     let for_overhead = PER_CHUNK_SHARE * per_chunk / per_column.max(1);
-    for_cache.max(for_overhead).clamp(8, CHUNK)
+    // Many small batched nodes (a recursion unrolled into scalar nodes): each node costs
+    // about as much bookkeeping per chunk as 64 entries of work, so chunks widen until that
+    // is at most a quarter of the work, while a chunk's buffers stay under CHUNK_MEMORY.
+    let for_nodes = (4 * NODE_OVERHEAD_ENTRIES * n_batched / per_column.max(1)).min(CHUNK_MEMORY / per_column.max(1));
+    for_cache.max(for_overhead).max(for_nodes).clamp(8, CHUNK)
 }
 
 /// A node's value as an operand: its entries and whether it has a batch dimension.
@@ -539,6 +551,18 @@ fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -
 #[inline(always)]
 fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(T, T) -> T) -> Vec<T> {
     let mut out = Vec::with_capacity(n * s);
+    if s > 1 && flat_operand(a, n) && flat_operand(b, n) {
+        // the S columns side by side are one long column (a scalar node of a recursion is
+        // S values): one loop instead of S short ones, the same operation per entry
+        let m = n * s;
+        match (a.batched, b.batched) {
+            (true, true) => out.extend(a.data[..m].iter().zip(&b.data[..m]).map(|(&x, &y)| op(x, y))),
+            (false, true) => out.extend(b.data[..m].iter().map(|&y| op(a.data[0], y))),
+            (true, false) => out.extend(a.data[..m].iter().map(|&x| op(x, b.data[0]))),
+            (false, false) => out.extend((0..m).map(|_| op(a.data[0], b.data[0]))),
+        }
+        return out;
+    }
     for c in 0..s {
         let (ac, bc) = (a.col(c), b.col(c));
         match (a.size == 1, b.size == 1) {
@@ -549,6 +573,17 @@ fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(
         }
     }
     out
+}
+
+/// Whether an operand of an elementwise operation with n entries per column can be read
+/// over all S columns as one long column: batched with n entries, or one value for all.
+#[inline]
+pub(crate) fn flat_operand<T>(x: Arg<'_, T>, n: usize) -> bool {
+    if x.batched {
+        x.size == n
+    } else {
+        x.size == 1
+    }
 }
 
 fn matmul_values<T: Scalar>(a: Arg<T>, b: Arg<T>, shape: Shape, s: usize) -> Vec<T> {
