@@ -22,7 +22,8 @@ fn root() -> &'static Path {
 fn lower(src: &str, json: &str) -> LogJoint {
     let mut set = DataSet::default();
     add_json_text(&mut set, "data.json", json.to_string()).unwrap();
-    let typed = check_source(src, "model.mvi", root(), &set).unwrap_or_else(|ds| panic!("{}", ds[0].render_plain(100)));
+    let typed = check_source(src, "model.mvi", root(), &set)
+        .unwrap_or_else(|ds| panic!("{}", ds[0].render_plain(100)));
     lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)))
 }
 
@@ -31,7 +32,9 @@ fn lower(src: &str, json: &str) -> LogJoint {
 fn arma_json(t: usize) -> String {
     let mut state: u64 = 12345;
     let mut unif = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     };
     let (mut y0, mut e0) = (0.0, 0.0);
@@ -60,10 +63,20 @@ fn assert_same_log_joint(models: &[&LogJoint], points: &[Vec<f64>]) {
         let e = m.eval(&theta, &w, Want::GRAD_W);
         for s in 0..points.len() {
             let rel = |a: f64, b: f64| (a - b).abs() / a.abs().max(b.abs()).max(1.0);
-            assert!(rel(first.values[s], e.values[s]) < SAME_TOL, "value {} vs {}", first.values[s], e.values[s]);
+            assert!(
+                rel(first.values[s], e.values[s]) < SAME_TOL,
+                "value {} vs {}",
+                first.values[s],
+                e.values[s]
+            );
             let (g0, g1) = (first.grad_w.as_ref().unwrap(), e.grad_w.as_ref().unwrap());
             for i in 0..d {
-                assert!(rel(g0[(i, s)], g1[(i, s)]) < SAME_TOL, "gradient {i}: {} vs {}", g0[(i, s)], g1[(i, s)]);
+                assert!(
+                    rel(g0[(i, s)], g1[(i, s)]) < SAME_TOL,
+                    "gradient {i}: {} vs {}",
+                    g0[(i, s)],
+                    g1[(i, s)]
+                );
             }
         }
         let p = DVector::from_vec(points[0].clone());
@@ -90,8 +103,10 @@ fn element_assignment_in_a_loop_equals_the_vectorised_model() {
     let in_fn = format!(
         "fn means(a: real, b: real, x: vector) -> vector {{\n let m = x\n for n in 1:3 {{ m[n] = a + b * x[n] }}\n m[4:6] = a + b * x[4:6]\n return m }}\n{head}model {{ a ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n y ~ normal(means(a, b, x), s) }}"
     );
-    let models: Vec<LogJoint> =
-        [&vectorised, &by_entry, &by_slice, &compound, &in_fn].iter().map(|s| lower(s, data)).collect();
+    let models: Vec<LogJoint> = [&vectorised, &by_entry, &by_slice, &compound, &in_fn]
+        .iter()
+        .map(|s| lower(s, data))
+        .collect();
     let refs: Vec<&LogJoint> = models.iter().collect();
     assert_same_log_joint(&refs, &[vec![0.3, -0.7, 0.2], vec![-1.0, 0.4, -0.5]]);
 }
@@ -111,7 +126,10 @@ fn matrix_entries_rows_and_columns_assigned_in_loops_equal_the_vectorised_model(
     let rows = format!(
         "{head}model {{ beta ~ normal(0, 1)\n let M = rep_matrix(0, N, K)\n for n in 1:N {{ M[n] = X[n] .* beta }}\n let mu = rep_vector(0, N)\n for n in 1:N {{ mu[n] = sum(M[n]) }}\n y ~ normal(mu, 1) }}"
     );
-    let models: Vec<LogJoint> = [&vectorised, &entries, &columns, &rows].iter().map(|s| lower(s, data)).collect();
+    let models: Vec<LogJoint> = [&vectorised, &entries, &columns, &rows]
+        .iter()
+        .map(|s| lower(s, data))
+        .collect();
     let refs: Vec<&LogJoint> = models.iter().collect();
     assert_same_log_joint(&refs, &[vec![0.3, -0.7, 0.2], vec![-1.0, 0.4, 1.5]]);
 }
@@ -125,13 +143,25 @@ fn recursions_pass_the_three_way_derivative_checks() {
         let gamma = rep_matrix(0, N, 2)\n for k in 1:2 { gamma[1, k] = normal_lpdf(y[1] | mu[k], s) - log(2) }\n\
         for t in 2:N { for k in 1:2 { let acc = rep_vector(0, 2)\n for j in 1:2 { acc[j] = gamma[t - 1, j] + lt[j, k] + normal_lpdf(y[t] | mu[k], s) }\n gamma[t, k] = log_sum_exp(acc) } }\n\
         target += log_sum_exp(gamma[N]) }";
-    let hmm = lower(hmm_src, r#"{"N": 12, "y": [0.1, 0.3, -0.2, 2.9, 3.2, 3.1, 0.2, -0.1, 3.3, 2.8, 0.0, 0.4]}"#);
+    let hmm = lower(
+        hmm_src,
+        r#"{"N": 12, "y": [0.1, 0.3, -0.2, 2.9, 3.2, 3.1, 0.2, -0.1, 3.3, 2.8, 0.0, 0.4]}"#,
+    );
     for (name, lj) in [("arma", &arma), ("hmm", &hmm)] {
         let theta = lj.theta_init();
         for seed in 0..3 {
-            let w = DVector::from_fn(lj.dim(), |i, _| (((i + 3 * seed) * 7919 % 97) as f64 / 97.0 - 0.5) * 1.5);
+            let w = DVector::from_fn(lj.dim(), |i, _| {
+                (((i + 3 * seed) * 7919 % 97) as f64 / 97.0 - 0.5) * 1.5
+            });
             let r = diagnose(lj, &theta, &w, Tolerances::default());
-            assert!(r.passed(), "{name} at {w}: grad {:.2e} / {:.2e}, hess {:.2e} / {:.2e}", r.grad_err_exact, r.grad_err_fd, r.hess_err_exact, r.hess_err_fd);
+            assert!(
+                r.passed(),
+                "{name} at {w}: grad {:.2e} / {:.2e}, hess {:.2e} / {:.2e}",
+                r.grad_err_exact,
+                r.grad_err_fd,
+                r.hess_err_exact,
+                r.hess_err_fd
+            );
         }
     }
 }
@@ -164,10 +194,14 @@ fn a_recursion_in_predict_gives_the_model_block_log_likelihood() {
     // the pointwise log-likelihood summed equals the likelihood term of the log joint
     let w = [0.4, 0.5, 0.2, 0.1];
     let theta = lj.theta_init();
-    let lp = lj.eval(&theta, &DMatrix::from_column_slice(4, 1, &w), Want::VALUE).values[0];
+    let lp = lj
+        .eval(&theta, &DMatrix::from_column_slice(4, 1, &w), Want::VALUE)
+        .values[0];
     let consts = mvi::graph::eval::lift_consts::<f64>(predict);
     let tape = mvi::graph::eval::forward_values(predict, &consts, &[], &w, 1);
-    let ll: f64 = (0..20).map(|i| tape.value(predict.pointwise[0].loglik, i, 0)).sum();
+    let ll: f64 = (0..20)
+        .map(|i| tape.value(predict.pointwise[0].loglik, i, 0))
+        .sum();
     let sigma = w[3].exp();
     let half_cauchy = (2.0 / (std::f64::consts::PI * 5.0)).ln() - (1.0 + (sigma / 5.0).powi(2)).ln();
     let norm = |x: f64, s: f64| -0.5 * (x / s).powi(2) - s.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln();

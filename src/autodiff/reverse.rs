@@ -12,7 +12,8 @@ use std::borrow::Cow;
 use num_dual::Dual;
 
 use crate::graph::eval::{
-    argext, broadcast_at, flat_operand, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape,
+    argext, broadcast_at, flat_operand, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg,
+    Tape,
 };
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 

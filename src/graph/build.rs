@@ -26,6 +26,32 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
     }
 }
 
+/// Call `f` on each input of an operation (as [`inputs`], without allocating: the
+/// evaluator walks every node's inputs on each call).
+pub(crate) fn each_input(op: &Op, mut f: impl FnMut(NodeId)) {
+    match op {
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {}
+        Op::Unary(_, a)
+        | Op::Transpose(a)
+        | Op::Gather(a, _)
+        | Op::Sum(a)
+        | Op::LogSumExp(a)
+        | Op::LogSumExpRows(a)
+        | Op::Max(a)
+        | Op::Min(a)
+        | Op::Cholesky(a) => f(*a),
+        Op::Support { x, .. } => f(*x),
+        Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => {
+            f(*a);
+            f(*b);
+        }
+        Op::Pack(ids) | Op::Assemble(ids, _) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
+            ids.iter().copied().for_each(f)
+        }
+        Op::Ternary(_, ids) => ids.iter().copied().for_each(f),
+    }
+}
+
 fn shape_err(op: &'static str, left: Shape, right: Shape) -> Error {
     Error::Shape { op, left, right }
 }
@@ -370,9 +396,16 @@ impl Graph {
     /// its node.
     pub fn assemble(&mut self, shape: Shape, entries: &[(NodeId, u32)]) -> Result<NodeId, Error> {
         if entries.len() != shape.size() {
-            return Err(shape_err("an assembled value", Shape::Vector(entries.len()), shape));
+            return Err(shape_err(
+                "an assembled value",
+                Shape::Vector(entries.len()),
+                shape,
+            ));
         }
-        if let Some(&(bad, k)) = entries.iter().find(|(id, k)| *k as usize >= self.shape(*id).size()) {
+        if let Some(&(bad, k)) = entries
+            .iter()
+            .find(|(id, k)| *k as usize >= self.shape(*id).size())
+        {
             return Err(Error::Index {
                 index: i64::from(k) + 1,
                 size: self.shape(bad).size(),
@@ -380,7 +413,8 @@ impl Graph {
         }
         let first = entries.first().map(|e| e.0);
         if let Some(src) = first.filter(|&f| entries.iter().all(|e| e.0 == f)) {
-            let identity = self.shape(src) == shape && entries.iter().enumerate().all(|(i, e)| e.1 as usize == i);
+            let identity =
+                self.shape(src) == shape && entries.iter().enumerate().all(|(i, e)| e.1 as usize == i);
             if identity {
                 return Ok(src);
             }

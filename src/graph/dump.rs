@@ -68,7 +68,11 @@ fn op_text(op: &Op) -> String {
         }
         Op::Pack(v) => format!("pack {}", ids(v)),
         Op::Assemble(v, idx) => {
-            let head: Vec<String> = idx.iter().take(6).map(|&(j, k)| format!("%{}[{k}]", v[j as usize].0)).collect();
+            let head: Vec<String> = idx
+                .iter()
+                .take(6)
+                .map(|&(j, k)| format!("%{}[{k}]", v[j as usize].0))
+                .collect();
             let more = if idx.len() > 6 { " ..." } else { "" };
             format!("assemble [{}{more}]", head.join(", "))
         }

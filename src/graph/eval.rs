@@ -56,7 +56,8 @@ pub fn chunk_cols(g: &Graph) -> usize {
     // Many small batched nodes (a recursion unrolled into scalar nodes): each node costs
     // about as much bookkeeping per chunk as 64 entries of work, so chunks widen until that
     // is at most a quarter of the work, while a chunk's buffers stay under CHUNK_MEMORY.
-    let for_nodes = (4 * NODE_OVERHEAD_ENTRIES * n_batched / per_column.max(1)).min(CHUNK_MEMORY / per_column.max(1));
+    let for_nodes =
+        (4 * NODE_OVERHEAD_ENTRIES * n_batched / per_column.max(1)).min(CHUNK_MEMORY / per_column.max(1));
     for_cache.max(for_overhead).max(for_nodes).clamp(8, CHUNK)
 }
 
@@ -171,7 +172,11 @@ pub fn batched_mask(graph: &Graph) -> Vec<bool> {
         let b = match &node.op {
             Op::Param { .. } => true,
             Op::Const(_) | Op::Hyper { .. } => false,
-            op => super::build::inputs(op).iter().any(|i| out[i.0]),
+            op => {
+                let mut any = false;
+                super::build::each_input(op, |i| any |= out[i.0]);
+                any
+            }
         };
         out.push(b);
     }
@@ -749,16 +754,19 @@ pub fn eval_values(graph: &Graph, theta: &[f64], w: &[f64], s: usize) -> Vec<f64
     use rayon::prelude::*;
     let consts = lift_consts::<f64>(graph);
     let d = graph.dim;
-    let chunk = chunk_cols(graph);
+    let chunk = if s == 1 { 1 } else { chunk_cols(graph) };
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
-    let parts: Vec<Vec<f64>> = starts
-        .par_iter()
-        .map(|&c0| {
-            let c1 = (c0 + chunk).min(s);
-            let tape = forward(graph, &consts, theta, &w[c0 * d..c1 * d], c1 - c0);
-            tape.target_values()
-        })
-        .collect();
+    let one = |&c0: &usize| {
+        let c1 = (c0 + chunk).min(s);
+        let tape = forward(graph, &consts, theta, &w[c0 * d..c1 * d], c1 - c0);
+        tape.target_values()
+    };
+    // one chunk (a single point) is evaluated here, without the thread pool
+    let parts: Vec<Vec<f64>> = if starts.len() == 1 {
+        starts.iter().map(one).collect()
+    } else {
+        starts.par_iter().map(one).collect()
+    };
     parts.into_iter().flatten().map(clean).collect()
 }
 

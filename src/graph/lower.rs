@@ -266,7 +266,10 @@ impl<'m> Lowerer<'m> {
             Local::Entries { shape, entries, .. } => (*shape, entries),
         };
         let span = self.span(e);
-        let v = self.g.assemble(shape, entries).map_err(|err| self.internal(span, err))?;
+        let v = self
+            .g
+            .assemble(shape, entries)
+            .map_err(|err| self.internal(span, err))?;
         self.g.label(v, name);
         if let Some(Local::Entries { whole, .. }) = self.scopes[k].get_mut(name) {
             *whole = Some(v);

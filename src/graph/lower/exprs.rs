@@ -160,11 +160,15 @@ impl Lowerer<'_> {
                 // a local kept entry by entry: the selected entries only, O(1) each
                 let flat = self.flat_positions(base.shape, idx)?;
                 let entries = self.local_entries(n).expect("checked just above");
-                let picked: Option<Vec<(NodeId, u32)>> = flat.iter().map(|&p| entries.get(p as usize).copied()).collect();
+                let picked: Option<Vec<(NodeId, u32)>> =
+                    flat.iter().map(|&p| entries.get(p as usize).copied()).collect();
                 let size = entries.len();
                 let Some(picked) = picked else {
                     let bad = flat.iter().find(|&&p| p as usize >= size).copied().unwrap_or(0);
-                    let err = crate::graph::Error::Index { index: i64::from(bad) + 1, size };
+                    let err = crate::graph::Error::Index {
+                        index: i64::from(bad) + 1,
+                        size,
+                    };
                     return Err(self.internal(self.span(e), err));
                 };
                 let shape = graph_shape(e.shape);

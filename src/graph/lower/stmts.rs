@@ -139,7 +139,13 @@ impl Lowerer<'_> {
     }
 
     /// `name = v` or `name op= v` on the whole local.
-    fn assign_whole(&mut self, name: &str, target: &TExpr, f: Option<Fun2>, value: &TExpr) -> Result<(), Diagnostic> {
+    fn assign_whole(
+        &mut self,
+        name: &str,
+        target: &TExpr,
+        f: Option<Fun2>,
+        value: &TExpr,
+    ) -> Result<(), Diagnostic> {
         let old = self.name(name, target)?;
         let v = self.expr(value)?;
         let old_shape = self.g.shape(old);
@@ -161,7 +167,12 @@ impl Lowerer<'_> {
 
     /// The entries of the local `name` (of graph shape `shape`): its entry list when it is
     /// kept entry by entry, else every entry of its node.
-    fn entries_of(&mut self, name: &str, target: &TExpr, shape: Shape) -> Result<Vec<(NodeId, u32)>, Diagnostic> {
+    fn entries_of(
+        &mut self,
+        name: &str,
+        target: &TExpr,
+        shape: Shape,
+    ) -> Result<Vec<(NodeId, u32)>, Diagnostic> {
         match self.local_mut(name) {
             Some(Local::Entries { entries, .. }) => Ok(std::mem::take(entries)),
             Some(Local::Node(v)) => {
