@@ -648,6 +648,7 @@ mod tests {
                 lower,
                 upper: None,
                 sizes,
+                kind: None,
                 span: sp(),
             },
             init: None,
