@@ -60,6 +60,11 @@ fn slot_row(p: &Slot, is_param: bool) -> [String; 5] {
         Transform::Lower(a) => format!("<lower={a}>"),
         Transform::Upper(b) => format!("<upper={b}>"),
         Transform::LowerUpper(a, b) => format!("<lower={a}, upper={b}>"),
+        Transform::Type(k) => k.name().to_string(),
+        Transform::Dependent => {
+            let bounds = p.declared.find('<').map_or("", |a| &p.declared[a..]);
+            bounds.split('[').next().unwrap_or("").trim().to_string()
+        }
     };
     let last = if is_param {
         if p.len == 0 {

@@ -110,6 +110,14 @@ pub fn entry(kind: TypeKind) -> &'static TypeEntry {
         .expect("every TypeKind has a row in TYPES")
 }
 
+/// The free coordinates of the initial point w = 0: zeros, except for a unit vector, which
+/// has no direction at 0 and starts at 1/√K in every coordinate (the unit sphere).
+pub fn initial_free(kind: TypeKind, k: usize) -> Vec<f64> {
+    let n = (entry(kind).free)(k);
+    let v = if kind == TypeKind::UnitVector { 1.0 / (k as f64).sqrt() } else { 0.0 };
+    vec![v; n]
+}
+
 /// The shape of a K-sized value of the type: a vector of K, or a K×K matrix.
 pub fn value_shape(kind: TypeKind, k: usize) -> Shape {
     if kind.is_matrix() {
