@@ -69,5 +69,23 @@ fn help(kind: TypeKind) -> String {
              matrix estimated from fewer rows than columns"
         }
     };
-    format!("{what} (sums, norms and symmetry are checked to within {TOLERANCE:e}); or declare it `vector`/`matrix`")
+    let tolerance = match kind {
+        TypeKind::Ordered | TypeKind::PositiveOrdered | TypeKind::CholeskyCov => String::new(),
+        _ => format!(" (sums, norms and symmetry are checked up to {})", TOLERANCE_TEXT),
+    };
+    let plain = if kind.is_matrix() { "matrix" } else { "vector" };
+    format!("{what}{tolerance}; or declare it a plain `{plain}`")
+}
+
+/// [`TOLERANCE`] as the help line writes it (a Unicode minus, so the line never breaks
+/// inside the number).
+const TOLERANCE_TEXT: &str = "1e−8";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tolerance_text_is_the_tolerance() {
+        let parsed: f64 = super::TOLERANCE_TEXT.replace('−', "-").parse().unwrap();
+        assert!((parsed - super::TOLERANCE).abs() < 1e-20);
+    }
 }
