@@ -3,7 +3,7 @@
 //! norms, unit diagonals and symmetry; positive definiteness is a Cholesky factorisation.
 
 use super::{Binder, Decl, Diagnostic, RawEntry};
-use crate::graph::transform::{entry, TypeKind, TOLERANCE};
+use crate::graph::transform::{entry, TypeKind};
 
 impl Binder<'_> {
     /// Check a data value against its declared constrained type, if it has one.
@@ -77,7 +77,7 @@ fn help(kind: TypeKind) -> String {
     format!("{what}{tolerance}; or declare it a plain `{plain}`")
 }
 
-/// [`TOLERANCE`] as the help line writes it (a Unicode minus, so the line never breaks
+/// `graph::transform::TOLERANCE` as the help line writes it (a Unicode minus, so the line never breaks
 /// inside the number).
 const TOLERANCE_TEXT: &str = "1e−8";
 
@@ -86,6 +86,6 @@ mod tests {
     #[test]
     fn tolerance_text_is_the_tolerance() {
         let parsed: f64 = super::TOLERANCE_TEXT.replace('−', "-").parse().unwrap();
-        assert!((parsed - super::TOLERANCE).abs() < 1e-20);
+        assert!((parsed - crate::graph::transform::TOLERANCE).abs() < 1e-20);
     }
 }
