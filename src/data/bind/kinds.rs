@@ -21,6 +21,15 @@ impl Binder<'_> {
         }
         let k = dims.first().copied().unwrap_or(0);
         let cells = &e.value.cells;
+        if kind.is_matrix() && dims != [k, k] {
+            return Err(self.data_error(
+                e,
+                "mvi::data::not_square",
+                format!("`{}` is declared `{}` but is not square", d.name.name, self.snippet(d.ty.span)),
+                e.span,
+                format!("{} rows, {} columns", k, dims.get(1).copied().unwrap_or(0)),
+            ));
+        }
         // Cells are row by row; the checks read column-major.
         let col_major = |i: usize| if kind.is_matrix() { (i % k) * k + i / k } else { i };
         let x: Vec<f64> = (0..cells.len()).map(|i| cells[col_major(i)].value).collect();
