@@ -58,7 +58,7 @@ const TOKENS: &[&str] = &[
     "<lower=a>",
     "<upper=1 - a>",
     "<lower=theta[1]>",
-]; 
+];
 
 fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
     let mut s: Vec<char> = src.chars().collect();
@@ -87,11 +87,57 @@ fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
 }
 
 const WORDS: &[&str] = &[
-    "1", "0", "-1", "2.5", "3", "N", "J", "T", "K", "w", "y", "mu", "sigma", "tau", "h", "X", "W", "b",
-    "theta", "alpha", "normal", "poisson", "cauchy", "vector", "matrix", "real", "int", "ints", "sum",
-    "rows", "exp", "param", "data", "hyper", "model", "predict", "simplex", "ordered",
-    "positive_ordered", "unit_vector", "sum_to_zero_vector", "cholesky_corr", "cholesky_cov",
-    "corr_matrix", "cov_matrix", "cholesky_factor_corr", "lower", "upper", "lo", "a", "c",
+    "1",
+    "0",
+    "-1",
+    "2.5",
+    "3",
+    "N",
+    "J",
+    "T",
+    "K",
+    "w",
+    "y",
+    "mu",
+    "sigma",
+    "tau",
+    "h",
+    "X",
+    "W",
+    "b",
+    "theta",
+    "alpha",
+    "normal",
+    "poisson",
+    "cauchy",
+    "vector",
+    "matrix",
+    "real",
+    "int",
+    "ints",
+    "sum",
+    "rows",
+    "exp",
+    "param",
+    "data",
+    "hyper",
+    "model",
+    "predict",
+    "simplex",
+    "ordered",
+    "positive_ordered",
+    "unit_vector",
+    "sum_to_zero_vector",
+    "cholesky_corr",
+    "cholesky_cov",
+    "corr_matrix",
+    "cov_matrix",
+    "cholesky_factor_corr",
+    "lower",
+    "upper",
+    "lo",
+    "a",
+    "c",
 ];
 
 /// Replace whole words (identifiers, numbers) by other words: the result usually still
@@ -134,8 +180,13 @@ fn swap_words(src: &str, swaps: &[(usize, usize)]) -> String {
 fn the_constrained_types_source_checks_and_lowers() {
     let mut set = DataSet::default();
     add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
-    let typed = check_source(CONSTRAINED, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")), &set)
-        .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
+    let typed = check_source(
+        CONSTRAINED,
+        "fuzz.mvi",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &set,
+    )
+    .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
     mvi::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
 }
 

@@ -30,12 +30,12 @@ fn free_entries(kind: TypeKind, k: usize) -> Vec<usize> {
     match kind {
         TypeKind::Simplex | TypeKind::SumToZero => (0..k - 1).collect(),
         TypeKind::Ordered | TypeKind::PositiveOrdered | TypeKind::UnitVector => (0..k).collect(),
-        TypeKind::CholeskyCov | TypeKind::CovMatrix => (0..k)
-            .flat_map(|i| (0..=i).map(move |j| i + j * k))
-            .collect(),
-        TypeKind::CholeskyCorr | TypeKind::CorrMatrix => (1..k)
-            .flat_map(|i| (0..i).map(move |j| i + j * k))
-            .collect(),
+        TypeKind::CholeskyCov | TypeKind::CovMatrix => {
+            (0..k).flat_map(|i| (0..=i).map(move |j| i + j * k)).collect()
+        }
+        TypeKind::CholeskyCorr | TypeKind::CorrMatrix => {
+            (1..k).flat_map(|i| (0..i).map(move |j| i + j * k)).collect()
+        }
     }
 }
 
@@ -67,15 +67,32 @@ fn check(kind: TypeKind, k: usize, u: &[f64]) {
     let x = (e.constrain)(u, k);
     let (gx, glj) = graph_eval(kind, k, u);
     for (a, b) in x.iter().zip(&gx) {
-        assert!((a - b).abs() <= EXACT_TOL, "{name}[{k}]: graph value {b} vs loop {a}");
+        assert!(
+            (a - b).abs() <= EXACT_TOL,
+            "{name}[{k}]: graph value {b} vs loop {a}"
+        );
     }
     let lj = (e.log_jacobian)(u, k);
-    assert!((lj - glj).abs() <= EXACT_TOL * lj.abs().max(1.0), "{name}[{k}]: graph log-Jacobian {glj} vs {lj}");
-    assert_eq!((e.validate)(&x, k), Ok(()), "{name}[{k}]: its own value fails its check");
+    assert!(
+        (lj - glj).abs() <= EXACT_TOL * lj.abs().max(1.0),
+        "{name}[{k}]: graph log-Jacobian {glj} vs {lj}"
+    );
+    assert_eq!(
+        (e.validate)(&x, k),
+        Ok(()),
+        "{name}[{k}]: its own value fails its check"
+    );
     let back = (e.unconstrain)(&x, k);
-    let want: Vec<f64> = if kind == TypeKind::UnitVector { x.clone() } else { u.to_vec() };
+    let want: Vec<f64> = if kind == TypeKind::UnitVector {
+        x.clone()
+    } else {
+        u.to_vec()
+    };
     for (a, b) in back.iter().zip(&want) {
-        assert!((a - b).abs() <= 1e-8 * b.abs().max(1.0), "{name}[{k}]: inverse gives {a}, not {b}");
+        assert!(
+            (a - b).abs() <= 1e-8 * b.abs().max(1.0),
+            "{name}[{k}]: inverse gives {a}, not {b}"
+        );
     }
     if kind == TypeKind::UnitVector {
         return;
@@ -89,7 +106,11 @@ fn check(kind: TypeKind, k: usize, u: &[f64]) {
         jac.set_row(r, &gr.transpose());
     }
     let numeric = log_abs_det(&jac);
-    let expected = if kind == TypeKind::SumToZero { lj - 0.5 * (k as f64).ln() } else { lj };
+    let expected = if kind == TypeKind::SumToZero {
+        lj - 0.5 * (k as f64).ln()
+    } else {
+        lj
+    };
     assert!(
         (numeric - expected).abs() <= FD_TOL * numeric.abs().max(1.0),
         "{name}[{k}]: log-Jacobian {expected} vs log |det J| {numeric}"
@@ -110,7 +131,14 @@ fn every_type_matches_its_loops_inverse_and_jacobian_at_fixed_points() {
                 continue;
             }
             check(e.kind, k, &free_point(e.kind, k, &raw));
-            check(e.kind, k, &vec![0.0; (e.free)(k)].iter().map(|v| v + 0.01).collect::<Vec<_>>());
+            check(
+                e.kind,
+                k,
+                &vec![0.0; (e.free)(k)]
+                    .iter()
+                    .map(|v| v + 0.01)
+                    .collect::<Vec<_>>(),
+            );
         }
     }
 }
@@ -152,12 +180,17 @@ fn sum_to_zero_basis_is_orthonormal_and_orthogonal_to_one() {
 }
 
 fn kinds() -> impl Strategy<Value = (TypeKind, usize, Vec<f64>)> {
-    (0..TYPES.len(), 2usize..=5, prop::collection::vec(-2.0f64..2.0, 15)).prop_map(|(t, k, raw)| {
-        let e = &TYPES[t];
-        let k = k.max(e.min_size);
-        let u = free_point(e.kind, k, &raw);
-        (e.kind, k, u)
-    })
+    (
+        0..TYPES.len(),
+        2usize..=5,
+        prop::collection::vec(-2.0f64..2.0, 15),
+    )
+        .prop_map(|(t, k, raw)| {
+            let e = &TYPES[t];
+            let k = k.max(e.min_size);
+            let u = free_point(e.kind, k, &raw);
+            (e.kind, k, u)
+        })
 }
 
 proptest! {

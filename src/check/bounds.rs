@@ -77,7 +77,10 @@ impl Checker {
             let d = self
                 .diag(
                     "mvi::check::type_too_small",
-                    format!("`{name}[{k}]` has no valid values: a `{name}` needs a size of at least {}", e.min_size),
+                    format!(
+                        "`{name}[{k}]` has no valid values: a `{name}` needs a size of at least {}",
+                        e.min_size
+                    ),
                 )
                 .with_label(d.ty.span, format!("size {k}"))
                 .with_help(type_help(kind));

@@ -32,12 +32,12 @@
 // `Diagnostic` is the project's one user-facing error type and is returned by value by design.
 #![allow(clippy::result_large_err)]
 
+mod bounds;
 pub mod builtins;
 mod checker;
 pub mod dists;
 pub mod error;
 mod exprs;
-mod bounds;
 mod infer;
 pub mod infer_keys;
 pub mod memory;

@@ -79,7 +79,9 @@ pub struct LogJoint {
 /// coordinates of a constrained type are `name.free.i`.
 fn names_of(p: &ParamInfo) -> Vec<String> {
     if let Some(Structure::Type(_)) = p.structure {
-        return (1..=p.free_len()).map(|i| format!("{}.free.{i}", p.name)).collect();
+        return (1..=p.free_len())
+            .map(|i| format!("{}.free.{i}", p.name))
+            .collect();
     }
     match p.shape {
         Shape::Scalar => vec![p.name.clone()],

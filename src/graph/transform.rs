@@ -114,7 +114,11 @@ pub fn entry(kind: TypeKind) -> &'static TypeEntry {
 /// has no direction at 0 and starts at 1/√K in every coordinate (the unit sphere).
 pub fn initial_free(kind: TypeKind, k: usize) -> Vec<f64> {
     let n = (entry(kind).free)(k);
-    let v = if kind == TypeKind::UnitVector { 1.0 / (k as f64).sqrt() } else { 0.0 };
+    let v = if kind == TypeKind::UnitVector {
+        1.0 / (k as f64).sqrt()
+    } else {
+        0.0
+    };
     vec![v; n]
 }
 
@@ -238,7 +242,13 @@ fn check_symmetric(x: &[f64], k: usize) -> Result<(), Invalid> {
             if (a - b).abs() > TOLERANCE {
                 return Err(Invalid::at(
                     i + j * k,
-                    format!("it is not symmetric: entry [{}, {}] is {a} but [{}, {}] is {b}", i + 1, j + 1, j + 1, i + 1),
+                    format!(
+                        "it is not symmetric: entry [{}, {}] is {a} but [{}, {}] is {b}",
+                        i + 1,
+                        j + 1,
+                        j + 1,
+                        i + 1
+                    ),
                 ));
             }
         }
@@ -253,14 +263,24 @@ fn check_lower_triangular(x: &[f64], k: usize) -> Result<(), Invalid> {
             if x[i + j * k] != 0.0 {
                 return Err(Invalid::at(
                     i + j * k,
-                    format!("it is not lower triangular: entry [{}, {}] is {}", i + 1, j + 1, x[i + j * k]),
+                    format!(
+                        "it is not lower triangular: entry [{}, {}] is {}",
+                        i + 1,
+                        j + 1,
+                        x[i + j * k]
+                    ),
                 ));
             }
         }
         if x[j + j * k].partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return Err(Invalid::at(
                 j + j * k,
-                format!("its diagonal entry [{}, {}] is {}, not positive", j + 1, j + 1, x[j + j * k]),
+                format!(
+                    "its diagonal entry [{}, {}] is {}, not positive",
+                    j + 1,
+                    j + 1,
+                    x[j + j * k]
+                ),
             ));
         }
     }

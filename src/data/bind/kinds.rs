@@ -17,7 +17,10 @@ impl Binder<'_> {
                     b.span,
                     "this bound",
                 )
-                .with_help(format!("the type itself constrains a `{}`; remove `<…>`", kind.name())));
+                .with_help(format!(
+                    "the type itself constrains a `{}`; remove `<…>`",
+                    kind.name()
+                )));
         }
         let k = dims.first().copied().unwrap_or(0);
         let cells = &e.value.cells;
@@ -25,7 +28,11 @@ impl Binder<'_> {
             return Err(self.data_error(
                 e,
                 "mvi::data::not_square",
-                format!("`{}` is declared `{}` but is not square", d.name.name, self.snippet(d.ty.span)),
+                format!(
+                    "`{}` is declared `{}` but is not square",
+                    d.name.name,
+                    self.snippet(d.ty.span)
+                ),
                 e.span,
                 format!("{} rows, {} columns", k, dims.get(1).copied().unwrap_or(0)),
             ));

@@ -54,9 +54,12 @@ impl Lowerer<'_> {
             Op::Param { offset: s.offset }
         };
         let u = self.g.push(op, graph_shape(s.shape));
-        let (x, lj) = lower_dependent(&mut self.g, u, lower, upper).map_err(|e| self.internal(Span::default(), e))?;
+        let (x, lj) =
+            lower_dependent(&mut self.g, u, lower, upper).map_err(|e| self.internal(Span::default(), e))?;
         if let (Some(lj), false) = (lj, hyper) {
-            self.g.add_target(lj).map_err(|e| self.internal(Span::default(), e))?;
+            self.g
+                .add_target(lj)
+                .map_err(|e| self.internal(Span::default(), e))?;
         }
         Ok(x)
     }
@@ -71,7 +74,9 @@ impl Lowerer<'_> {
         theta: &mut DVector<f64>,
     ) -> Result<(), Diagnostic> {
         let n = h.shape.len();
-        let x: Vec<f64> = (0..n).map(|i| if init.len() == 1 { init[0] } else { init[i] }).collect();
+        let x: Vec<f64> = (0..n)
+            .map(|i| if init.len() == 1 { init[0] } else { init[i] })
+            .collect();
         let u = match h.transform {
             Transform::Type(kind) => self.typed_theta0(h, kind, &x)?,
             _ => self.dependent_theta0(h, &x, theta)?,
@@ -80,7 +85,12 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    fn typed_theta0(&self, h: &Slot, kind: crate::syntax::ast::TypeKind, x: &[f64]) -> Result<Vec<f64>, Diagnostic> {
+    fn typed_theta0(
+        &self,
+        h: &Slot,
+        kind: crate::syntax::ast::TypeKind,
+        x: &[f64],
+    ) -> Result<Vec<f64>, Diagnostic> {
         let e = entry(kind);
         let k = graph_shape(h.shape).rows();
         let u = match (e.validate)(x, k) {
@@ -92,15 +102,27 @@ impl Lowerer<'_> {
                 || "it is on the boundary, where the transform has no preimage".to_string(),
                 |i| i.reason,
             );
-            self.bad_init(h, format!("the initial value of `{}` is not a valid `{}`: {why}", h.name, kind.name()))
-                .with_help(
-                    "a hyper starts strictly inside its type's values (e.g. a `simplex[K]` at \
+            self.bad_init(
+                h,
+                format!(
+                    "the initial value of `{}` is not a valid `{}`: {why}",
+                    h.name,
+                    kind.name()
+                ),
+            )
+            .with_help(
+                "a hyper starts strictly inside its type's values (e.g. a `simplex[K]` at \
                      rep_vector(1.0 / K, K))",
-                )
+            )
         })
     }
 
-    fn dependent_theta0(&mut self, h: &Slot, x: &[f64], theta: &DVector<f64>) -> Result<Vec<f64>, Diagnostic> {
+    fn dependent_theta0(
+        &mut self,
+        h: &Slot,
+        x: &[f64],
+        theta: &DVector<f64>,
+    ) -> Result<Vec<f64>, Diagnostic> {
         let (lower, upper) = self.bound_nodes(h)?;
         let ids: Vec<NodeId> = lower.iter().chain(upper.iter()).copied().collect();
         let w = DMatrix::zeros(self.g.dim, 1);
@@ -125,7 +147,10 @@ impl Lowerer<'_> {
                 return Err(self
                     .bad_init(
                         h,
-                        format!("the initial value {xi} of `{}` is outside its bounds {range}", h.name),
+                        format!(
+                            "the initial value {xi} of `{}` is outside its bounds {range}",
+                            h.name
+                        ),
                     )
                     .with_help(
                         "its bounds are computed from the initial values of the hypers declared \
@@ -139,7 +164,11 @@ impl Lowerer<'_> {
 
     fn bad_init(&self, h: &Slot, msg: String) -> Diagnostic {
         let span = h.init_expr.as_ref().map_or(Span::default(), |e| e.span);
-        Diagnostic::error("mvi::check::init_violates_constraint", msg, self.model.source.clone())
-            .with_label(span, "this value")
+        Diagnostic::error(
+            "mvi::check::init_violates_constraint",
+            msg,
+            self.model.source.clone(),
+        )
+        .with_label(span, "this value")
     }
 }

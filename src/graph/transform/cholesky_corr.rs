@@ -134,7 +134,10 @@ fn validate(x: &[f64], k: usize) -> Result<(), Invalid> {
         if (ss - 1.0).abs() > TOLERANCE {
             return Err(Invalid::at(
                 i,
-                format!("row {} has squared norm {ss}, not 1 (L Lᵀ must have a unit diagonal)", i + 1),
+                format!(
+                    "row {} has squared norm {ss}, not 1 (L Lᵀ must have a unit diagonal)",
+                    i + 1
+                ),
             ));
         }
     }

@@ -3,7 +3,9 @@
 //! row, each diagonal entry as its log ((1,1), (2,1), (2,2), (3,1), …; Stan's
 //! `cholesky_factor_constrain`). Log-Jacobian: the sum of the diagonal's coordinates.
 
-use super::{check_lower_triangular, pick, scatter, Error, Fun1, Fun2, Graph, Lowered, NodeId, TypeEntry, TypeKind};
+use super::{
+    check_lower_triangular, pick, scatter, Error, Fun1, Fun2, Graph, Lowered, NodeId, TypeEntry, TypeKind,
+};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
@@ -46,7 +48,10 @@ pub(super) fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
 pub(super) fn factor(g: &mut Graph, u: NodeId, k: usize) -> Result<(NodeId, NodeId), Error> {
     let rows = lower_rows(k);
     let diag_pos = diagonal(k);
-    let off: Vec<(usize, usize)> = rows.iter().map(|&(i, j)| if i == j { (k, k) } else { (i, j) }).collect();
+    let off: Vec<(usize, usize)> = rows
+        .iter()
+        .map(|&(i, j)| if i == j { (k, k) } else { (i, j) })
+        .collect();
     // Gather u into the strict lower triangle (diagonal coordinates are skipped), then add
     // exp of the diagonal's coordinates on the diagonal.
     let mut idx = vec![super::GATHER_ZERO; k * k];
@@ -67,4 +72,3 @@ fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
     let (l, d) = factor(g, u, k)?;
     Ok((l, Some(g.sum(d))))
 }
-

@@ -9,8 +9,8 @@
 //! ½ Σ (K − j − 1) log(1 − zᵢⱼ²) over the partial correlations of column j (1-based).
 
 use super::{
-    check_symmetric, cholesky, cholesky_corr, self_outer, strict_lower_rows, weighted_sum, Error, Graph, Invalid,
-    Lowered, NodeId, Shape, TypeEntry, TypeKind, TOLERANCE,
+    check_symmetric, cholesky, cholesky_corr, self_outer, strict_lower_rows, weighted_sum, Error, Graph,
+    Invalid, Lowered, NodeId, Shape, TypeEntry, TypeKind, TOLERANCE,
 };
 
 /// The table row.
@@ -85,7 +85,10 @@ fn validate(x: &[f64], k: usize) -> Result<(), Invalid> {
     for i in 0..k {
         let d = x[i + i * k];
         if (d - 1.0).abs() > TOLERANCE {
-            return Err(Invalid::at(i + i * k, format!("its diagonal entry [{}, {}] is {d}, not 1", i + 1, i + 1)));
+            return Err(Invalid::at(
+                i + i * k,
+                format!("its diagonal entry [{}, {}] is {d}, not 1", i + 1, i + 1),
+            ));
         }
     }
     cholesky(x, k).map(|_| ())

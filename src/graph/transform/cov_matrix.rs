@@ -6,7 +6,10 @@
 //! Σₖ (K − k + 2) uₖₖ over the diagonal's coordinates (k = 1..K): the factor 2^K Πₖ Lₖₖ^(K−k+1)
 //! of Σ = L Lᵀ times Πₖ Lₖₖ of the log.
 
-use super::{check_symmetric, cholesky, cholesky_cov, self_outer, weighted_sum, Error, Fun2, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind};
+use super::{
+    check_symmetric, cholesky, cholesky_cov, self_outer, weighted_sum, Error, Fun2, Graph, Invalid, Lowered,
+    NodeId, TypeEntry, TypeKind,
+};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {

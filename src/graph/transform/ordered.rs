@@ -2,7 +2,9 @@
 //! `ordered_constrain`): x₁ = u₁, xₖ = xₖ₋₁ + exp(uₖ). Inverse: u₁ = x₁,
 //! uₖ = log(xₖ − xₖ₋₁). Log-Jacobian: Σₖ₌₂ uₖ (the map is triangular).
 
-use super::{cumsum, pick, Error, Fun1, Fun2, Graph, Invalid, Lowered, NodeId, Shape, TypeEntry, TypeKind, GATHER_ZERO};
+use super::{
+    cumsum, pick, Error, Fun1, Fun2, Graph, Invalid, Lowered, NodeId, Shape, TypeEntry, TypeKind, GATHER_ZERO,
+};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
@@ -40,7 +42,11 @@ fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
     let mut first = vec![GATHER_ZERO; k];
     first[0] = 0;
     let head = g.gather_flat(u, first, Shape::Vector(k))?;
-    let tail = g.gather_flat(e, std::iter::once(GATHER_ZERO).chain(0..k as u32 - 1).collect(), Shape::Vector(k))?;
+    let tail = g.gather_flat(
+        e,
+        std::iter::once(GATHER_ZERO).chain(0..k as u32 - 1).collect(),
+        Shape::Vector(k),
+    )?;
     let v = g.binary(Fun2::Add, head, tail)?;
     Ok((cumsum(g, v, k)?, Some(g.sum(rest))))
 }
@@ -51,7 +57,13 @@ pub(super) fn check_increasing(x: &[f64]) -> Result<(), Invalid> {
         if x[i].partial_cmp(&x[i - 1]) != Some(std::cmp::Ordering::Greater) {
             return Err(Invalid::at(
                 i,
-                format!("it is not increasing: entry {} is {}, entry {} is {}", i, x[i - 1], i + 1, x[i]),
+                format!(
+                    "it is not increasing: entry {} is {}, entry {} is {}",
+                    i,
+                    x[i - 1],
+                    i + 1,
+                    x[i]
+                ),
             ));
         }
     }

@@ -30,7 +30,10 @@ fn log_softmax(z: &[f64]) -> Vec<f64> {
 }
 
 fn constrain(u: &[f64], k: usize) -> Vec<f64> {
-    log_softmax(&sum_to_zero::constrain(u, k)).into_iter().map(f64::exp).collect()
+    log_softmax(&sum_to_zero::constrain(u, k))
+        .into_iter()
+        .map(f64::exp)
+        .collect()
 }
 
 fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {

@@ -49,7 +49,9 @@ pub(super) fn basis(k: usize) -> DMatrix<f64> {
 
 /// u = Aᵀ x (the columns of A are orthonormal).
 pub(super) fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
-    (basis(k).transpose() * DVector::from_column_slice(x)).as_slice().to_vec()
+    (basis(k).transpose() * DVector::from_column_slice(x))
+        .as_slice()
+        .to_vec()
 }
 
 fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
