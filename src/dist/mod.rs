@@ -10,18 +10,32 @@
 
 pub mod bernoulli;
 pub mod beta;
+pub mod beta_binomial;
 pub mod binomial;
 pub mod categorical;
+pub mod chi_square;
+pub mod dirichlet;
+pub mod exp_mod_normal;
 pub mod exponential;
 pub mod gamma_cdf;
+pub mod gumbel;
 pub mod laplace;
+pub mod lkj;
 pub mod logistic;
 pub mod multi_normal;
+pub mod multinomial;
+pub mod neg_binomial;
 pub mod normal;
+pub mod ordered;
+pub mod pareto;
 pub mod poisson;
 pub mod registry;
+pub mod skew_normal;
 pub mod student_t;
 pub mod uniform;
+pub mod von_mises;
+pub mod weibull;
+pub mod wishart;
 
 pub use registry::{lookup, Entry, Outcome, DISTRIBUTIONS};
 
@@ -78,6 +92,60 @@ pub(crate) fn sum_all(g: &mut Graph, terms: &[NodeId]) -> R {
         out = g.binary(Fun2::Add, out, t)?;
     }
     Ok(out)
+}
+
+/// log(1 − eˣ) = log(−expm1(x)) for x ≤ 0 (−∞ at 0).
+pub fn log1m_exp(g: &mut Graph, x: NodeId) -> NodeId {
+    let e = f1(g, Fun1::Expm1, x);
+    let n = g.neg(e);
+    f1(g, Fun1::Log, n)
+}
+
+/// log(eᵃ − eᵇ) = a + log(1 − e^{b − a}) for a ≥ b.
+pub fn log_diff_exp(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let d = g.sub(b, a)?;
+    let l = log1m_exp(g, d);
+    g.add_nodes(a, l)
+}
+
+/// log(eᵃ + eᵇ) = a − log σ(a − b): smooth, and finite for any finite a and b.
+pub fn log_add_exp(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let d = g.sub(a, b)?;
+    let l = f1(g, Fun1::LogInvLogit, d);
+    g.sub(a, l)
+}
+
+/// log B(a, b) = lgamma(a) + lgamma(b) − lgamma(a + b).
+pub fn lbeta(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let ab = g.add_nodes(a, b)?;
+    let (la, lb, lab) = (
+        f1(g, Fun1::Lgamma, a),
+        f1(g, Fun1::Lgamma, b),
+        f1(g, Fun1::Lgamma, ab),
+    );
+    let s = g.add_nodes(la, lb)?;
+    g.sub(s, lab)
+}
+
+/// log C(n, k) = lgamma(n + 1) − lgamma(k + 1) − lgamma(n − k + 1).
+pub fn lchoose(g: &mut Graph, n: NodeId, k: NodeId) -> R {
+    let one = g.scalar(1.0);
+    let nk = g.sub(n, k)?;
+    let (n1, k1, nk1) = (g.add_nodes(n, one)?, g.add_nodes(k, one)?, g.add_nodes(nk, one)?);
+    let (a, b, c) = (
+        f1(g, Fun1::Lgamma, n1),
+        f1(g, Fun1::Lgamma, k1),
+        f1(g, Fun1::Lgamma, nk1),
+    );
+    let ab = g.sub(a, b)?;
+    g.sub(ab, c)
+}
+
+/// The diagonal of a square matrix as a vector.
+pub(crate) fn diagonal(g: &mut Graph, m: NodeId) -> R {
+    let n = g.shape(m).rows();
+    let idx = (0..n).map(|i| (i + i * n) as u32).collect();
+    g.gather_flat(m, idx, Shape::Vector(n))
 }
 
 fn entry(dist: &str) -> Result<&'static Entry, Error> {

@@ -18,6 +18,7 @@
 
 mod calls;
 mod exprs;
+mod stan_fns;
 mod stmts;
 
 use std::collections::HashMap;

@@ -159,11 +159,19 @@ fn observed_outcomes(
     let ints = || values.iter().map(|v| v.round() as i64).collect::<Vec<i64>>();
     match entry.outcome {
         Outcome::Binary => Observed::Binary(ints()),
+        // probabilities of each class are only built for `categorical_logit`
+        Outcome::Category if dist_name != "categorical_logit" => Observed::Other,
         Outcome::Category => Observed::Categorical {
             y: ints(),
             k: g.shape(q).cols(),
         },
-        Outcome::Count if dist_name.starts_with("binomial") => Observed::Other,
+        Outcome::Count
+            if dist_name.starts_with("binomial")
+                || dist_name == "beta_binomial"
+                || dist_name == "multinomial" =>
+        {
+            Observed::Other
+        }
         Outcome::RealVector => Observed::Other,
         _ => Observed::Continuous(values.to_vec()),
     }
