@@ -351,3 +351,105 @@ pub fn check_outcome(dist: &str, values: &[f64]) -> Result<(), String> {
         )),
     }
 }
+
+/// log(eᵃ − eᵇ) with the difference b − a kept below −1e-300, so a cancelled difference
+/// (both log CDFs rounded to the same value) gives a large negative number with finite
+/// derivatives instead of −∞ and NaN adjoints.
+fn log_diff_exp_guarded(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let d = g.sub(b, a)?;
+    let cap = g.scalar(-1e-300);
+    let d = g.binary(Fun2::Min, d, cap)?;
+    let l = log1m_exp(g, d);
+    g.add_nodes(a, l)
+}
+
+/// log P(L ≤ X ≤ U) of `dist(args)` for the bounds given (a scalar, or one per observation):
+/// −lccdf/−lcdf alone, and for both bounds the larger (the one not lost to cancellation) of
+/// log(F(U) − F(L)) and log(S(L) − S(U)), S = 1 − F. For counts P(X ≥ L) = S(L − 1).
+///
+/// # Errors
+/// [`Error::Dist`] when the family has no CDFs.
+pub fn log_truncation_mass(
+    g: &mut Graph,
+    dist: &str,
+    args: &[NodeId],
+    lower: Option<NodeId>,
+    upper: Option<NodeId>,
+) -> Result<Option<NodeId>, Error> {
+    let e = entry(dist)?;
+    check_arity(e, args)?;
+    let (Some(lcdf), Some(lccdf)) = (e.lcdf, e.lccdf) else {
+        return Err(Error::Dist(format!("`{dist}` has no CDF to truncate with")));
+    };
+    let discrete = matches!(e.outcome, Outcome::Count | Outcome::Binary | Outcome::Category);
+    let lower = match lower {
+        Some(l) if discrete => Some(affine(g, -1.0, 1.0, l)?),
+        l => l,
+    };
+    Ok(Some(match (lower, upper) {
+        (None, None) => return Ok(None),
+        (Some(l), None) => lccdf(g, l, args)?,
+        (None, Some(u)) => lcdf(g, u, args)?,
+        (Some(l), Some(u)) => {
+            let (fu, fl) = (lcdf(g, u, args)?, lcdf(g, l, args)?);
+            let below = log_diff_exp_guarded(g, fu, fl)?;
+            let (sl, su) = (lccdf(g, l, args)?, lccdf(g, u, args)?);
+            let above = log_diff_exp_guarded(g, sl, su)?;
+            g.binary(Fun2::Max, below, above)?
+        }
+    }))
+}
+
+/// `x ~ dist(args) T[lower, upper]`: the log density renormalised to the bounds, −∞ for an
+/// outcome outside them; summed (a scalar) or per observation (`pointwise`).
+///
+/// # Errors
+/// As [`pointwise`] and [`log_truncation_mass`].
+pub fn truncated(
+    g: &mut Graph,
+    dist: &str,
+    x: NodeId,
+    args: &[NodeId],
+    bounds: (Option<NodeId>, Option<NodeId>),
+    pointwise_out: bool,
+) -> R {
+    let (lower, upper) = bounds;
+    let mass = log_truncation_mass(g, dist, args, lower, upper)?;
+    let mut checks = Vec::new();
+    if let Some(l) = lower {
+        let d = g.sub(x, l)?;
+        checks.push(non_negative(g, d));
+    }
+    if let Some(u) = upper {
+        let d = g.sub(u, x)?;
+        checks.push(non_negative(g, d));
+    }
+    let lp = if pointwise_out {
+        let p = pointwise(g, dist, x, args)?;
+        match mass {
+            Some(m) => g.sub(p, m)?,
+            None => p,
+        }
+    } else {
+        let s = lpdf(g, dist, x, args)?;
+        match mass {
+            Some(m) if g.shape(m) == Shape::Scalar => {
+                // one mass per observation: as many as the broadcast outcome has entries
+                let n = std::iter::once(x)
+                    .chain(args.iter().copied())
+                    .map(|id| g.shape(id).size())
+                    .max()
+                    .unwrap_or(1);
+                let k = g.scalar(n as f64);
+                let nm = g.mul(k, m)?;
+                g.sub(s, nm)?
+            }
+            Some(m) => {
+                let sm = g.sum(m);
+                g.sub(s, sm)?
+            }
+            None => s,
+        }
+    };
+    with_support(g, lp, &checks)
+}
