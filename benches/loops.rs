@@ -207,7 +207,7 @@ fn stochastic_volatility(w: &[f64], y: &[f64], g: &mut [f64]) -> f64 {
     ds += dphi * 2.0;
     g[0] = dmu;
     g[1] = ds * s * (1.0 - s);
-    g[2] = dsigma * sigma;
+    g[2] = dsigma * sigma + 1.0;
     lp
 }
 
