@@ -24,8 +24,9 @@ pub const CHUNK_ENTRIES: usize = 16_384;
 const NODE_OVERHEAD_ENTRIES: usize = 64;
 
 /// Entries of all batched nodes of one chunk (per buffer) above which a chunk is not widened
-/// for the sake of per-node overhead: 4 Mi f64 (32 MiB).
-const CHUNK_MEMORY: usize = 1 << 22;
+/// for the sake of per-node overhead: 1 Mi f64 (8 MiB), so that a chunk's values and adjoints
+/// stay in the shared L3 cache.
+const CHUNK_MEMORY: usize = 1 << 20;
 
 /// The work done once per chunk may take about 1/this of a chunk's time.
 const PER_CHUNK_SHARE: usize = 20;
