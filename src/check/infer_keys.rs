@@ -326,7 +326,8 @@ pub fn key_spec(key: &str) -> Option<&'static KeySpec> {
 
 /// The default of `key` for `method` as reports show it (`tol` is 0.01 for pmfvb, whose
 /// stopping rule compares smoothed bound estimates, 1e-6 for split_mf, whose fixed-sample
-/// bound is not worth polishing below its Monte-Carlo error, and 1e-8 elsewhere).
+/// bound is not worth polishing below its Monte-Carlo error, 10⁴ ε for pathfinder, CmdStan's
+/// `tol_rel_obj`, and 1e-8 elsewhere; `psis_resample` is on for pathfinder's several paths).
 pub fn default_for(spec: &KeySpec, method: &str) -> Option<&'static str> {
     match (spec.key, method) {
         ("tol", "pmfvb") => Some("0.01"),
