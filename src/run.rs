@@ -290,7 +290,13 @@ fn assemble(
         })
         .flatten();
     let (w, lp, log_q, khat, pool_elbo) = match resampled {
-        Some(r) => (r.w, r.lp, r.log_q, r.resampling.khat, Some((r.elbo, r.resampling))),
+        Some(r) => (
+            r.w,
+            r.lp,
+            r.log_q,
+            r.resampling.khat,
+            Some((r.elbo, r.resampling)),
+        ),
         None => {
             let t = timing::span("report: draws, log p̃, log q");
             let w = post.draw(n_draws, rng);

@@ -229,13 +229,15 @@ model {
 }
 ";
 
-fn fit_source(text: &str, overrides: &[(&str, &str)]) -> Result<FitReport, mvi::diagnostic::Diagnostic> {
+fn fit_source(text: &str, overrides: &[(&str, &str)]) -> Result<FitReport, Box<mvi::diagnostic::Diagnostic>> {
     let typed = check::check_source(text, "correlated.mvi", root(), &mvi::data::DataSet::default())
         .unwrap_or_else(|ds| panic!("{}", ds.iter().map(|d| d.render_plain(100)).collect::<String>()));
     let joint = graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
     let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| option(k, v)).collect();
-    let options = check::infer_options(&typed, &overrides)?;
-    run::fit(&joint, &options, &RunInfo::default(), &mut Silent).map(|(_, r)| r)
+    let options = check::infer_options(&typed, &overrides).map_err(Box::new)?;
+    run::fit(&joint, &options, &RunInfo::default(), &mut Silent)
+        .map(|(_, r)| r)
+        .map_err(Box::new)
 }
 
 #[test]
@@ -244,20 +246,37 @@ fn psis_resample_widens_a_too_narrow_mean_field_fit_toward_the_truth() {
     let plain = fit_source(CORRELATED, &[("method", "vi_diag"), ("samples", "200")]).unwrap();
     let resampled = fit_source(
         CORRELATED,
-        &[("method", "vi_diag"), ("samples", "200"), ("psis_resample", "true")],
+        &[
+            ("method", "vi_diag"),
+            ("samples", "200"),
+            ("psis_resample", "true"),
+        ],
     )
     .unwrap();
     assert!(plain.resampling.is_none());
     let r = resampled.resampling.expect("the resampling is reported");
-    assert!(r.resampled && r.pool == 4000 && r.khat.is_some() && r.ess < 4000.0, "{r:?}");
+    assert!(
+        r.resampled && r.pool == 4000 && r.khat.is_some() && r.ess < 4000.0,
+        "{r:?}"
+    );
     let (p, q) = (plain.column_summaries(), resampled.column_summaries());
     for d in 0..2 {
         let (before, after) = ((p[d].sd - sd_true[d]).abs(), (q[d].sd - sd_true[d]).abs());
-        assert!(after < 0.7 * before, "w.{}: sd {} → {} (truth {})", d + 1, p[d].sd, q[d].sd, sd_true[d]);
+        assert!(
+            after < 0.7 * before,
+            "w.{}: sd {} → {} (truth {})",
+            d + 1,
+            p[d].sd,
+            q[d].sd,
+            sd_true[d]
+        );
     }
     // The resampled draws are what the report shows, and the summary says so.
     let text = mvi::report::summary::render_summary(&resampled);
-    assert!(text.contains("Pareto-smoothed importance resampling of 4000 draws"), "{text}");
+    assert!(
+        text.contains("Pareto-smoothed importance resampling of 4000 draws"),
+        "{text}"
+    );
 }
 
 #[test]

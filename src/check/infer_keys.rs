@@ -8,7 +8,15 @@ use crate::syntax::span::Span;
 
 /// All method names, in registry order.
 pub const METHODS: &[&str] = &[
-    "laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "pathfinder", "split_mf", "pmfvb",
+    "laplace",
+    "mvi_mu",
+    "mvi_eig",
+    "mvi_lr",
+    "vi_diag",
+    "vi_full",
+    "pathfinder",
+    "split_mf",
+    "pmfvb",
 ];
 
 /// What kind of value a key takes.
@@ -114,7 +122,14 @@ pub struct KeySpec {
 
 /// The methods whose q has a density, so that their draws can be importance-resampled.
 const PSIS_RESAMPLE: &[&str] = &[
-    "laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "pathfinder", "split_mf",
+    "laplace",
+    "mvi_mu",
+    "mvi_eig",
+    "mvi_lr",
+    "vi_diag",
+    "vi_full",
+    "pathfinder",
+    "split_mf",
 ];
 
 const MC: &[&str] = &["mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf"];

@@ -185,14 +185,19 @@ impl Method for Pathfinder {
         }
         let interrupted = paths.iter().any(|p| p.interrupted);
         if interrupted {
-            notes.push("interrupted: the paths stopped early; their best approximations so far are used".into());
+            notes.push(
+                "interrupted: the paths stopped early; their best approximations so far are used".into(),
+            );
         }
         notes.extend(path_notes(&paths, s.max_iters));
         let converged = paths.iter().all(|p| p.converged);
         let iterations = paths.iter().map(|p| p.iterations).max().unwrap_or(0);
         let best_elbo = paths.iter().map(|p| p.elbo).fold(f64::NEG_INFINITY, f64::max);
         let approx_resampling = if s.num_paths == 1 {
-            (Approximation::Gaussian(paths.swap_remove(0).local.gaussian()), None)
+            (
+                Approximation::Gaussian(paths.swap_remove(0).local.gaussian()),
+                None,
+            )
         } else {
             pool(model, &theta, &paths, s, rng)
         };
@@ -408,7 +413,8 @@ impl History {
     /// update α from it (Algorithm 4); otherwise leave everything as it is.
     fn push(&mut self, s: DVector<f64>, y: DVector<f64>) {
         let b = s.dot(&y);
-        if !(b > EPS * y.norm_squared()) {
+        let curved = b > EPS * y.norm_squared();
+        if !curved {
             return;
         }
         let a: f64 = self.alpha.iter().zip(y.iter()).map(|(al, yi)| al * yi * yi).sum();
@@ -553,7 +559,6 @@ fn pool(
     paths: &[PathFit],
     s: &Settings,
     rng: &mut dyn RngCore,
-
 ) -> (Approximation, Option<Resampling>) {
     let d = model.dim();
     let n = s.num_draws;

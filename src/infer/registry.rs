@@ -45,7 +45,14 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "mvi_lr",
         build: mvi_lr::build,
-        keys: &["samples", "optimizer", "laplace_hyper", "restarts", "psis_resample", "rank"],
+        keys: &[
+            "samples",
+            "optimizer",
+            "laplace_hyper",
+            "restarts",
+            "psis_resample",
+            "rank",
+        ],
         description: "MVI: Laplace Cholesky factor plus a rank-k update, optimised on the ELBO",
     },
     Entry {

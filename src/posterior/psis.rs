@@ -281,7 +281,8 @@ mod tests {
         let s = smooth(&lr);
         let total: f64 = s.log_weights.iter().map(|l| l.exp()).sum();
         assert!((total - 1.0).abs() < 1e-12);
-        let raw_top = lr.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - crate::posterior::log_sum_exp(&lr);
+        let raw_top =
+            lr.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - crate::posterior::log_sum_exp(&lr);
         let top = s.log_weights.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         assert!(top <= raw_top + 1e-12);
         assert_eq!(s.khat, pareto_k(&lr));

@@ -199,7 +199,9 @@ fn khat_advice(run: &KhatContext<'_>) -> String {
 /// The summary line on a PSIS resampling step: pool, k̂, ESS, and that the draws shown are
 /// the resampled ones.
 pub fn resampling_line(r: &Resampling) -> String {
-    let khat = r.khat.map_or("not available (too few draws)".to_string(), |k| format!("{k:.2}"));
+    let khat = r
+        .khat
+        .map_or("not available (too few draws)".to_string(), |k| format!("{k:.2}"));
     if r.resampled {
         format!(
             "draws: Pareto-smoothed importance resampling of {} draws of q: k̂ = {khat}, \

@@ -14,7 +14,11 @@ impl Gauss {
     fn new(d: usize) -> Gauss {
         let sd = DVector::from_fn(d, |i, _| 0.5 + 2.5 * i as f64 / (d.max(2) - 1) as f64);
         let cov = DMatrix::from_fn(d, d, |i, j| {
-            let rho: f64 = if i == j { 1.0 } else { 0.6f64.powi((i as i32 - j as i32).abs()) };
+            let rho: f64 = if i == j {
+                1.0
+            } else {
+                0.6f64.powi((i as i32 - j as i32).abs())
+            };
             rho * sd[i] * sd[j]
         });
         Gauss {
@@ -38,7 +42,10 @@ impl LogDensity for Gauss {
             col -= &self.mean;
         }
         let ac = &self.precision * &c;
-        let values = DVector::from_iterator(w.ncols(), (0..w.ncols()).map(|s| -0.5 * c.column(s).dot(&ac.column(s))));
+        let values = DVector::from_iterator(
+            w.ncols(),
+            (0..w.ncols()).map(|s| -0.5 * c.column(s).dot(&ac.column(s))),
+        );
         Evaluated {
             values,
             grad_w: want.grad_w.then(|| -ac),
@@ -133,7 +140,10 @@ fn single_path_is_near_exact_for_a_gaussian_target() {
         assert!(matches!(post.approx, Approximation::Gaussian(_)));
         let sd = exact.diagonal().map(f64::sqrt);
         for i in 0..4 {
-            assert!((post.mean()[i] - model.mean[i]).abs() < 0.01 * sd[i], "seed {seed}: mean {i}");
+            assert!(
+                (post.mean()[i] - model.mean[i]).abs() < 0.01 * sd[i],
+                "seed {seed}: mean {i}"
+            );
         }
         let kl = kl(&post.mean(), &post.cov(), &model.mean, &exact);
         // Measured 0.005–0.14 over these seeds; the last iterates reach KL ≈ 0.01, but the
@@ -158,7 +168,10 @@ fn multi_path_resamples_to_the_gaussian_target_and_reports_khat() {
     let exact = model.cov();
     for i in 0..3 {
         let sd = exact[(i, i)].sqrt();
-        assert!((m[i] - model.mean[i]).abs() < 5.0 * sd / 1000f64.sqrt(), "mean {i}");
+        assert!(
+            (m[i] - model.mean[i]).abs() < 5.0 * sd / 1000f64.sqrt(),
+            "mean {i}"
+        );
         assert!((cov[(i, i)].sqrt() / sd - 1.0).abs() < 0.1, "sd {i}");
     }
 }
@@ -189,7 +202,10 @@ fn the_factored_draws_have_the_compact_bfgs_covariance() {
         let v = DMatrix::identity(d, d) - s * y.transpose() * rho;
         h = &v * h * v.transpose() + s * s.transpose() * rho;
     }
-    assert!((&sigma - &h).amax() < 1e-9 * h.amax(), "Σ differs from the BFGS inverse Hessian");
+    assert!(
+        (&sigma - &h).amax() < 1e-9 * h.amax(),
+        "Σ differs from the BFGS inverse Hessian"
+    );
     assert!((local.log_det - h.determinant().ln()).abs() < 1e-9);
     assert!((&local.mean - (&x - &h * &g)).amax() < 1e-9);
 }
@@ -217,13 +233,19 @@ fn multi_path_on_a_bimodal_target_reports_khat() {
         panic!("draws")
     };
     assert!(w.iter().all(|v| v.is_finite()));
-    assert!(post.notes.iter().any(|n| n.contains("4 paths")), "{:?}", post.notes);
+    assert!(
+        post.notes.iter().any(|n| n.contains("4 paths")),
+        "{:?}",
+        post.notes
+    );
 }
 
 #[test]
 fn zero_counts_are_rejected_at_the_key() {
     for key in ["num_paths", "num_draws", "history_size", "num_elbo_draws"] {
-        let err = build(&options(&[(key, OptionValue::Int(0))])).err().expect("rejected");
+        let err = build(&options(&[(key, OptionValue::Int(0))]))
+            .err()
+            .expect("rejected");
         assert!(err.message.contains(key), "{}", err.message);
     }
     assert!(build(&options(&[("optimizer", OptionValue::Ident("scg".into()))])).is_err());
