@@ -19,6 +19,7 @@
 mod calls;
 mod exprs;
 mod stan_fns;
+pub use stan_fns::stan_function;
 mod stmts;
 
 use std::collections::HashMap;
