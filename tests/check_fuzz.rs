@@ -10,6 +10,8 @@ const SOURCES: &[&str] = &[
     include_str!("../examples/mixture_2d.mvi"),
     include_str!("../examples/stochastic_volatility.mvi"),
     include_str!("../examples/softmax_iris.mvi"),
+    // truncation and the second list's distributions and functions
+    "data {\n  J: int\n  y: vector[J]\n  sigma: vector[J]\n}\nparam {\n  mu: real\n  tau: real<lower=0>\n  c: vector[2]\n}\nmodel {\n  mu ~ normal(0, 5) T[-10, 10]\n  tau ~ weibull(2, 1) T[, 5]\n  y ~ normal(mu, sigma) T[-3, ]\n  c ~ gumbel(0, 1)\n  target += log_mix(0.5, normal_lpdf(mu | 0, 1), normal_lpdf(mu | 1, 2))\n}\n",
 ];
 
 const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3}"#;
@@ -48,6 +50,11 @@ const TOKENS: &[&str] = &[
     "ints[3]",
     "sum(",
     "rows(X)",
+    " T[",
+    " T[0, ]",
+    " T[, 1]",
+    "lkj_corr_cholesky",
+    "neg_binomial_2",
 ];
 
 fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
@@ -79,7 +86,8 @@ fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
 const WORDS: &[&str] = &[
     "1", "0", "-1", "2.5", "3", "N", "J", "T", "K", "w", "y", "mu", "sigma", "tau", "h", "X", "W", "b",
     "theta", "alpha", "normal", "poisson", "cauchy", "vector", "matrix", "real", "int", "ints", "sum",
-    "rows", "exp", "param", "data", "hyper", "model", "predict",
+    "rows", "exp", "param", "data", "hyper", "model", "predict", "weibull", "ordered_logistic", "dirichlet",
+    "log_mix", "T",
 ];
 
 /// Replace whole words (identifiers, numbers) by other words: the result usually still
@@ -122,7 +130,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
-    fn mutated_models_never_panic(which in 0usize..4, edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
+    fn mutated_models_never_panic(which in 0usize..SOURCES.len(), edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
         let src = mutate(SOURCES[which], &edits);
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
@@ -130,7 +138,7 @@ proptest! {
     }
 
     #[test]
-    fn models_with_swapped_words_never_panic(which in 0usize..4, swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
+    fn models_with_swapped_words_never_panic(which in 0usize..SOURCES.len(), swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
         let src = swap_words(SOURCES[which], &swaps);
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
