@@ -392,7 +392,11 @@ fn data_outside_a_new_family_support_or_a_truncation_is_a_diagnostic_at_the_outc
         let model = check(src, data);
         let d = lower_model(&model).expect_err(src);
         assert_eq!(d.code, code, "{src}");
-        assert!(d.help.as_deref().is_some_and(|h| h.contains(help)), "{src}: {:?}", d.help);
+        assert!(
+            d.help.as_deref().is_some_and(|h| h.contains(help)),
+            "{src}: {:?}",
+            d.help
+        );
         let label = d.labels.first().expect("a primary label");
         assert_eq!(&src[label.offset()..label.offset() + label.len()], "y");
     }

@@ -284,7 +284,9 @@ impl Checker {
                         ),
                     )
                     .with_label(b.span, "this bound")
-                    .with_help("give one bound for every entry (a real) or one bound per entry of the outcome");
+                    .with_help(
+                        "give one bound for every entry (a real) or one bound per entry of the outcome",
+                    );
                 return Err(self.report(d));
             }
         }

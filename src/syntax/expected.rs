@@ -124,7 +124,8 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         index_item => "an index",
         program => ITEM,
         transpose | index_suffix | WHITESPACE | COMMENT | ident_char | keyword | ident_chars | decl_body
-        | truncation | trunc_t | tilde_rest | assign_rest | postfix | infix | arith_chars | primary | call_args => return None,
+        | truncation | trunc_t | tilde_rest | assign_rest | postfix | infix | arith_chars | primary
+        | call_args => return None,
         block_item | line_item => ITEM,
     })
 }
