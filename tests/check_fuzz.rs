@@ -12,9 +12,13 @@ const SOURCES: &[&str] = &[
     include_str!("../examples/softmax_iris.mvi"),
     // truncation and the second list's distributions and functions
     "data {\n  J: int\n  y: vector[J]\n  sigma: vector[J]\n}\nparam {\n  mu: real\n  tau: real<lower=0>\n  c: vector[2]\n}\nmodel {\n  mu ~ normal(0, 5) T[-10, 10]\n  tau ~ weibull(2, 1) T[, 5]\n  y ~ normal(mu, sigma) T[-3, ]\n  c ~ gumbel(0, 1)\n  target += log_mix(0.5, normal_lpdf(mu | 0, 1), normal_lpdf(mu | 1, 2))\n}\n",
+    CONSTRAINED,
 ];
 
-const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3}"#;
+/// Every constrained type, and bounds that depend on hypers and earlier params.
+const CONSTRAINED: &str = "data {\n  y: vector[N]\n  w: simplex[3]\n}\nhyper {\n  lo: real = -1.0\n  P: simplex[2] = [0.5, 0.5]\n}\nparam {\n  theta: simplex[3]\n  mu: ordered[2]\n  pos: positive_ordered[2]\n  u: unit_vector[2]\n  z: sum_to_zero_vector[3]\n  L: cholesky_corr[2]\n  Lc: cholesky_cov[2]\n  R: corr_matrix[2]\n  S: cov_matrix[2]\n  a: real<lower=0, upper=1>\n  b: real<lower=lo, upper=1 - a>\n  c: vector<lower=mu[1]>[2]\n}\nmodel {\n  y ~ normal(theta[1] * mu[2] + z[1], S[1, 1])\n  target += sum(log(theta)) + L[2, 1] + R[1, 2] + Lc[2, 2] + u[1] + a + b + sum(c) + P[1] + sum(w) + pos[2]\n}\n";
+
+const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3, "w": [0.2, 0.3, 0.5]}"#;
 
 const TOKENS: &[&str] = &[
     "[",
@@ -55,6 +59,12 @@ const TOKENS: &[&str] = &[
     " T[, 1]",
     "lkj_corr_cholesky",
     "neg_binomial_2",
+    "simplex[3]",
+    "cov_matrix[2]",
+    "ordered[0]",
+    "<lower=a>",
+    "<upper=1 - a>",
+    "<lower=theta[1]>",
 ];
 
 fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
@@ -125,6 +135,21 @@ const WORDS: &[&str] = &[
     "dirichlet",
     "log_mix",
     "T",
+    "simplex",
+    "ordered",
+    "positive_ordered",
+    "unit_vector",
+    "sum_to_zero_vector",
+    "cholesky_corr",
+    "cholesky_cov",
+    "corr_matrix",
+    "cov_matrix",
+    "cholesky_factor_corr",
+    "lower",
+    "upper",
+    "lo",
+    "a",
+    "c",
 ];
 
 /// Replace whole words (identifiers, numbers) by other words: the result usually still
@@ -163,11 +188,25 @@ fn swap_words(src: &str, swaps: &[(usize, usize)]) -> String {
     out
 }
 
+#[test]
+fn the_constrained_types_source_checks_and_lowers() {
+    let mut set = DataSet::default();
+    add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
+    let typed = check_source(
+        CONSTRAINED,
+        "fuzz.mvi",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &set,
+    )
+    .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
+    mvi::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
-    fn mutated_models_never_panic(which in 0usize..SOURCES.len(), edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
+    fn mutated_models_never_panic(which in 0..SOURCES.len(), edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
         let src = mutate(SOURCES[which], &edits);
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
@@ -175,11 +214,15 @@ proptest! {
     }
 
     #[test]
-    fn models_with_swapped_words_never_panic(which in 0usize..SOURCES.len(), swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
+    fn models_with_swapped_words_never_panic(which in 0..SOURCES.len(), swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
         let src = swap_words(SOURCES[which], &swaps);
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
-        let _ = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+        let checked = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+        if let Ok(typed) = checked {
+            // what checks clean also lowers without a panic (types, sizes and bounds swapped)
+            let _ = mvi::graph::lower_model(&typed);
+        }
     }
 
     #[test]

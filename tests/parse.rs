@@ -159,6 +159,7 @@ fn model_statements_have_the_right_shapes_and_spans() {
         args,
         trunc,
         span,
+        ..
     } = &m.stmts[4]
     else {
         panic!()

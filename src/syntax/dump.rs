@@ -120,7 +120,12 @@ impl Dumper {
     }
 
     fn ty(&mut self, depth: usize, role: &str, t: &TypeExpr) {
-        self.line(depth, role, base_name(t.base), t.span);
+        self.line(
+            depth,
+            role,
+            t.kind.map_or_else(|| base_name(t.base), |k| k.name()),
+            t.span,
+        );
         if let Some(l) = &t.lower {
             self.expr(depth + 1, "lower", l);
         }
