@@ -10,6 +10,8 @@ const SOURCES: &[&str] = &[
     include_str!("../examples/mixture_2d.mvi"),
     include_str!("../examples/stochastic_volatility.mvi"),
     include_str!("../examples/softmax_iris.mvi"),
+    // truncation and the second list's distributions and functions
+    "data {\n  J: int\n  y: vector[J]\n  sigma: vector[J]\n}\nparam {\n  mu: real\n  tau: real<lower=0>\n  c: vector[2]\n}\nmodel {\n  mu ~ normal(0, 5) T[-10, 10]\n  tau ~ weibull(2, 1) T[, 5]\n  y ~ normal(mu, sigma) T[-3, ]\n  c ~ gumbel(0, 1)\n  target += log_mix(0.5, normal_lpdf(mu | 0, 1), normal_lpdf(mu | 1, 2))\n}\n",
     CONSTRAINED,
 ];
 
@@ -52,6 +54,11 @@ const TOKENS: &[&str] = &[
     "ints[3]",
     "sum(",
     "rows(X)",
+    " T[",
+    " T[0, ]",
+    " T[, 1]",
+    "lkj_corr_cholesky",
+    "neg_binomial_2",
     "simplex[3]",
     "cov_matrix[2]",
     "ordered[0]",
@@ -123,6 +130,11 @@ const WORDS: &[&str] = &[
     "hyper",
     "model",
     "predict",
+    "weibull",
+    "ordered_logistic",
+    "dirichlet",
+    "log_mix",
+    "T",
     "simplex",
     "ordered",
     "positive_ordered",

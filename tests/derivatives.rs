@@ -1020,6 +1020,435 @@ proptest! {
     }
 }
 
+/// A case whose builder returns the scalar (or summed) log density over w ∈ R⁴, θ ∈ R¹.
+type StanCase = (&'static str, Build);
+
+fn mat(g: &mut Graph, rows: usize, cols: usize, entries: Vec<NodeId>) -> NodeId {
+    g.pack(Shape::Matrix(rows, cols), entries).unwrap()
+}
+
+/// A lower-triangular 2×2 matrix with a positive diagonal from w (a Cholesky factor).
+fn chol2(g: &mut Graph, x: NodeId) -> NodeId {
+    let (a, b) = (pos_idx(g, x, 1), g_idx(g, x, 2));
+    let (z, c) = (g.scalar(0.0), pos_idx(g, x, 3));
+    mat(g, 2, 2, vec![a, b, z, c])
+}
+
+/// A symmetric positive definite 2×2 matrix B Bᵀ + I from w.
+fn spd2(g: &mut Graph, x: NodeId, t: NodeId) -> NodeId {
+    let items = vec![g_idx(g, x, 1), g_idx(g, x, 2), t, g_idx(g, x, 4)];
+    let b = mat(g, 2, 2, items);
+    let bt = g.transpose(b);
+    let bb = g.matmul(b, bt).unwrap();
+    let i = g.constant(Shape::Matrix(2, 2), vec![1.0, 0.0, 0.0, 1.0]);
+    g.add_nodes(bb, i).unwrap()
+}
+
+fn data(g: &mut Graph, v: &[f64]) -> NodeId {
+    g.constant(Shape::Vector(v.len()), v.to_vec())
+}
+
+fn lp(g: &mut Graph, name: &str, y: NodeId, args: &[NodeId]) -> NodeId {
+    dist::lpdf(g, name, y, args).unwrap()
+}
+
+fn cdf(g: &mut Graph, name: &str, y: NodeId, args: &[NodeId], upper: bool) -> NodeId {
+    dist::lcdf(g, name, y, args, upper).unwrap()
+}
+
+fn stan_fn(g: &mut Graph, name: &str, args: &[NodeId], shape: Shape) -> NodeId {
+    mvi::graph::lower::stan_function(g, name, args, shape).unwrap()
+}
+
+/// Every distribution and function of LANGUAGE.md's second list, with every argument
+/// depending on w or θ (θ > 0 at the test points).
+fn stan_cases() -> Vec<StanCase> {
+    vec![
+        ("neg_binomial_2", |g, x, t| {
+            let (y, mu) = (data(g, &[0.0, 3.0, 1.0, 6.0]), pos(g, x));
+            lp(g, "neg_binomial_2", y, &[mu, t])
+        }),
+        ("neg_binomial_2_lcdf", |g, x, t| {
+            let (y, mu) = (data(g, &[0.0, 3.0, 1.0, 6.0]), pos(g, x));
+            cdf(g, "neg_binomial_2", y, &[mu, t], false)
+        }),
+        ("neg_binomial_2_lccdf", |g, x, t| {
+            let (y, mu) = (data(g, &[0.0, 3.0, 1.0, 6.0]), pos(g, x));
+            cdf(g, "neg_binomial_2", y, &[mu, t], true)
+        }),
+        ("neg_binomial_2_log", |g, x, t| {
+            let y = data(g, &[0.0, 3.0, 1.0, 6.0]);
+            lp(g, "neg_binomial_2_log", y, &[x, t])
+        }),
+        ("beta_binomial", |g, x, t| {
+            let (y, n) = (data(g, &[2.0, 0.0, 7.0, 1.0]), data(g, &[5.0, 3.0, 7.0, 2.0]));
+            let a = pos(g, x);
+            lp(g, "beta_binomial", y, &[n, a, t])
+        }),
+        ("poisson_lcdf", |g, x, _| {
+            let (y, l) = (data(g, &[0.0, 3.0, 1.0, 6.0]), pos(g, x));
+            cdf(g, "poisson", y, &[l], false)
+        }),
+        ("poisson_lccdf", |g, x, _| {
+            let (y, l) = (data(g, &[0.0, 3.0, 1.0, 6.0]), pos(g, x));
+            cdf(g, "poisson", y, &[l], true)
+        }),
+        ("categorical", |g, x, _| {
+            let (y, th) = (data(g, &[2.0, 4.0, 1.0]), g.softmax(x).unwrap());
+            lp(g, "categorical", y, &[th])
+        }),
+        ("multinomial", |g, x, _| {
+            let (y, th) = (data(g, &[2.0, 0.0, 3.0, 1.0]), g.softmax(x).unwrap());
+            lp(g, "multinomial", y, &[th])
+        }),
+        ("dirichlet", |g, x, t| {
+            let th = g.softmax(x).unwrap();
+            let e = pos(g, x);
+            let a = g.add_nodes(e, t).unwrap();
+            lp(g, "dirichlet", th, &[a])
+        }),
+        ("lkj_corr_cholesky", |g, x, t| {
+            let (a, b, c) = (pos_idx(g, x, 1), g_idx(g, x, 2), pos_idx(g, x, 3));
+            let (d, z) = (g_idx(g, x, 4), g.scalar(0.0));
+            let e = g.unary(Fun1::Exp, t);
+            let l = mat(g, 3, 3, vec![a, b, d, z, c, t, z, z, e]);
+            lp(g, "lkj_corr_cholesky", l, &[t])
+        }),
+        ("lkj_corr", |g, x, t| {
+            let r = spd2(g, x, t);
+            let eta = pos_idx(g, x, 3);
+            lp(g, "lkj_corr", r, &[eta])
+        }),
+        ("wishart_cholesky", |g, x, t| {
+            let lw = chol2(g, x);
+            let nu = {
+                let v = g_idx(g, x, 4);
+                g.add_nodes(t, v)
+            }
+            .unwrap();
+            let nu = g.unary(Fun1::Exp, nu);
+            let three = g.scalar(3.0);
+            let nu = g.add_nodes(nu, three).unwrap();
+            let ls = g.constant(Shape::Matrix(2, 2), vec![1.1, -0.3, 0.0, 0.9]);
+            lp(g, "wishart_cholesky", lw, &[nu, ls])
+        }),
+        ("wishart_cholesky_scale", |g, x, t| {
+            let ls = chol2(g, x);
+            let nu = {
+                let v = g.scalar(2.0);
+                g.add_nodes(t, v)
+            }
+            .unwrap();
+            let lw = g.constant(Shape::Matrix(2, 2), vec![1.3, 0.4, 0.0, 0.8]);
+            lp(g, "wishart_cholesky", lw, &[nu, ls])
+        }),
+        ("inv_wishart_cholesky", |g, x, t| {
+            let lw = chol2(g, x);
+            let nu = {
+                let v = g.scalar(2.0);
+                g.add_nodes(t, v)
+            }
+            .unwrap();
+            let ls = g.constant(Shape::Matrix(2, 2), vec![1.1, -0.3, 0.0, 0.9]);
+            lp(g, "inv_wishart_cholesky", lw, &[nu, ls])
+        }),
+        ("inv_wishart_cholesky_scale", |g, x, t| {
+            let ls = chol2(g, x);
+            let nu = {
+                let v = g.scalar(2.0);
+                g.add_nodes(t, v)
+            }
+            .unwrap();
+            let lw = g.constant(Shape::Matrix(2, 2), vec![1.3, 0.4, 0.0, 0.8]);
+            lp(g, "inv_wishart_cholesky", lw, &[nu, ls])
+        }),
+        ("multi_student_t", |g, x, t| {
+            let sig = spd2(g, x, t);
+            let items = vec![t, g_idx(g, x, 3)];
+            let mu = g.pack(Shape::Vector(2), items).unwrap();
+            let nu = pos_idx(g, x, 4);
+            let y = g.constant(Shape::Matrix(3, 2), vec![0.5, -1.0, 1.5, 0.2, 0.0, 2.0]);
+            lp(g, "multi_student_t", y, &[nu, mu, sig])
+        }),
+        ("ordered_logistic", |g, x, t| {
+            let y = data(g, &[1.0, 2.0, 3.0, 2.0]);
+            let (lo, gap) = (g.neg(t), pos_idx(g, x, 1));
+            let hi = g.add_nodes(t, gap).unwrap();
+            let c = g.pack(Shape::Vector(2), vec![lo, hi]).unwrap();
+            lp(g, "ordered_logistic", y, &[x, c])
+        }),
+        ("ordered_probit", |g, x, t| {
+            let y = data(g, &[1.0, 2.0, 3.0, 2.0]);
+            let (lo, gap) = (g.neg(t), pos_idx(g, x, 1));
+            let hi = g.add_nodes(t, gap).unwrap();
+            let c = g.pack(Shape::Vector(2), vec![lo, hi]).unwrap();
+            lp(g, "ordered_probit", y, &[x, c])
+        }),
+        ("truncated_normal", |g, x, t| {
+            // a parameter outcome inside bounds that move with w: y = L + (U − L)·σ(x₃)
+            let (mu, s) = (g_idx(g, x, 1), pos_idx(g, x, 2));
+            let lo = g.neg(t);
+            let width = pos_idx(g, x, 4);
+            let hi = g.add_nodes(lo, width).unwrap();
+            let u = {
+                let v = g_idx(g, x, 3);
+                g.unary(Fun1::InvLogit, v)
+            };
+            let wu = g.mul(width, u).unwrap();
+            let y = g.add_nodes(lo, wu).unwrap();
+            dist::truncated(g, "normal", y, &[mu, s], (Some(lo), Some(hi)), false).unwrap()
+        }),
+        ("truncated_gamma_data", |g, x, t| {
+            let y = data(g, &[0.5, 1.2, 2.9]);
+            let a = pos_idx(g, x, 1);
+            let lo = g.scalar(0.2);
+            let hi = {
+                let v = g.scalar(3.0);
+                g.add_nodes(t, v)
+            }
+            .unwrap();
+            dist::truncated(g, "gamma", y, &[a, t], (Some(lo), Some(hi)), false).unwrap()
+        }),
+        ("truncated_poisson", |g, x, _| {
+            let y = data(g, &[1.0, 3.0, 2.0, 6.0]);
+            let l = pos(g, x);
+            let lo = g.scalar(1.0);
+            dist::truncated(g, "poisson", y, &[l], (Some(lo), None), false).unwrap()
+        }),
+        ("log_mix", |g, x, t| {
+            let th = g.unary(Fun1::InvLogit, t);
+            let (a, b) = (g_idx(g, x, 1), g_idx(g, x, 2));
+            stan_fn(g, "log_mix", &[th, a, b], Shape::Scalar)
+        }),
+        ("log_mix_vector", |g, x, _| {
+            let th = g.softmax(x).unwrap();
+            let sq = g.unary(Fun1::Square, x);
+            let l = g.neg(sq);
+            stan_fn(g, "log_mix", &[th, l], Shape::Scalar)
+        }),
+        ("log_mix_rows", |g, x, t| {
+            let th = g.softmax(x).unwrap();
+            let items = vec![
+                t,
+                g_idx(g, x, 1),
+                g_idx(g, x, 2),
+                g_idx(g, x, 3),
+                g_idx(g, x, 4),
+                t,
+                t,
+                g_idx(g, x, 1),
+            ];
+            let m = mat(g, 2, 4, items);
+            stan_fn(g, "log_mix", &[th, m], Shape::Scalar)
+        }),
+        ("log_diff_exp", |g, x, t| {
+            let a = pos(g, x);
+            let b = g.sub(x, a).unwrap();
+            let b = g.mul(b, t).unwrap();
+            stan_fn(g, "log_diff_exp", &[x, b], Shape::Vector(4))
+        }),
+        ("log1m_exp", |g, x, _| {
+            let n = pos(g, x);
+            let n = g.neg(n);
+            stan_fn(g, "log1m_exp", &[n], Shape::Vector(4))
+        }),
+        ("Phi", |g, x, t| {
+            let a = g.mul(x, t).unwrap();
+            stan_fn(g, "Phi", &[a], Shape::Vector(4))
+        }),
+        ("Phi_approx", |g, x, _| {
+            stan_fn(g, "Phi_approx", &[x], Shape::Vector(4))
+        }),
+        ("inv_cloglog", |g, x, _| {
+            stan_fn(g, "inv_cloglog", &[x], Shape::Vector(4))
+        }),
+        ("lbeta", |g, x, t| {
+            let a = pos(g, x);
+            stan_fn(g, "lbeta", &[a, t], Shape::Vector(4))
+        }),
+        ("lchoose", |g, x, t| {
+            let a = pos(g, x);
+            let n = g.add_nodes(a, t).unwrap();
+            stan_fn(g, "lchoose", &[n, a], Shape::Vector(4))
+        }),
+        ("cumulative_sum", |g, x, _| {
+            let c = stan_fn(g, "cumulative_sum", &[x], Shape::Vector(4));
+            g.unary(Fun1::Square, c)
+        }),
+        ("head_tail_segment_reverse", |g, x, t| {
+            let h = stan_fn(g, "head", &[x, t], Shape::Vector(2));
+            let tl = stan_fn(g, "tail", &[x, t], Shape::Vector(2));
+            let two = g.scalar(2.0);
+            let s = stan_fn(g, "segment", &[x, two, two], Shape::Vector(2));
+            let r = stan_fn(g, "reverse", &[x], Shape::Vector(4));
+            let hs = g.mul(h, s).unwrap();
+            let p = g.mul(hs, tl).unwrap();
+            let r2 = g.mul(r, x).unwrap();
+            let a = g.sum(p);
+            let b = g.sum(r2);
+            g.add_nodes(a, b).unwrap()
+        }),
+        ("dot_self", |g, x, _| stan_fn(g, "dot_self", &[x], Shape::Scalar)),
+        ("quad_form", |g, x, t| {
+            let a = spd2(g, x, t);
+            let b = chol2(g, x);
+            let v = g.slice(x, 2, 3).unwrap();
+            let q = stan_fn(g, "quad_form", &[a, b], Shape::Matrix(2, 2));
+            let qv = stan_fn(g, "quad_form", &[a, v], Shape::Scalar);
+            let s = g.sum(q);
+            g.add_nodes(s, qv).unwrap()
+        }),
+        ("diag_pre_post_multiply", |g, x, t| {
+            let m = spd2(g, x, t);
+            let v = g.slice(x, 1, 2).unwrap();
+            let a = stan_fn(g, "diag_pre_multiply", &[v, m], Shape::Matrix(2, 2));
+            let b = stan_fn(g, "diag_post_multiply", &[a, v], Shape::Matrix(2, 2));
+            g.unary(Fun1::Square, b)
+        }),
+        ("crossprods", |g, x, t| {
+            let items = vec![
+                g_idx(g, x, 1),
+                g_idx(g, x, 2),
+                t,
+                g_idx(g, x, 4),
+                g_idx(g, x, 3),
+                t,
+            ];
+            let m = mat(g, 2, 3, items);
+            let a = stan_fn(g, "multiply_lower_tri_self_transpose", &[m], Shape::Matrix(2, 2));
+            let b = stan_fn(g, "tcrossprod", &[m], Shape::Matrix(2, 2));
+            let c = stan_fn(g, "crossprod", &[m], Shape::Matrix(3, 3));
+            let (sa, sb, sc) = (g.sum(a), g.sum(b), g.sum(c));
+            let ab = g.mul(sa, sb).unwrap();
+            g.add_nodes(ab, sc).unwrap()
+        }),
+        ("to_matrix", |g, x, t| {
+            let m = stan_fn(g, "to_matrix", &[x], Shape::Matrix(2, 2));
+            let mt = g.transpose(m);
+            let p = g.matmul(m, mt).unwrap();
+            g.mul(p, t).unwrap()
+        }),
+        ("gp_exp_quad_cov", |g, x, t| {
+            let a = pos_idx(g, x, 1);
+            let k = stan_fn(g, "gp_exp_quad_cov", &[x, a, t], Shape::Matrix(4, 4));
+            let v = g.unary(Fun1::Sin, x);
+            let kv = g.matmul(k, v).unwrap();
+            g.dot(v, kv).unwrap()
+        }),
+    ]
+}
+
+/// The continuous families of the second list as `~` on a constrained view of w, with
+/// their log CDFs (each argument from w or θ).
+fn stan_continuous_cases() -> Vec<DistCase> {
+    vec![
+        (
+            "weibull",
+            |g, x, t| vec![pos_idx(g, x, 1), t],
+            None,
+            Constraint::lower(0.0),
+        ),
+        (
+            "gumbel",
+            |g, x, t| vec![g_idx(g, x, 1), t],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "pareto",
+            |g, _, t| {
+                vec![
+                    {
+                        let v = g.scalar(0.1);
+                        g.mul(t, v)
+                    }
+                    .unwrap(),
+                    t,
+                ]
+            },
+            None,
+            Constraint::lower(0.2),
+        ),
+        (
+            "skew_normal",
+            |g, x, t| vec![t, pos_idx(g, x, 1), g_idx(g, x, 2)],
+            None,
+            Constraint::NONE,
+        ),
+        (
+            "von_mises",
+            |g, x, t| vec![g_idx(g, x, 1), t],
+            None,
+            Constraint::NONE,
+        ),
+        ("chi_square", |_, _, t| vec![t], None, Constraint::lower(0.0)),
+        ("inv_chi_square", |_, _, t| vec![t], None, Constraint::lower(0.0)),
+        (
+            "scaled_inv_chi_square",
+            |g, x, t| vec![t, pos_idx(g, x, 1)],
+            None,
+            Constraint::lower(0.0),
+        ),
+        (
+            "exp_mod_normal",
+            |g, x, t| vec![g_idx(g, x, 1), t, pos_idx(g, x, 2)],
+            None,
+            Constraint::NONE,
+        ),
+    ]
+}
+
+/// The CDFs of one continuous case: the outcome view as in [`dist_graph`], lcdf + lccdf.
+fn stan_cdf_graph(case: &DistCase) -> Option<Graph> {
+    let (name, args, _, c) = case;
+    dist::lookup(name)?.lcdf?;
+    let mut g = Graph::new(4, 1);
+    let x = g.param_slice(0, Shape::Vector(4), &Constraint::NONE).unwrap();
+    let t = g.hyper_slice(0, Shape::Scalar, &Constraint::lower(0.0)).unwrap();
+    let a = args(&mut g, x, t);
+    let raw = g.slice(x, 1, 4).unwrap();
+    let y = constrain_node(&mut g, raw, c);
+    let lo = dist::lcdf(&mut g, name, y, &a, false).unwrap();
+    let hi = dist::lcdf(&mut g, name, y, &a, true).unwrap();
+    let s = g.add_nodes(lo, hi).unwrap();
+    g.add_target(s).unwrap();
+    let sq = g.unary(Fun1::Square, x);
+    let ss = g.sum(sq);
+    let h = g.scalar(-0.5);
+    let p = g.mul(h, ss).unwrap();
+    g.add_target(p).unwrap();
+    Some(g)
+}
+
+/// Two points: the fixed one of the other checks and one with the signs turned.
+const STAN_POINTS: [([f64; 4], f64); 2] = [([0.3, -0.8, 1.1, 0.45], 0.7), ([-0.6, 0.4, -1.2, 0.9], 1.3)];
+
+#[test]
+fn stan_distributions_and_functions_agree_three_ways() {
+    let mut failed = Vec::new();
+    for (w, t) in STAN_POINTS {
+        for (name, build) in stan_cases() {
+            let g = graph_with(4, build);
+            if std::panic::catch_unwind(|| check_all(&g, &[t], &w)).is_err() {
+                failed.push(name);
+            }
+        }
+        for case in stan_continuous_cases() {
+            let name = case.0;
+            if let Some(cg) = stan_cdf_graph(&case) {
+                if std::panic::catch_unwind(|| check_all(&cg, &[t], &w)).is_err() {
+                    failed.push(name);
+                }
+            }
+            let g = dist_graph(case);
+            if std::panic::catch_unwind(|| check_all(&g, &[t], &w)).is_err() {
+                failed.push(name);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed: {failed:?}");
+}
+
 // ------------------------------------------------------------ constrained types
 
 /// Each constrained type of size k as a `param` over w (its log-Jacobian in the target) and

@@ -364,3 +364,40 @@ fn binomial_count_above_its_trials_is_a_diagnostic() {
     assert!(d.message.contains("entry 2"), "{}", d.message);
     lower(src, r#"{"y": [3, 5], "n": [5, 5]}"#);
 }
+
+#[test]
+fn data_outside_a_new_family_support_or_a_truncation_is_a_diagnostic_at_the_outcome() {
+    // (model, data, the code, a word the help must contain)
+    let cases = [
+        (
+            "data { y: ints[3] }\nparam { mu: real<lower=0> }\nmodel { y ~ neg_binomial_2(mu, 2) }\n",
+            r#"{"y": [1, -2, 0]}"#,
+            "mvi::lower::outcome_out_of_support",
+            "counts",
+        ),
+        (
+            "data { y: ints[3] }\nparam { a: real }\nmodel { y ~ ordered_logistic(a, [-1.0, 1.0]) }\n",
+            r#"{"y": [1, 4, 2]}"#,
+            "mvi::lower::outcome_out_of_support",
+            "cutpoints",
+        ),
+        (
+            "data { y: vector[3] }\nparam { mu: real }\nmodel { y ~ normal(mu, 1) T[0, 2] }\n",
+            r#"{"y": [0.5, 2.5, 1.0]}"#,
+            "mvi::lower::outside_truncation",
+            "bounds",
+        ),
+    ];
+    for (src, data, code, help) in cases {
+        let model = check(src, data);
+        let d = lower_model(&model).expect_err(src);
+        assert_eq!(d.code, code, "{src}");
+        assert!(
+            d.help.as_deref().is_some_and(|h| h.contains(help)),
+            "{src}: {:?}",
+            d.help
+        );
+        let label = d.labels.first().expect("a primary label");
+        assert_eq!(&src[label.offset()..label.offset() + label.len()], "y");
+    }
+}

@@ -157,12 +157,14 @@ fn model_statements_have_the_right_shapes_and_spans() {
         lhs,
         dist,
         args,
+        trunc,
         span,
         ..
     } = &m.stmts[4]
     else {
         panic!()
     };
+    assert!(trunc.is_none());
     assert_eq!((text(lhs.span), dist.name.as_str()), ("y", "bernoulli_logit"));
     assert!(text(*span).starts_with("y ~ bernoulli_logit(") && text(*span).ends_with(')'));
     assert!(matches!(args[0].kind, ExprKind::Binary(BinOp::Add, _, _)));
@@ -267,4 +269,38 @@ fn nesting_just_under_the_limit_still_parses_and_dumps() {
         let p = parse_program(&src, "ok.mvi").unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
         assert!(dump_ast(&p).lines().count() > 49);
     }
+}
+
+#[test]
+fn truncation_bounds_are_optional_and_keep_their_spans() {
+    let src =
+        "model {\n  a ~ normal(0, 1) T[-1, 2 * b]\n  c ~ gamma(2, 1) T[, 5]\n  k ~ poisson(3) T[1, ]\n}\n";
+    let p = mvi::syntax::parse_program(src, "t.mvi").unwrap();
+    let Item::Model(m) = &p.items[0] else { panic!() };
+    let bounds: Vec<(Option<&str>, Option<&str>, &str)> = m
+        .stmts
+        .iter()
+        .map(|s| {
+            let Stmt::Tilde { trunc: Some(t), .. } = s else {
+                panic!("a truncated `~`")
+            };
+            let at = |e: &Option<mvi::syntax::ast::Expr>| {
+                e.as_ref()
+                    .map(|e| &src[e.span.start as usize..e.span.end as usize])
+            };
+            (
+                at(&t.lower),
+                at(&t.upper),
+                &src[t.span.start as usize..t.span.end as usize],
+            )
+        })
+        .collect();
+    assert_eq!(
+        bounds,
+        vec![
+            (Some("-1"), Some("2 * b"), "T[-1, 2 * b]"),
+            (None, Some("5"), "T[, 5]"),
+            (Some("1"), None, "T[1, ]"),
+        ]
+    );
 }

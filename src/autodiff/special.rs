@@ -250,13 +250,13 @@ mod tests {
                 d1,
                 (rp.0 - rm.0) / (2.0 * h),
                 max_relative = 1e-6,
-                epsilon = 1e-12
+                epsilon = 1e-10
             );
             assert_relative_eq!(
                 d2,
                 (rp.1 - rm.1) / (2.0 * h),
                 max_relative = 1e-5,
-                epsilon = 1e-12
+                epsilon = 1e-10
             );
             let _ = r;
         }

@@ -275,15 +275,19 @@ impl Checker {
         let upper = t.upper.as_ref().map(|e| self.expr(e)).transpose()?;
         for b in lower.iter().chain(&upper) {
             if broadcast(outcome.shape, b.shape).is_none_or(|s| s.len() != outcome.shape.len()) {
-                return self.fail(
-                    "mvi::check::bad_truncation",
-                    format!(
-                        "a truncation bound must be a scalar or match the outcome ({}), found {}",
-                        outcome.shape, b.shape
-                    ),
-                    b.span,
-                    "this bound",
-                );
+                let d = self
+                    .diag(
+                        "mvi::check::bad_truncation",
+                        format!(
+                            "a truncation bound must be a scalar or match the outcome ({}), found {}",
+                            outcome.shape, b.shape
+                        ),
+                    )
+                    .with_label(b.span, "this bound")
+                    .with_help(
+                        "give one bound for every entry (a real) or one bound per entry of the outcome",
+                    );
+                return Err(self.report(d));
             }
         }
         let discrete = matches!(

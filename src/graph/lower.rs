@@ -20,6 +20,7 @@ mod calls;
 mod exprs;
 mod slots;
 mod stan_fns;
+pub use stan_fns::stan_function;
 mod stmts;
 
 use std::collections::HashMap;

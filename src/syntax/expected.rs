@@ -103,7 +103,6 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         decl_colon | range_colon => "`:`",
         decl_eq | let_eq | infer_eq => "`=`",
         tilde => "`~`",
-        truncation | trunc_t => "a truncation (`T[L, U]`)",
         trunc_lower | trunc_upper => "a bound",
         plus_eq => "`+=`",
         cond_bar => "`|`",
@@ -125,7 +124,8 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         index_item => "an index",
         program => ITEM,
         transpose | index_suffix | WHITESPACE | COMMENT | ident_char | keyword | ident_chars | decl_body
-        | tilde_rest | assign_rest | postfix | infix | arith_chars | primary | call_args => return None,
+        | truncation | trunc_t | tilde_rest | assign_rest | postfix | infix | arith_chars | primary
+        | call_args => return None,
         block_item | line_item => ITEM,
     })
 }

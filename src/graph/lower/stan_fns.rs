@@ -8,8 +8,12 @@ use crate::graph::{Error, Fun1, Graph, NodeId, Shape, GATHER_ZERO};
 
 type R = Result<NodeId, Error>;
 
-/// The Stan function `name` on `a`, or [`Graph::call`] for the basic built-ins.
-pub(super) fn stan_function(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> R {
+/// The Stan function `name` on `a` (shapes as `check::builtins` allows, `shape` the result's),
+/// or [`Graph::call`] for the basic built-ins.
+///
+/// # Errors
+/// Shape errors of the operations, or [`Error::Dist`] for an unknown name.
+pub fn stan_function(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> R {
     match (name, a) {
         ("log1m_exp", [x]) => Ok(dist::log1m_exp(g, *x)),
         ("Phi", [x]) => {
