@@ -306,7 +306,11 @@ fn cmd_diagnose(a: &DiagnoseArgs) -> Result<(), Failure> {
 ///
 /// # Errors
 /// A `--set` that is not `KEY=VALUE`, or an invalid key or value.
-pub fn run_options(typed: &TypedModel, method: Option<&str>, set: &[String]) -> Result<InferOptions, Failure> {
+pub fn run_options(
+    typed: &TypedModel,
+    method: Option<&str>,
+    set: &[String],
+) -> Result<InferOptions, Failure> {
     let mut overrides = Vec::new();
     if let Some(m) = method {
         overrides.push(("method".to_string(), m.to_string()));

@@ -240,7 +240,8 @@ class Fit:
 
         Groups: ``posterior`` (each parameter and reported ``let``, one chain), and
         ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p`` and, where q
-        has a density, ``log_q``. The fit's method, options and numbers are attributes.
+        has a density, ``log_q``. The fit's method, options and numbers are attributes of the
+        tree and of both groups.
         """
         from arviz_base import from_dict
 
@@ -264,12 +265,14 @@ class Fit:
                 attrs[key] = value
         for name, value in self.theta.items():
             attrs[f"theta.{name}"] = value
-        return from_dict(
+        tree = from_dict(
             {"posterior": posterior, "sample_stats": stats},
             dims=dims,
             index_origin=1,
-            attrs=attrs,
+            attrs={"posterior": attrs, "sample_stats": attrs},
         )
+        tree.attrs.update(attrs)
+        return tree
 
 
 def compare(model: Model, data: Mapping[str, Any] | None = None, methods: Iterable[str] | None = None, **infer_options: Any):

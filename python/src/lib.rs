@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 
 create_exception!(
-    _mvi,
+    mvi,
     ModelError,
     PyValueError,
     "A problem in a model, its data or the options of a fit. The message is the rendered \
@@ -222,7 +222,9 @@ fn write_array(out: &mut String, key: &str, v: &Bound<'_, PyAny>) -> PyResult<()
         b
     });
     write_nested(out, &shape, &mut || {
-        let b = cells.next().expect("a C-contiguous array holds prod(shape) cells");
+        let b = cells
+            .next()
+            .expect("a C-contiguous array holds prod(shape) cells");
         if is_int {
             i64::from_le_bytes(b).to_string()
         } else {
@@ -286,7 +288,6 @@ struct Signals {
     enabled: bool,
     last: Instant,
     raised: Option<PyErr>,
-    trace: Vec<IterRecord>,
 }
 
 impl Signals {
@@ -295,14 +296,12 @@ impl Signals {
             enabled,
             last: Instant::now(),
             raised: None,
-            trace: Vec::new(),
         }
     }
 }
 
 impl Observer for Signals {
-    fn iteration(&mut self, record: &IterRecord) -> bool {
-        self.trace.push(*record);
+    fn iteration(&mut self, _record: &IterRecord) -> bool {
         if self.raised.is_some() {
             return false;
         }
@@ -389,13 +388,13 @@ fn fit_value<'py>(py: Python<'py>, joint: &LogJoint, r: &FitReport) -> PyResult<
         .map(|p| (p.name.clone(), dims(p.shape)))
         .collect();
     d.set_item("blocks", blocks)?;
-    d.set_item("params", joint.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>())?;
+    d.set_item(
+        "params",
+        joint.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+    )?;
     d.set_item("lp", PyBytes::new(py, &f64_bytes(&r.lp)))?;
     d.set_item("log_p", PyBytes::new(py, &f64_bytes(&r.log_p)))?;
-    d.set_item(
-        "log_q",
-        r.log_q.as_ref().map(|q| PyBytes::new(py, &f64_bytes(q))),
-    )?;
+    d.set_item("log_q", r.log_q.as_ref().map(|q| PyBytes::new(py, &f64_bytes(q))))?;
     Ok(d)
 }
 

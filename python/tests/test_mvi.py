@@ -41,11 +41,11 @@ SHAPES = textwrap.dedent(
     model {
       mu ~ normal(0, 1)
       v ~ normal(0, 1)
-      to_vector(W) ~ normal(0, 1)
+      W ~ normal(0, 1)
       s ~ half_normal(1)
       y ~ normal(mu, s)
     }
-    infer { method = vi_diag  samples = 50  seed = 2  draws = 40 }
+    infer { method = vi_diag; samples = 50; seed = 2; draws = 40 }
     """
 )
 
@@ -70,7 +70,13 @@ def results(fit_json):
 @pytest.mark.parametrize(
     "model, data, method, options, sets",
     [
-        (BANANA, "logistic_rbf_banana", "mvi_lr", {"samples": 200}, ["samples=200"]),
+        (
+            BANANA,
+            "logistic_rbf_banana",
+            "mvi_lr",
+            {"samples": 100, "draws": 200, "test_draws": 500, "learn_hyper": False},
+            ["samples=100", "draws=200", "test_draws=500", "learn_hyper=false"],
+        ),
         (SCHOOLS, "eight_schools", "laplace", {"draws": 300}, ["draws=300"]),
         (SCHOOLS, "eight_schools", None, {"samples": 100, "seed": 7}, ["samples=100", "seed=7"]),
     ],
@@ -120,7 +126,7 @@ def test_draws_have_the_declared_shapes_draws_first():
 def test_numpy_pandas_and_lists_give_the_same_fit():
     raw = example_data("logistic_rbf_banana")
     model = mvi.Model.from_file(BANANA)
-    base = model.fit(data=raw, method="laplace", draws=50)
+    base = model.fit(data=raw, method="laplace", draws=50, test_draws=100, learn_hyper=False)
     frame = pd.DataFrame(raw["X"], columns=["a", "b"])
     forms = {
         "X": frame,
@@ -129,7 +135,7 @@ def test_numpy_pandas_and_lists_give_the_same_fit():
         "X_test": np.asfortranarray(raw["X_test"]),
         "y_test": np.array(raw["y_test"], dtype=bool),
     }
-    other = model.fit(data=forms, method="laplace", draws=50)
+    other = model.fit(data=forms, method="laplace", draws=50, test_draws=100, learn_hyper=False)
     assert results(json.loads(other.to_json())) == results(json.loads(base.to_json()))
 
 
@@ -201,8 +207,9 @@ def test_to_arviz_round_trips():
     stats = tree["sample_stats"]
     assert np.array_equal(stats["lp"].values[0], fit.lp)
     assert np.array_equal(stats["log_q"].values[0], fit.log_q)
-    assert post.attrs["method"] == "vi_diag"
+    assert post.attrs["method"] == tree.attrs["method"] == "vi_diag"
     assert post.attrs["elbo"] == fit.elbo
+    assert json.loads(post.attrs["options"])["samples"] == "50"
     # the tree converts to plain xarray data and back without loss
     import xarray as xr
 
@@ -236,11 +243,12 @@ def test_compare_returns_the_cli_table(cli):
 def test_two_fits_in_threads_match_fits_in_turn_and_release_the_gil():
     model = mvi.Model.from_file(BANANA)
     data = example_data("logistic_rbf_banana")
-    alone = [model.fit(data=data, method="mvi_lr", samples=100, seed=s) for s in (1, 2)]
+    cheap = {"method": "mvi_lr", "samples": 100, "draws": 100, "test_draws": 200, "learn_hyper": False}
+    alone = [model.fit(data=data, seed=s, **cheap) for s in (1, 2)]
     out = [None, None]
 
     def work(i):
-        out[i] = model.fit(data=data, method="mvi_lr", samples=100, seed=i + 1)
+        out[i] = model.fit(data=data, seed=i + 1, **cheap)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in (0, 1)]
     start = time.perf_counter()
@@ -268,7 +276,7 @@ CTRL_C_SCRIPT = textwrap.dedent(
     print("fitting", flush=True)
     t = time.perf_counter()
     try:
-        model.fit(data=data, method="vi_full", samples=2000, max_iters=100000, tol=0.0)
+        model.fit(data=data, method="vi_full", samples=2000, max_iters=100000, tol=1e-300, test_draws=100)
     except KeyboardInterrupt:
         print(f"interrupted {time.perf_counter() - t:.3f}", flush=True)
         sys.exit(0)
@@ -295,7 +303,8 @@ def test_ctrl_c_raises_keyboard_interrupt_promptly(tmp_path):
     assert proc.returncode == 0, out
     assert out.startswith("interrupted"), out
     # stopped at the next iteration (plus the report of the partial fit), not at the end
-    assert waited < 10, f"{waited:.1f} s from SIGINT to KeyboardInterrupt"
+    assert waited < 5, f"{waited:.1f} s from SIGINT to KeyboardInterrupt"
+    print(f"SIGINT to KeyboardInterrupt: {waited:.2f} s ({out.strip()})")
 
 
 def test_python_module_version_matches_the_library():
