@@ -496,6 +496,8 @@ fn slot_value<'py>(py: Python<'py>, p: &check::Slot) -> PyResult<Bound<'py, PyDi
         Transform::Lower(a) => (Some(a), None),
         Transform::Upper(b) => (None, Some(b)),
         Transform::LowerUpper(a, b) => (Some(a), Some(b)),
+        // a constrained type (`simplex`, …) or bounds that are expressions: no constant bounds
+        Transform::Type(_) | Transform::Dependent => (None, None),
     };
     e.set_item("lower", lower)?;
     e.set_item("upper", upper)?;
