@@ -301,8 +301,16 @@ fn cmd_diagnose(a: &DiagnoseArgs) -> Result<(), Failure> {
     }
 }
 
-/// The run's options: the model's `infer` block, then `--method`, then `--set` overrides.
-fn run_options(typed: &TypedModel, method: Option<&str>, set: &[String]) -> Result<InferOptions, Failure> {
+/// The run's options: the model's `infer` block, then `--method`, then `--set` overrides
+/// (`KEY=VALUE` strings). The Python package passes its keyword arguments through here too.
+///
+/// # Errors
+/// A `--set` that is not `KEY=VALUE`, or an invalid key or value.
+pub fn run_options(
+    typed: &TypedModel,
+    method: Option<&str>,
+    set: &[String],
+) -> Result<InferOptions, Failure> {
     let mut overrides = Vec::new();
     if let Some(m) = method {
         overrides.push(("method".to_string(), m.to_string()));
@@ -461,7 +469,10 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
 /// The options of each method of `compare` (a method named twice is fitted once), all
 /// checked before the first fit. A `--set` key applies to the methods that take it
 /// (`samples` is not given to `laplace`); a key none of them takes is an error.
-fn compare_options(
+///
+/// # Errors
+/// As [`run_options`], for the first method whose options are invalid.
+pub fn compare_options(
     typed: &TypedModel,
     methods: &[String],
     set: &[String],

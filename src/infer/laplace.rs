@@ -27,7 +27,7 @@ use crate::diagnostic::Diagnostic;
 use crate::infer::optim::{self, Outcome};
 use crate::infer::settings::{Common, Reader};
 use crate::infer::timing;
-use crate::infer::{Error, InferOptions, Method, Observer, Silent};
+use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::{Approximation, Gaussian, IterRecord, Posterior};
 
 /// Options of `laplace`.
@@ -147,7 +147,7 @@ pub fn fit_laplace(
     if common.learn_hyper && model.theta_dim() > 0 {
         obs.phase("laplace: hyperparameters");
         let _t = timing::span("laplace: θ search");
-        theta = search_theta(model, &theta, &start, &opts);
+        theta = search_theta(model, &theta, &start, &opts, obs);
     }
     obs.phase("laplace");
     let mut trace = Vec::new();
@@ -634,14 +634,17 @@ const THETA_TOL: f64 = 1e-4;
 const INNER_TOL: f64 = 1e-11;
 
 /// θ maximising the Laplace log evidence, by Nelder–Mead; each θ re-finds the mode from
-/// the last one.
+/// the last one. The observer sees the inner mode searches' iterations (progress, Ctrl-C):
+/// once it asks to stop, the search ends with the best θ evaluated so far.
 fn search_theta(
     model: &dyn LogDensity,
     theta0: &DVector<f64>,
     start: &DVector<f64>,
     opts: &optim::Options,
+    obs: &mut dyn Observer,
 ) -> DVector<f64> {
     let mut warm = start.clone();
+    let mut stopped = false;
     let d = start.len() as f64;
     // The search compares evidences to 1e-10; the inner modes must be tighter than that.
     let inner = optim::Options {
@@ -649,8 +652,16 @@ fn search_theta(
         ..*opts
     };
     let evidence = |theta: &DVector<f64>| {
+        if stopped {
+            // the simplex's remaining evaluations cost nothing and never win
+            return f64::NEG_INFINITY;
+        }
         timing::count("laplace: θ evidence evaluations", 1);
-        let out = find_mode(model, theta, warm.clone(), &inner, &mut Silent);
+        let out = find_mode(model, theta, warm.clone(), &inner, &mut *obs);
+        if out.interrupted {
+            stopped = true;
+            return f64::NEG_INFINITY;
+        }
         if !out.value.is_finite() {
             return f64::NEG_INFINITY;
         }
@@ -675,6 +686,7 @@ fn search_theta(
 mod tests {
     use super::*;
     use crate::density::{Evaluated, Want};
+    use crate::infer::Silent;
 
     /// log p̃(w) = −w₁² + w₂²: a saddle at the origin, where the mode search starts, and no
     /// mode (log p̃ is unbounded along w₂, so escaping the saddle cannot help).

@@ -1,0 +1,316 @@
+"""mvi: fast approximate Bayesian inference for models written in ``.mvi``, from Python.
+
+The package is a thin layer over the Rust library that the ``mvi`` command line runs:
+checking, fitting and every number reported come from the same functions (the extension
+module ``mvi._mvi``). This layer only reshapes results into NumPy arrays, pandas tables
+and ArviZ data.
+
+    >>> import mvi
+    >>> model = mvi.Model.from_file("examples/logistic_rbf_banana.mvi")
+    >>> fit = model.fit(data=data, method="mvi_lr", samples=500)
+    >>> fit.summary()
+    >>> fit.to_arviz()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from . import _mvi
+from ._mvi import ModelError
+
+__all__ = ["Model", "Fit", "ModelError", "compare", "__version__"]
+__version__ = _mvi.__version__
+
+_METHODS_DEFAULT = ("laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full")
+
+
+class Model:
+    """A model written in the ``.mvi`` language.
+
+    ``Model(source)`` takes the model's text; :meth:`Model.from_file` reads a file (imports
+    and ``csv("…")`` paths are then looked up next to it). A syntax error raises
+    :class:`ModelError` here; everything that needs the data is checked by :meth:`check`
+    and :meth:`fit`.
+    """
+
+    def __init__(self, source: str, *, name: str = "<model>", model_dir: str | os.PathLike | None = None):
+        if not isinstance(source, str):
+            raise TypeError(f"a model's source is a str, not {type(source).__name__} (use Model.from_file for a path)")
+        self.source = source
+        self.name = name
+        self.model_dir = os.fspath(model_dir) if model_dir is not None else os.getcwd()
+        _mvi.parse(source, name)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "Model":
+        """Read a ``.mvi`` file."""
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ModelError(f"cannot read model file `{path}`: {e}") from e
+        return cls(text, name=path, model_dir=os.path.dirname(os.path.abspath(path)))
+
+    def __repr__(self) -> str:
+        return f"mvi.Model({self.name!r})"
+
+    def check(self, data: Mapping[str, Any] | None = None) -> dict:
+        """Check the model against its data and return the layout ``mvi check`` prints.
+
+        A dict with ``model``, ``sizes`` (size variables bound from the data), ``data``
+        (each declaration with its type and scalar value), ``dim`` (D), ``params`` (name,
+        type, bounds, transform and 1-based ``slice`` of w), ``hyper_dim``, ``hypers``
+        (with ``init``), ``method``, ``options`` (defaults filled in), ``ignored`` (data
+        entries the model does not declare) and ``report`` (the text ``mvi check`` prints).
+        """
+        return _mvi.check_layout(self.source, self.name, self.model_dir, _data(data))
+
+    def fit(self, data: Mapping[str, Any] | None = None, method: str | None = None, **infer_options: Any) -> "Fit":
+        """Fit the model, as ``mvi run`` does.
+
+        ``data`` maps each name of the ``data {}`` block to a number, a (nested) list, a
+        NumPy array or a pandas Series/DataFrame; shapes and integer-ness are checked
+        exactly as for a JSON data file (matrices are row by row). ``method`` overrides
+        the model's ``infer { method = … }``; keyword arguments override other ``infer``
+        options (``samples=500``, ``rank=2``, ``seed=3``), as ``--set`` does.
+
+        The fit releases the GIL (other threads run meanwhile); Ctrl-C stops it and raises
+        ``KeyboardInterrupt``.
+        """
+        raw = _mvi.fit(self.source, self.name, self.model_dir, _data(data), method, infer_options)
+        return Fit(raw)
+
+
+def _data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if data is None:
+        return {}
+    # a DataFrame as the whole data set: one entry per column
+    if hasattr(data, "columns") and hasattr(data, "to_numpy") and not isinstance(data, Mapping):
+        return {str(c): data[c] for c in data.columns}
+    return data
+
+
+class Fit:
+    """The result of :meth:`Model.fit`: draws, the summary table and the fit's numbers.
+
+    Every number is the one ``mvi run`` writes to ``fit.json`` for the same model, data,
+    method and seed (:meth:`to_json` gives that text).
+    """
+
+    def __init__(self, raw: dict):
+        self._raw = raw
+        self._json = json.loads(raw["json"])
+        n = raw["n_draws"]
+        columns = raw["columns"]
+        flat = np.frombuffer(raw["draws"], dtype="<f8").reshape(len(columns), n).T
+        draws: dict[str, np.ndarray] = {}
+        c0 = 0
+        for name, shape in raw["blocks"]:
+            size = int(np.prod(shape)) if shape else 1
+            block = flat[:, c0 : c0 + size]
+            c0 += size
+            # columns are column-major (CmdStan's `W.1.1, W.2.1, …`): reverse, then transpose
+            arr = block.reshape((n, *reversed(shape)))
+            if len(shape) > 1:
+                arr = arr.transpose((0, *range(len(shape), 0, -1)))
+            draws[name] = np.ascontiguousarray(arr)
+        #: Draws of every parameter and reported ``let``, shaped ``(draws, *declared shape)``.
+        self.draws: dict[str, np.ndarray] = draws
+        #: The names of the parameters (the other entries of :attr:`draws` are reported ``let``s).
+        self.params: list[str] = list(raw["params"])
+        #: Per draw: log p̃ on the unconstrained scale with the log-Jacobian (CmdStan's ``lp__``).
+        self.lp = np.frombuffer(raw["lp"], dtype="<f8").copy()
+        #: Per draw: the log density used in the importance ratio (``log_p__``).
+        self.log_p = np.frombuffer(raw["log_p"], dtype="<f8").copy()
+        #: Per draw: log q (``log_q__``); ``None`` where q has no density (particles).
+        self.log_q = None if raw["log_q"] is None else np.frombuffer(raw["log_q"], dtype="<f8").copy()
+
+    # -- the fit's numbers ------------------------------------------------------------
+
+    @property
+    def method(self) -> str:
+        """The method that made the fit."""
+        return self._json["method"]
+
+    @property
+    def options(self) -> dict[str, str]:
+        """Every ``infer`` option of the run, defaults filled in, as text."""
+        return dict(self._json["options"])
+
+    @property
+    def elbo(self) -> float | None:
+        """The ELBO estimated on fresh draws of q (``None`` where q has no density)."""
+        e = self._json["elbo_fresh"]
+        return None if e is None else e["value"]
+
+    @property
+    def elbo_se(self) -> float | None:
+        """The standard error of :attr:`elbo`."""
+        e = self._json["elbo_fresh"]
+        return None if e is None else e["se"]
+
+    @property
+    def elbo_train(self) -> float | None:
+        """The objective on the fixed training samples, where the method has one."""
+        return self._json["elbo_train"]
+
+    @property
+    def log_evidence(self) -> float | None:
+        """The Laplace log evidence, where computed."""
+        return self._json["log_evidence"]
+
+    @property
+    def khat(self) -> float | None:
+        """PSIS Pareto k̂ of log p̃ − log q over the draws (≤ 0.7: usable)."""
+        return self._json["khat"]
+
+    @property
+    def theta(self) -> dict[str, float]:
+        """The hyperparameters θ (constrained values), by CmdStan name."""
+        return dict(self._json["theta"])
+
+    @property
+    def predict(self) -> dict | None:
+        """The ``predict`` block's results (test LPD, lppd, error rate or MSE), or ``None``."""
+        return self._json["predict"]
+
+    @property
+    def converged(self) -> bool:
+        """Whether the method's stopping rule was met."""
+        return self._json["converged"]
+
+    @property
+    def iterations(self) -> int:
+        """Iterations of the main optimisation."""
+        return self._json["iterations"]
+
+    @property
+    def notes(self) -> list[str]:
+        """Warnings and remarks about the fit."""
+        return list(self._json["notes"])
+
+    @property
+    def approximation(self) -> dict:
+        """q on the unconstrained scale (kind, mean, covariance or components)."""
+        return self._json["approximation"]
+
+    @property
+    def wall_time_s(self) -> float:
+        """Wall time of the fit in seconds."""
+        return self._json["wall_time_s"]
+
+    def summary(self):
+        """The CLI's parameter table as a pandas DataFrame: mean, sd, 5 %, 50 %, 95 % per column."""
+        import pandas as pd
+
+        params = self._json["parameters"]
+        rows = [params[c] for c in self._raw["columns"]]
+        frame = pd.DataFrame(
+            {
+                "mean": [r["mean"] for r in rows],
+                "sd": [r["sd"] for r in rows],
+                "5%": [r["q5"] for r in rows],
+                "50%": [r["q50"] for r in rows],
+                "95%": [r["q95"] for r in rows],
+            },
+            index=pd.Index(self._raw["columns"], name="parameter"),
+            dtype=float,
+        )
+        return frame
+
+    def to_json(self) -> str:
+        """The text of ``fit.json`` as ``mvi run --output-dir`` writes it."""
+        return self._raw["json"]
+
+    def __str__(self) -> str:
+        return self._raw["summary"]
+
+    def __repr__(self) -> str:
+        return f"<mvi.Fit {self.method}: {len(self.lp)} draws of {', '.join(self.draws)}>"
+
+    def to_arviz(self):
+        """The fit as ArviZ data (``xarray.DataTree``, arviz-base).
+
+        Groups: ``posterior`` (each parameter and reported ``let``, one chain), and
+        ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p`` and, where q
+        has a density, ``log_q``. The fit's method, options and numbers are attributes of the
+        tree and of both groups.
+        """
+        from arviz_base import from_dict
+
+        posterior = {name: arr[np.newaxis, ...] for name, arr in self.draws.items()}
+        stats = {"lp": self.lp[np.newaxis, :], "log_p": self.log_p[np.newaxis, :]}
+        if self.log_q is not None:
+            stats["log_q"] = self.log_q[np.newaxis, :]
+        dims = {name: [f"{name}_dim_{i}" for i in range(arr.ndim - 1)] for name, arr in self.draws.items()}
+        attrs = {
+            "inference_library": "mvi",
+            "inference_library_version": self._json["mvi_version"],
+            "method": self.method,
+            "seed": self._json["seed"],
+            "iterations": self.iterations,
+            "converged": int(self.converged),
+            "options": json.dumps(self.options, sort_keys=True),
+        }
+        for key in ("elbo", "elbo_se", "elbo_train", "log_evidence", "khat"):
+            value = getattr(self, key)
+            if value is not None:
+                attrs[key] = value
+        for name, value in self.theta.items():
+            attrs[f"theta.{name}"] = value
+        tree = from_dict(
+            {"posterior": posterior, "sample_stats": stats},
+            dims=dims,
+            index_origin=1,
+            attrs={"posterior": attrs, "sample_stats": attrs},
+        )
+        tree.attrs.update(attrs)
+        return tree
+
+
+def compare(model: Model, data: Mapping[str, Any] | None = None, methods: Iterable[str] | None = None, **infer_options: Any):
+    """Fit several methods as ``mvi compare`` does and return its table as a DataFrame.
+
+    One row per method that ran: fresh ELBO and its se, Laplace log evidence, k̂, the
+    ``predict`` block's test LPD (per point) and error rate or MSE, wall time, iterations
+    and whether it converged. A method that fails on the model (no mode, diverged) is a
+    finding of the comparison: a warning carries its diagnostic and it has no row. Keyword
+    arguments go to the methods that take them (``samples`` is not given to ``laplace``).
+    """
+    import pandas as pd
+
+    methods = list(_METHODS_DEFAULT if methods is None else methods)
+    raw = _mvi.compare(model.source, model.name, model.model_dir, _data(data), methods, infer_options)
+    for method, message in raw["failed"]:
+        warnings.warn(f"{method} failed:\n{message}", RuntimeWarning, stacklevel=2)
+    rows = []
+    for m in json.loads(raw["json"])["methods"]:
+        p = m["predict"] or {}
+        e = m["elbo_fresh"] or {}
+        rows.append(
+            {
+                "method": m["method"],
+                "elbo": e.get("value"),
+                "elbo_se": e.get("se"),
+                "log_evidence": m["log_evidence"],
+                "khat": m["khat"],
+                "test_lpd": p.get("test_lpd_per_point"),
+                "error_rate": p.get("error_rate"),
+                "mse": p.get("mse"),
+                "wall_time_s": m["wall_time_s"],
+                "iterations": m["iterations"],
+                "converged": m["converged"],
+            }
+        )
+    frame = pd.DataFrame(rows).set_index("method")
+    num = ["elbo", "elbo_se", "log_evidence", "khat", "test_lpd", "error_rate", "mse", "wall_time_s"]
+    frame[num] = frame[num].astype(float)
+    frame.attrs["table"] = raw["table"]
+    return frame

@@ -1,0 +1,617 @@
+//! `mvi._mvi`: the Rust side of the Python package.
+//!
+//! Input: a model's text, its data as a Python mapping, a method and `infer` options as
+//! keyword arguments. Output: plain Python values (dicts, lists, strings, bytes) that the
+//! Python layer (`mvi/__init__.py`) turns into NumPy arrays, pandas tables and ArviZ data.
+//!
+//! Every step calls the library functions the CLI calls: `check::check_source` (what
+//! `check::load_model` does after reading the files), `graph::lower_model`,
+//! `cli::run_options`/`cli::compare_options` for the options, `run::fit`, and the `report`
+//! renderers. Data go through the JSON loader (`data::add_json_text`): the mapping is
+//! written as a Stan-style JSON text, so shapes, integers and constraints are checked
+//! exactly as for a `--data file.json`. A `Diagnostic` becomes `mvi.ModelError`; fits run
+//! with the GIL released, and Ctrl-C is noticed between iterations through the
+//! [`Observer`].
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mvi::check::{self, Transform, TypedModel};
+use mvi::cli::{self, Failure};
+use mvi::data::{self, DataSet};
+use mvi::diagnostic::Diagnostic;
+use mvi::graph::{self, LogJoint, Shape};
+use mvi::infer::{InferOptions, Observer};
+use mvi::posterior::IterRecord;
+use mvi::report::{self, FitReport};
+use mvi::run::{self, RunInfo};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+
+create_exception!(
+    mvi,
+    ModelError,
+    PyValueError,
+    "A problem in a model, its data or the options of a fit. The message is the rendered \
+     diagnostic (where, what, and a help line); `code`, `line` and `column` say which check \
+     failed and where (line and column from 1, `None` when the problem has no place in a \
+     text), `diagnostics` lists every (code, message) when several were found."
+);
+
+/// The name the data mapping gets in diagnostics (it stands where a file name would).
+const DATA_NAME: &str = "<data>";
+
+/// How often a fit on the main thread looks for Ctrl-C (re-acquiring the GIL briefly).
+const SIGNAL_CHECK_EVERY: Duration = Duration::from_millis(20);
+
+/// Width diagnostics are rendered at (the CLI's, off a terminal).
+const RENDER_WIDTH: usize = 100;
+
+/// A model's text with the names the library needs: the file name diagnostics show and
+/// the directory imports and `csv("…")` paths are looked up in.
+struct Source {
+    text: String,
+    name: String,
+    dir: PathBuf,
+}
+
+impl Source {
+    fn new(text: String, name: String, dir: Option<PathBuf>) -> Self {
+        let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+        Source { text, name, dir }
+    }
+}
+
+/// The diagnostics of a failure as a `ModelError`.
+fn model_error(py: Python<'_>, diags: &[Diagnostic]) -> PyErr {
+    let message: String = diags
+        .iter()
+        .map(|d| d.render_plain(RENDER_WIDTH))
+        .collect::<Vec<_>>()
+        .join("");
+    let err = ModelError::new_err(message.trim_end().to_string());
+    let value = err.value(py);
+    let first = diags.first();
+    let place = first.and_then(place_of);
+    let list: Vec<(String, String)> = diags
+        .iter()
+        .map(|d| (d.code.to_string(), d.message.clone()))
+        .collect();
+    // Setting attributes on a fresh exception instance cannot fail; an error here would
+    // only lose the attributes, never the exception.
+    let _ = value.setattr("code", first.map(|d| d.code));
+    let _ = value.setattr("line", place.map(|p| p.0));
+    let _ = value.setattr("column", place.map(|p| p.1));
+    let _ = value.setattr("file", first.map(|d| d.source_code.name().to_string()));
+    let _ = value.setattr("diagnostics", list);
+    err
+}
+
+/// Line and column (from 1, the column in characters) of a diagnostic's primary label.
+fn place_of(d: &Diagnostic) -> Option<(usize, usize)> {
+    let label = d.labels.first()?;
+    let text = d.source_code.inner();
+    let before = text.get(..label.offset())?;
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Some((line, before[line_start..].chars().count() + 1))
+}
+
+fn failure_error(py: Python<'_>, f: Failure) -> PyErr {
+    match f {
+        Failure::User(diags) => model_error(py, &diags),
+        Failure::Code(code) => ModelError::new_err(format!("mvi failed (exit code {code})")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Data: a Python mapping → a Stan-style JSON text
+
+/// Write the data mapping as a Stan-style JSON object, one entry per line (so a diagnostic
+/// shows the entry it is about). Accepts Python scalars (bools as 0/1), (nested) lists and
+/// tuples, NumPy arrays and scalars, and anything with `to_numpy()` (pandas Series and
+/// DataFrames).
+fn data_json(data: &Bound<'_, PyAny>) -> PyResult<String> {
+    let mapping = data.cast::<PyMapping>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "data must be a mapping of names to values (a dict), not {}",
+            type_name(data)
+        ))
+    })?;
+    let mut out = String::from("{\n");
+    let items = mapping.items()?;
+    let n = items.len();
+    for (i, item) in items.iter().enumerate() {
+        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+        let key: String = key.extract().map_err(|_| {
+            PyTypeError::new_err(format!("data names must be strings, not {}", type_name(&key)))
+        })?;
+        out.push_str("  ");
+        out.push_str(&serde_json_string(&key));
+        out.push_str(": ");
+        write_value(&mut out, &key, &value)?;
+        out.push_str(if i + 1 < n { ",\n" } else { "\n" });
+    }
+    out.push('}');
+    Ok(out)
+}
+
+fn serde_json_string(s: &str) -> String {
+    // JSON string escaping of a key: quotes, backslashes and control characters.
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map_or_else(|_| "an unknown type".to_string(), |n| format!("`{n}`"))
+}
+
+fn write_value(out: &mut String, key: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    if v.is_instance_of::<PyBool>() {
+        out.push_str(if v.extract::<bool>()? { "1" } else { "0" });
+    } else if v.is_instance_of::<PyInt>() {
+        match v.extract::<i64>() {
+            Ok(i) => {
+                let _ = write!(out, "{i}");
+            }
+            // beyond i64: written as the real number it is close to
+            Err(_) => write_real(out, v.extract::<f64>()?),
+        }
+    } else if v.is_instance_of::<PyFloat>() {
+        write_real(out, v.extract::<f64>()?);
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        out.push('[');
+        for (i, x) in v.try_iter()?.enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            write_value(out, key, &x?)?;
+        }
+        out.push(']');
+    } else if v.hasattr("to_numpy")? {
+        // a pandas Series or DataFrame (NumPy arrays have no `to_numpy`)
+        write_value(out, key, &v.call_method0("to_numpy")?)?;
+    } else if v.hasattr("dtype")? && v.hasattr("shape")? {
+        write_array(out, key, v)?;
+    } else if v.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "data `{key}` is a string; data values are numbers or arrays of numbers"
+        )));
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "data `{key}` is a {}; data values are numbers, lists, NumPy arrays or pandas columns",
+            type_name(v)
+        )));
+    }
+    Ok(())
+}
+
+/// A NumPy array (or scalar): booleans and integers as integers, floats as reals, other
+/// kinds element by element.
+fn write_array(out: &mut String, key: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = v.py();
+    let np = py.import("numpy")?;
+    let kind: String = v.getattr("dtype")?.getattr("kind")?.extract()?;
+    let shape: Vec<usize> = v.getattr("shape")?.extract()?;
+    let (is_int, dtype) = match kind.as_str() {
+        "b" | "i" | "u" => (true, "<i8"),
+        "f" => (false, "<f8"),
+        _ => return write_value(out, key, &v.call_method0("tolist")?),
+    };
+    let contiguous = np.call_method1("ascontiguousarray", (v, dtype))?;
+    let bytes = contiguous.call_method0("tobytes")?;
+    let bytes = bytes.cast::<PyBytes>()?.as_bytes();
+    let mut cells = bytes.chunks_exact(8).map(|c| {
+        let b: [u8; 8] = c.try_into().expect("chunks of 8 bytes");
+        b
+    });
+    write_nested(out, &shape, &mut || {
+        let b = cells
+            .next()
+            .expect("a C-contiguous array holds prod(shape) cells");
+        if is_int {
+            i64::from_le_bytes(b).to_string()
+        } else {
+            let mut s = String::new();
+            write_real(&mut s, f64::from_le_bytes(b));
+            s
+        }
+    });
+    Ok(())
+}
+
+fn write_nested(out: &mut String, shape: &[usize], next: &mut dyn FnMut() -> String) {
+    let Some((&n, rest)) = shape.split_first() else {
+        out.push_str(&next());
+        return;
+    };
+    out.push('[');
+    for i in 0..n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_nested(out, rest, next);
+    }
+    out.push(']');
+}
+
+/// A real in shortest round-trip form (`{:?}` keeps `1.0` a real and writes `1e300` short);
+/// non-finite values as the words the JSON loader reports as non-numbers.
+fn write_real(out: &mut String, x: f64) {
+    if x.is_finite() {
+        let _ = write!(out, "{x:?}");
+    } else if x.is_nan() {
+        out.push_str("NaN");
+    } else if x > 0.0 {
+        out.push_str("Infinity");
+    } else {
+        out.push_str("-Infinity");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The pipeline, as the CLI runs it
+
+/// Read the data text and check the model against it (no GIL needed).
+fn check_model(src: &Source, data_text: String) -> Result<TypedModel, Vec<Diagnostic>> {
+    let mut set = DataSet::default();
+    data::add_json_text(&mut set, DATA_NAME, data_text).map_err(|d| vec![d])?;
+    check::check_source(&src.text, &src.name, &src.dir, &set)
+}
+
+fn load(src: &Source, data_text: String) -> Result<(TypedModel, LogJoint), Failure> {
+    let typed = check_model(src, data_text)?;
+    let joint = graph::lower_model(&typed)?;
+    Ok((typed, joint))
+}
+
+/// An observer for fits called from Python: on the main thread it runs Python's signal
+/// handlers every [`SIGNAL_CHECK_EVERY`], holding the GIL only for that, and stops the fit
+/// when one raises (Ctrl-C → `KeyboardInterrupt`), keeping the error to raise afterwards.
+struct Signals {
+    enabled: bool,
+    last: Instant,
+    raised: Option<PyErr>,
+}
+
+impl Signals {
+    fn new(enabled: bool) -> Self {
+        Signals {
+            enabled,
+            last: Instant::now(),
+            raised: None,
+        }
+    }
+}
+
+impl Observer for Signals {
+    fn iteration(&mut self, _record: &IterRecord) -> bool {
+        if self.raised.is_some() {
+            return false;
+        }
+        if self.enabled && self.last.elapsed() >= SIGNAL_CHECK_EVERY {
+            self.last = Instant::now();
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                self.raised = Some(e);
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Whether this is Python's main thread (the only one signal handlers run on).
+fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
+    let threading = py.import("threading")?;
+    let current = threading.call_method0("current_thread")?;
+    let main = threading.call_method0("main_thread")?;
+    Ok(current.is(&main))
+}
+
+/// The run's options as `--method`/`--set` would give them: the CLI's own parsing.
+fn set_args(options: &[(String, String)]) -> Vec<String> {
+    options.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// One keyword argument as the text `--set key=value` would take.
+fn option_text(key: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if v.is_instance_of::<PyBool>() {
+        return Ok(if v.extract::<bool>()? { "true" } else { "false" }.to_string());
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(v.extract::<i64>()?.to_string());
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(format!("{:?}", v.extract::<f64>()?));
+    }
+    if v.is_instance_of::<PyString>() {
+        return v.extract::<String>();
+    }
+    if let Ok(blocks) = v.extract::<Vec<Vec<String>>>() {
+        let inner: Vec<String> = blocks.iter().map(|b| format!("[{}]", b.join(", "))).collect();
+        return Ok(format!("[{}]", inner.join(", ")));
+    }
+    Err(PyTypeError::new_err(format!(
+        "option `{key}` is a {}; options are numbers, strings, booleans or (for `blocks`) lists of lists of names",
+        type_name(v)
+    )))
+}
+
+fn options_list(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    if let Some(d) = options {
+        for (k, v) in d.iter() {
+            let key: String = k.extract()?;
+            let text = option_text(&key, &v)?;
+            out.push((key, text));
+        }
+    }
+    Ok(out)
+}
+
+fn run_info(src: &Source) -> RunInfo {
+    RunInfo {
+        model_file: src.name.clone(),
+        data_files: vec![DATA_NAME.to_string()],
+    }
+}
+
+/// One finished fit for Python: `fit.json`'s text, the column-major draws with their
+/// blocks, and the per-draw log densities.
+fn fit_value<'py>(py: Python<'py>, joint: &LogJoint, r: &FitReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("json", report::render_fit_json(r))?;
+    d.set_item("summary", report::render_summary(r))?;
+    d.set_item("columns", r.columns.clone())?;
+    d.set_item("n_draws", r.n_draws())?;
+    d.set_item("draws", PyBytes::new(py, &f64_bytes(r.draws.as_slice())))?;
+    let blocks: Vec<(String, Vec<usize>)> = joint
+        .params
+        .iter()
+        .chain(&joint.reported)
+        .map(|p| (p.name.clone(), dims(p.shape)))
+        .collect();
+    d.set_item("blocks", blocks)?;
+    d.set_item(
+        "params",
+        joint.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+    )?;
+    d.set_item("lp", PyBytes::new(py, &f64_bytes(&r.lp)))?;
+    d.set_item("log_p", PyBytes::new(py, &f64_bytes(&r.log_p)))?;
+    d.set_item("log_q", r.log_q.as_ref().map(|q| PyBytes::new(py, &f64_bytes(q))))?;
+    Ok(d)
+}
+
+fn dims(shape: Shape) -> Vec<usize> {
+    match shape {
+        Shape::Scalar => vec![],
+        Shape::Vector(n) => vec![n],
+        Shape::Matrix(r, c) => vec![r, c],
+    }
+}
+
+fn f64_bytes(x: &[f64]) -> Vec<u8> {
+    x.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Check that a model text parses (syntax errors raise `ModelError` at `Model(...)`).
+#[pyfunction]
+#[pyo3(signature = (source, name))]
+fn parse(py: Python<'_>, source: &str, name: &str) -> PyResult<()> {
+    mvi::syntax::parse_program(source, name)
+        .map(|_| ())
+        .map_err(|d| model_error(py, &[d]))
+}
+
+/// The layout `mvi check` prints, as a dict.
+#[pyfunction]
+#[pyo3(signature = (source, name, model_dir, data))]
+fn check_layout<'py>(
+    py: Python<'py>,
+    source: String,
+    name: String,
+    model_dir: Option<PathBuf>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let src = Source::new(source, name, model_dir);
+    let text = data_json(data)?;
+    let result = py.detach(|| load(&src, text).map(|(typed, _)| typed));
+    let typed = result.map_err(|f| failure_error(py, f))?;
+    layout_value(py, &typed)
+}
+
+fn layout_value<'py>(py: Python<'py>, m: &TypedModel) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("model", m.source.name())?;
+    let sizes = PyDict::new(py);
+    for (k, v) in &m.data.sizes {
+        sizes.set_item(k, v)?;
+    }
+    d.set_item("sizes", sizes)?;
+    let data = PyList::empty(py);
+    for decl in &m.data_decls {
+        let e = PyDict::new(py);
+        e.set_item("name", &decl.name)?;
+        e.set_item("type", decl.shape.to_string())?;
+        e.set_item("declared", &decl.declared)?;
+        e.set_item(
+            "value",
+            m.data.get(&decl.name).and_then(mvi::data::Value::as_scalar),
+        )?;
+        data.append(e)?;
+    }
+    d.set_item("data", data)?;
+    d.set_item("dim", m.dim)?;
+    let params = PyList::empty(py);
+    for p in &m.params {
+        let e = slot_value(py, p)?;
+        e.set_item("slice", (p.len > 0).then(|| (p.offset + 1, p.offset + p.len)))?;
+        params.append(e)?;
+    }
+    d.set_item("params", params)?;
+    d.set_item("hyper_dim", m.hyper_dim)?;
+    let hypers = PyList::empty(py);
+    for p in &m.hypers {
+        let e = slot_value(py, p)?;
+        e.set_item("init", p.init.clone())?;
+        hypers.append(e)?;
+    }
+    d.set_item("hypers", hypers)?;
+    d.set_item("method", run::method_name(&m.infer))?;
+    let options = PyDict::new(py);
+    for (k, v) in run::options_with_defaults(&m.infer) {
+        if k != "method" {
+            options.set_item(k, v)?;
+        }
+    }
+    d.set_item("options", options)?;
+    d.set_item("ignored", m.data.ignored.clone())?;
+    d.set_item("report", check::layout_report(m))?;
+    Ok(d)
+}
+
+fn slot_value<'py>(py: Python<'py>, p: &check::Slot) -> PyResult<Bound<'py, PyDict>> {
+    let e = PyDict::new(py);
+    e.set_item("name", &p.name)?;
+    e.set_item("type", p.shape.to_string())?;
+    e.set_item("declared", &p.declared)?;
+    let (lower, upper) = match p.transform {
+        Transform::Identity => (None, None),
+        Transform::Lower(a) => (Some(a), None),
+        Transform::Upper(b) => (None, Some(b)),
+        Transform::LowerUpper(a, b) => (Some(a), Some(b)),
+        // a constrained type (`simplex`, …) or bounds that are expressions: no constant bounds
+        Transform::Type(_) | Transform::Dependent => (None, None),
+    };
+    e.set_item("lower", lower)?;
+    e.set_item("upper", upper)?;
+    e.set_item("transform", p.transform.name())?;
+    e.set_item("size", p.len)?;
+    Ok(e)
+}
+
+/// Fit a model: `method` as `--method`, `options` as `--set key=value`.
+#[pyfunction]
+#[pyo3(signature = (source, name, model_dir, data, method=None, options=None))]
+fn fit<'py>(
+    py: Python<'py>,
+    source: String,
+    name: String,
+    model_dir: Option<PathBuf>,
+    data: &Bound<'py, PyAny>,
+    method: Option<String>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let src = Source::new(source, name, model_dir);
+    let text = data_json(data)?;
+    let set = set_args(&options_list(options)?);
+    let signals = Signals::new(on_main_thread(py)?);
+    let (result, signals) = py.detach(move || {
+        let mut signals = signals;
+        let result = (|| {
+            let (typed, joint) = load(&src, text)?;
+            let options: InferOptions = cli::run_options(&typed, method.as_deref(), &set)?;
+            let (_, report) = run::fit(&joint, &options, &run_info(&src), &mut signals)?;
+            Ok::<_, Failure>((joint, report))
+        })();
+        (result, signals)
+    });
+    if let Some(e) = signals.raised {
+        return Err(e);
+    }
+    let (joint, report) = result.map_err(|f| failure_error(py, f))?;
+    fit_value(py, &joint, &report)
+}
+
+/// Fit several methods as `mvi compare` does: returns `render_compare_json`'s text, the
+/// methods that failed with their diagnostics, and those a Ctrl-C left unrun.
+#[pyfunction]
+#[pyo3(signature = (source, name, model_dir, data, methods, options=None))]
+fn compare<'py>(
+    py: Python<'py>,
+    source: String,
+    name: String,
+    model_dir: Option<PathBuf>,
+    data: &Bound<'py, PyAny>,
+    methods: Vec<String>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let src = Source::new(source, name, model_dir);
+    let text = data_json(data)?;
+    let set = set_args(&options_list(options)?);
+    let signals = Signals::new(on_main_thread(py)?);
+    type Outcome = (Vec<FitReport>, Vec<(String, Diagnostic)>, Vec<String>);
+    let (result, signals) = py.detach(move || {
+        let mut signals = signals;
+        let result = (|| -> Result<Outcome, Failure> {
+            let (typed, joint) = load(&src, text)?;
+            let runs = cli::compare_options(&typed, &methods, &set)?;
+            let mut reports = Vec::new();
+            let mut failed = Vec::new();
+            let mut not_run = Vec::new();
+            for (i, (method, options)) in runs.iter().enumerate() {
+                if signals.raised.is_some() {
+                    not_run = runs[i..].iter().map(|(m, _)| m.clone()).collect();
+                    break;
+                }
+                match run::fit(&joint, options, &run_info(&src), &mut signals) {
+                    Ok((_, report)) => reports.push(report),
+                    Err(d) => failed.push((method.clone(), d)),
+                }
+            }
+            Ok((reports, failed, not_run))
+        })();
+        (result, signals)
+    });
+    if let Some(e) = signals.raised {
+        return Err(e);
+    }
+    let (reports, failed, not_run) = result.map_err(|f| failure_error(py, f))?;
+    if reports.is_empty() {
+        let diags: Vec<Diagnostic> = failed.into_iter().map(|(_, d)| d).collect();
+        return Err(model_error(py, &diags));
+    }
+    let d = PyDict::new(py);
+    d.set_item("json", report::render_compare_json(&reports))?;
+    d.set_item("table", report::render_compare(&reports))?;
+    let failed: Vec<(String, String)> = failed
+        .iter()
+        .map(|(m, d)| (m.clone(), d.render_plain(RENDER_WIDTH)))
+        .collect();
+    d.set_item("failed", failed)?;
+    d.set_item("not_run", not_run)?;
+    Ok(d)
+}
+
+/// The Rust extension of the `mvi` package.
+#[pymodule]
+fn _mvi(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The CLI's glibc allocator thresholds (see `run::tune_allocator`): without them a
+    // banana fit from Python took 12 % longer than `mvi run` (page faults of blocks mapped
+    // and unmapped again). They hold for the whole process: freed blocks up to 256 MiB stay
+    // in it for reuse. mallopt takes the arena lock, so other threads may already exist.
+    run::tune_allocator();
+    m.add("ModelError", m.py().get_type::<ModelError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add_function(wrap_pyfunction!(check_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
+    Ok(())
+}
