@@ -24,14 +24,24 @@ coordinates (benches/posteriordb/coords.py), and computes W1 against the referen
 from --shared (the reference is not copied into the repository). The seed changes both the
 method's randomness and which 100 draws are taken from q.
 
+The posteriors are the 12 of the shared folder's calibrated suite and the further ones of
+its `more/` (every folder of benches/posteriordb with a model.mvi; coords.py finds the
+reference in `--shared/P` or `--shared/more/P`).
+
 The table gives, per posterior and method, the mean ± sd of W1 over the seeds beside the
-README's calibration (calibration.json in --shared): the floor (100 reference draws against
+calibration (the shared README's calibration.json in --shared for its 12 posteriors, and
+benches/posteriordb/calibration_more.json, made by benches/posteriordb/calibrate.py in the
+same way, for the others): the floor (100 reference draws against
 the rest), a perfect Gaussian (the reference mean and covariance), the mean-field optimum
 and a point mass at the reference mean; and the median wall time of the fit itself
 (fit.json's wall_time_s: the method, without loading and writing). A second table gives the
 marginal checks on the unconstrained scale from q's own moments (fit.json's mean and
 covariance for Gaussian q; the draws' moments for split_mf and pmfvb, which have no single
 Gaussian): the largest |mean error| in reference sds and the range of sd ratios q/reference.
+A third table checks issue 17's target where laplace and mvi_lr both ran: the better of the
+two has every marginal mean within 0.3 reference sd and every sd ratio in [0.7, 1.3], and,
+where the posterior is near-Gaussian (every coordinate's reference |skewness| ≤ 0.5, from
+reference.json), a W1 within the perfect Gaussian's mean + 2 sd.
 
 NumPyro's autoguides on the same posteriors (`--peers`, or methods `numpyro_laplace`,
 `numpyro_lowrank`, `numpyro_diag`, and `numpyro_lowrank_map`, `numpyro_diag_map` started at NumPyro's MAP) run in this process from benches/peers/numpyro_posteriordb.py:
@@ -220,11 +230,45 @@ def print_tables(cells, calib, methods):
             else:
                 row.append(f"{cell['max_abs_z']:.2f}; {cell['sd_ratio_min']:.2f}–{cell['sd_ratio_max']:.2f}")
         print("| " + " | ".join(row) + " |")
+    print_targets(by, names, calib)
     failed = [c for c in cells if c.get("error")]
     if failed:
         print("\nFailures:")
         for c in failed:
             print(f"  {c['posterior']} {c['method']}: {c['error']}")
+
+
+def near_gaussian(posterior):
+    """Every coordinate's reference |skewness| ≤ 0.5 (reference.json), and the largest."""
+    with open(os.path.join(PDB, posterior, "reference.json")) as f:
+        skew = max(abs(x) for x in json.load(f)["skewness"])
+    return skew <= 0.5, skew
+
+
+def print_targets(by, names, calib):
+    """Issue 17's target per posterior, for the better of laplace and mvi_lr (module doc)."""
+    rows = []
+    for p in names:
+        cells = [by.get((p, m)) for m in ("laplace", "mvi_lr")]
+        if any(c is None or "max_abs_z" not in c for c in cells):
+            continue
+        gauss = calib[p]["gauss"]
+        bound = gauss["mean"] + 2 * gauss["sd"]
+        near, skew = near_gaussian(p)
+        verdicts = []
+        for m, c in zip(("laplace", "mvi_lr"), cells):
+            marg = c["max_abs_z"] <= 0.3 and c["sd_ratio_min"] >= 0.7 and c["sd_ratio_max"] <= 1.3
+            w = statistics.fmean(c["w1"]) <= bound
+            verdicts.append((m, marg, w, marg and (w or not near)))
+        best = next((m for m, *_, ok in verdicts if ok), None)
+        flags = "; ".join(f"{m}: marginals {'ok' if a else 'no'}, W1 {'ok' if b else 'no'}" for m, a, b, _ in verdicts)
+        rows.append(f"| {p} | {'yes' if near else 'no'} ({skew:.2f}) | {bound:.3g} | {flags} | {best or 'NOT MET'} |")
+    if not rows:
+        return
+    print("\n### Target: the better of laplace / mvi_lr within 0.3 sd, sd ratio 0.7–1.3, W1 ≤ Gaussian + 2 sd where near-Gaussian\n")
+    print("| posterior | near-Gaussian (max \\|skew\\|) | Gaussian + 2 sd | checks | met by |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
 
 
 def main():
@@ -249,10 +293,12 @@ def main():
     methods = args.methods.split(",") + (PEERS if args.peers else [])
     with open(os.path.join(args.shared, "calibration.json")) as f:
         calib = json.load(f)["posteriors"]
+    with open(os.path.join(PDB, "calibration_more.json")) as f:
+        calib.update(json.load(f)["posteriors"])
 
     cells = []
     for p in names:
-        info, ref = coords.reference_draws(os.path.join(args.shared, p))
+        info, ref = coords.reference_draws(coords.shared_folder(args.shared, p))
         for m in methods:
             t0 = time.perf_counter()
             cell = run_cell(p, m, info, ref, args)
