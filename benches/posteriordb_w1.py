@@ -6,6 +6,7 @@
   $PY benches/posteriordb_w1.py                                # every posterior x method, 5 seeds
   $PY benches/posteriordb_w1.py --posteriors sblrc-blr,arK-arK --methods laplace,vi_diag --reps 3
   $PY benches/posteriordb_w1.py --json benches/peers/out/posteriordb_w1.json
+  $PY benches/posteriordb_w1.py --tables-from benches/peers/out/posteriordb_w1.json   # print again
   $PY benches/posteriordb_w1.py --methods laplace,mvi_lr --peers     # with NumPyro's autoguides
 
 The protocol is the Pathfinder paper's (Zhang et al., JMLR 2022), as the shared posteriordb
@@ -285,16 +286,19 @@ def main():
                     help="extra --set options for every fit (e.g. samples=500)")
     ap.add_argument("--no-build", action="store_true", help="skip `cargo build --release`")
     ap.add_argument("--json", help="also write every score to this file")
+    ap.add_argument("--tables-from", metavar="JSON",
+                    help="print the tables of an earlier run's --json file instead of running")
     args = ap.parse_args()
 
+    if args.tables_from:
+        with open(args.tables_from) as f:
+            saved = json.load(f)
+        print_tables(saved["cells"], calibration(args.shared), saved["methods"])
+        return
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     names = posteriors() if args.posteriors == "all" else args.posteriors.split(",")
     methods = args.methods.split(",") + (PEERS if args.peers else [])
-    with open(os.path.join(args.shared, "calibration.json")) as f:
-        calib = json.load(f)["posteriors"]
-    with open(os.path.join(PDB, "calibration_more.json")) as f:
-        calib.update(json.load(f)["posteriors"])
 
     cells = []
     for p in names:
@@ -305,12 +309,21 @@ def main():
             cells.append(cell)
             status = cell.get("error") or fmt(*spread(cell["w1"]))
             print(f"{p:45s} {m:9s} {status}  [{time.perf_counter() - t0:.1f} s]", file=sys.stderr, flush=True)
-    print_tables(cells, calib, methods)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump({"protocol": "W1, 100 draws, unconstrained scale, exact (ot.emd2)",
-                       "reps": args.reps, "set": args.set, "cells": cells}, f, indent=1)
+                       "reps": args.reps, "set": args.set, "methods": methods, "cells": cells}, f, indent=1)
+    print_tables(cells, calibration(args.shared), methods)
+
+
+def calibration(shared):
+    """The W1 calibration of every posterior: the shared suite's and calibration_more.json."""
+    with open(os.path.join(shared, "calibration.json")) as f:
+        calib = json.load(f)["posteriors"]
+    with open(os.path.join(PDB, "calibration_more.json")) as f:
+        calib.update(json.load(f)["posteriors"])
+    return calib
 
 
 if __name__ == "__main__":
