@@ -41,8 +41,10 @@ covariance for Gaussian q; the draws' moments for split_mf and pmfvb, which have
 Gaussian): the largest |mean error| in reference sds and the range of sd ratios q/reference.
 A third table checks issue 17's target where laplace and mvi_lr both ran: the better of the
 two has every marginal mean within 0.3 reference sd and every sd ratio in [0.7, 1.3], and,
-where the posterior is near-Gaussian (every coordinate's reference |skewness| ≤ 0.5, from
-reference.json), a W1 within the perfect Gaussian's mean + 2 sd.
+where the posterior is near-Gaussian, a W1 within the perfect Gaussian's mean + 2 sd.
+Near-Gaussian means that the metric cannot tell a perfect Gaussian from the reference: the
+calibration's Gaussian score is within the floor's mean + 2 sd (the table also shows the
+largest |skewness| of a coordinate, from reference.json).
 
 NumPyro's autoguides on the same posteriors (`--peers`, or methods `numpyro_laplace`,
 `numpyro_lowrank`, `numpyro_diag`, and `numpyro_lowrank_map`, `numpyro_diag_map` started at NumPyro's MAP) run in this process from benches/peers/numpyro_posteriordb.py:
@@ -239,11 +241,13 @@ def print_tables(cells, calib, methods):
             print(f"  {c['posterior']} {c['method']}: {c['error']}")
 
 
-def near_gaussian(posterior):
-    """Every coordinate's reference |skewness| ≤ 0.5 (reference.json), and the largest."""
+def near_gaussian(posterior, calib):
+    """Whether a perfect Gaussian scores within the floor's mean + 2 sd, and the largest
+    |skewness| of a coordinate (reference.json)."""
     with open(os.path.join(PDB, posterior, "reference.json")) as f:
         skew = max(abs(x) for x in json.load(f)["skewness"])
-    return skew <= 0.5, skew
+    floor, gauss = calib["floor"], calib["gauss"]
+    return gauss["mean"] <= floor["mean"] + 2 * floor["sd"], skew
 
 
 def print_targets(by, names, calib):
@@ -255,7 +259,7 @@ def print_targets(by, names, calib):
             continue
         gauss = calib[p]["gauss"]
         bound = gauss["mean"] + 2 * gauss["sd"]
-        near, skew = near_gaussian(p)
+        near, skew = near_gaussian(p, calib[p])
         verdicts = []
         for m, c in zip(("laplace", "mvi_lr"), cells):
             marg = c["max_abs_z"] <= 0.3 and c["sd_ratio_min"] >= 0.7 and c["sd_ratio_max"] <= 1.3
@@ -267,7 +271,7 @@ def print_targets(by, names, calib):
     if not rows:
         return
     print("\n### Target: the better of laplace / mvi_lr within 0.3 sd, sd ratio 0.7–1.3, W1 ≤ Gaussian + 2 sd where near-Gaussian\n")
-    print("| posterior | near-Gaussian (max \\|skew\\|) | Gaussian + 2 sd | checks | met by |")
+    print("| posterior | near-Gaussian (max \\|skewness\\|) | Gaussian + 2 sd | checks | met by |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
 
