@@ -31,8 +31,12 @@ fn root() -> &'static Path {
 /// Fit `examples/<stem>.mvi` on `examples/data/<stem>.json` as written.
 fn fit_example(stem: &str) -> FitReport {
     let model = root().join(format!("examples/{stem}.mvi"));
-    let data = root().join(format!("examples/data/{stem}.json")).display().to_string();
-    let render = |ds: &[mvi::diagnostic::Diagnostic]| -> String { ds.iter().map(|d| d.render_plain(100)).collect() };
+    let data = root()
+        .join(format!("examples/data/{stem}.json"))
+        .display()
+        .to_string();
+    let render =
+        |ds: &[mvi::diagnostic::Diagnostic]| -> String { ds.iter().map(|d| d.render_plain(100)).collect() };
     let typed = check::load_model(&model, &[data]).unwrap_or_else(|ds| panic!("{stem}: {}", render(&ds)));
     let joint = graph::lower_model(&typed).unwrap_or_else(|d| panic!("{stem}: {}", render(&[d])));
     let options = check::infer_options(&typed, &[]).unwrap_or_else(|d| panic!("{stem}: {}", render(&[d])));
@@ -83,12 +87,18 @@ fn assert_recovers(stem: &str, report: &FitReport, pairs: &[(String, f64)]) {
             bad.push(format!("{name}: mean {m:.4} ± {s:.4}, truth {t}, z = {z:+.2}"));
         }
     }
-    assert!(bad.is_empty(), "{stem}: truth not recovered:\n  {}", bad.join("\n  "));
+    assert!(
+        bad.is_empty(),
+        "{stem}: truth not recovered:\n  {}",
+        bad.join("\n  ")
+    );
 }
 
 /// `name.1 … name.n` paired with the truth file's vector `key`.
 fn vector(v: &Value, name: &str, key: &str, n: usize) -> Vec<(String, f64)> {
-    (0..n).map(|i| (format!("{name}.{}", i + 1), num(v, key, &[i]))).collect()
+    (0..n)
+        .map(|i| (format!("{name}.{}", i + 1), num(v, key, &[i])))
+        .collect()
 }
 
 #[test]
