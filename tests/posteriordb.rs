@@ -225,8 +225,8 @@ fn laplace_tol(posterior: &str) -> Option<Tol> {
         | "mesquite-logmesquite"
         | "mesquite-mesquite"
         | "mesquite-logmesquite_logvash" => Some(tol(1.0, 0.85)),
-        // skewed coordinates (hmm_drive_0: log(lambda[2] - lambda[1]), skewness -2.2): the mode's curvature is narrower
-        // than the marginal spread
+        // skewed coordinates (hmm_drive_0: log(lambda[2] - lambda[1]), skewness -2.2): the
+        // mode's curvature is narrower than the marginal spread
         "bball_drive_event_0-hmm_drive_0" | "bball_drive_event_1-hmm_drive_1" => Some(tol(0.4, 0.75)),
         // N = 100, p = 5: log sigma's shift ≈ 0.35 sd
         "sblrc-blr" | "sblri-blr" => Some(tol(0.5, 0.9)),
