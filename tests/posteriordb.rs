@@ -46,8 +46,9 @@
 //! ```
 //!
 //! - **hmm_drive_0/1** are fitted with the model's `restarts = 20` (the search from 0 stops
-//!   at a local mode 60 nats below the one NUTS explores). hmm_drive_0's log rates are
-//!   skewed (up to 2.2), so Laplace's sds are allowed down to 0.75 of the reference.
+//!   at a local mode 60 nats below the one NUTS explores). hmm_drive_0's coordinate
+//!   log(lambda[2] − lambda[1]) is skewed (−2.2), so Laplace's sds are allowed down to 0.75
+//!   of the reference.
 //! - **gp_pois_regr** has no Gaussian that meets `VI`: log rho, log alpha and f_tilde[1]
 //!   are bent around one another (f[1] ≈ alpha f_tilde[1]), and the KL(q‖p)-optimal
 //!   Gaussian (vi_full, mvi_lr with rank 13) has their sds at 0.4–0.5 of the reference,
