@@ -1,4 +1,4 @@
-//! Accuracy against gold-standard posteriors: the 12 posteriordb posteriors of
+//! Accuracy against gold-standard posteriors: the 34 posteriordb posteriors of
 //! `benches/posteriordb/` (Stan models translated to `.mvi`, posteriordb's data unchanged)
 //! are parsed, checked, lowered and fitted through `run::fit`, and the fitted q is compared
 //! on Stan's unconstrained scale with the moments of posteriordb's 10 000 NUTS reference
@@ -34,6 +34,26 @@
 //!   Cholesky factor plus a rank-1 update (its own test says what it must achieve);
 //!   vi_full is, with log tau allowed a wider band (its KL(q‖p)-optimal Gaussian is
 //!   narrower than the skewed marginal: sd ratio about 0.65).
+//!
+//! The 22 further posteriors (the shared extract's `more/`, issue 17) are checked the same
+//! way, with the cost split to keep the default suite cheap: Laplace on the 19 regressions
+//! runs by default (`more_regressions_laplace_matches_the_reference`, about a second), and
+//! the VI methods on them, the two hidden-Markov models and the Gaussian process are
+//! `#[ignore]`d (a minute or more in the test profile):
+//!
+//! ```sh
+//! cargo test --release --test posteriordb -- --ignored
+//! ```
+//!
+//! - **hmm_drive_0/1** are fitted with the model's `restarts = 20` (the search from 0 stops
+//!   at a local mode 60 nats below the one NUTS explores). hmm_drive_0's coordinate
+//!   log(lambda[2] − lambda[1]) is skewed (−2.2), so Laplace's sds are allowed down to 0.75
+//!   of the reference.
+//! - **gp_pois_regr** has no Gaussian that meets `VI`: log rho, log alpha and f_tilde[1]
+//!   are bent around one another (f[1] ≈ alpha f_tilde[1]), and the KL(q‖p)-optimal
+//!   Gaussian (vi_full, mvi_lr with rank 13) has their sds at 0.4–0.5 of the reference,
+//!   while Laplace's mode is 1.3 sds from the mean in log alpha. Its test states what the
+//!   Gaussian optimum does reach.
 //!
 //! `vi_diag` on kilpisjarvi (alpha and beta correlated with |ρ| = 0.99999) documents the
 //! known mean-field variance collapse: its marginal sds of alpha and beta are far *below*
@@ -200,8 +220,15 @@ fn laplace_tol(posterior: &str) -> Option<Tol> {
     match posterior {
         // hierarchical, skewed log tau: no coordinate-wise comparison (module doc)
         "eight_schools-eight_schools_noncentered" => None,
-        // N = 46, p = 7, flat priors: log sigma's shift ≈ 0.75 sd, sds ≈ √(39/45) ≈ 0.93 low
-        "mesquite-logmesquite_logvas" => Some(tol(1.0, 0.85)),
+        // N = 46, p = 7 (or 6), flat priors: log sigma's shift ≈ 0.75 (0.65) sd, sds ≈ √(39/45)
+        // ≈ 0.93 low
+        "mesquite-logmesquite_logvas"
+        | "mesquite-logmesquite"
+        | "mesquite-mesquite"
+        | "mesquite-logmesquite_logvash" => Some(tol(1.0, 0.85)),
+        // skewed coordinates (hmm_drive_0: log(lambda[2] - lambda[1]), skewness -2.2): the
+        // mode's curvature is narrower than the marginal spread
+        "bball_drive_event_0-hmm_drive_0" | "bball_drive_event_1-hmm_drive_1" => Some(tol(0.4, 0.75)),
         // N = 100, p = 5: log sigma's shift ≈ 0.35 sd
         "sblrc-blr" | "sblri-blr" => Some(tol(0.5, 0.9)),
         // N = 62, p = 2 with an informative prior on beta: log sigma's shift ≈ 0.2 sd, which
@@ -242,8 +269,9 @@ fn vi_methods(posterior: &str, dim: usize) -> Vec<&'static str> {
     methods
 }
 
-/// The whole check of one posterior: layout, laplace, mvi_lr, vi_full.
-fn check_posterior(posterior: &str) {
+/// The model, its lowering and the reference, after checking that mvi's coordinates are
+/// Stan's.
+fn load_checked(posterior: &str) -> (TypedModel, LogJoint, Reference) {
     let (typed, joint) = load(posterior);
     let r = reference(posterior);
     let names: Vec<String> = joint.params.iter().flat_map(stan_names).collect();
@@ -252,15 +280,30 @@ fn check_posterior(posterior: &str) {
         r.cov.iter().all(|c| c.is_finite()),
         "{posterior}: reference covariance"
     );
+    (typed, joint, r)
+}
 
+/// Laplace within `laplace_tol` (where it is compared).
+fn check_laplace(posterior: &str, typed: &TypedModel, joint: &LogJoint, r: &Reference) {
     if let Some(tol) = laplace_tol(posterior) {
-        let post = fit(&typed, &joint, "laplace");
-        assert_within(posterior, "laplace", &post, &r, tol, &[]);
+        let post = fit(typed, joint, "laplace");
+        assert_within(posterior, "laplace", &post, r, tol, &[]);
     }
+}
+
+/// The whole check of one posterior: layout, laplace, mvi_lr, vi_full.
+fn check_posterior(posterior: &str) {
+    let (typed, joint, r) = load_checked(posterior);
+    check_laplace(posterior, &typed, &joint, &r);
+    check_vi(posterior, &typed, &joint, &r);
+}
+
+/// mvi_lr and vi_full (`vi_methods`) within `VI`, with `vi_exempt`'s exceptions.
+fn check_vi(posterior: &str, typed: &TypedModel, joint: &LogJoint, r: &Reference) {
     let (exempt, wide) = vi_exempt(posterior);
     for m in vi_methods(posterior, typed.dim) {
-        let post = fit(&typed, &joint, m);
-        assert_within(posterior, m, &post, &r, VI, exempt);
+        let post = fit(typed, joint, m);
+        assert_within(posterior, m, &post, r, VI, exempt);
         if !exempt.is_empty() {
             let only: Vec<&str> = r
                 .names
@@ -268,7 +311,7 @@ fn check_posterior(posterior: &str) {
                 .map(String::as_str)
                 .filter(|n| !exempt.contains(n))
                 .collect();
-            assert_within(posterior, m, &post, &r, wide, &only);
+            assert_within(posterior, m, &post, r, wide, &only);
         }
     }
 }
@@ -367,6 +410,97 @@ fn ark_matches_the_reference() {
 #[test]
 fn diamonds_matches_the_reference() {
     check_posterior("diamonds-diamonds");
+}
+
+/// The 19 regressions of the shared extract's `more/` (issue 17): earnings, kidiq, mesquite
+/// and nes variants, in the style of the suite's own.
+const MORE_REGRESSIONS: [&str; 19] = [
+    "earnings-earn_height",
+    "earnings-logearn_height",
+    "earnings-logearn_height_male",
+    "earnings-logearn_interaction",
+    "earnings-logearn_logheight_male",
+    "kidiq-kidscore_momhs",
+    "kidiq_with_mom_work-kidscore_interaction_c",
+    "kidiq_with_mom_work-kidscore_interaction_c2",
+    "kidiq_with_mom_work-kidscore_mom_work",
+    "mesquite-logmesquite",
+    "mesquite-logmesquite_logvash",
+    "mesquite-logmesquite_logvolume",
+    "mesquite-mesquite",
+    "nes1972-nes",
+    "nes1976-nes",
+    "nes1984-nes",
+    "nes1988-nes",
+    "nes1992-nes",
+    "nes1996-nes",
+];
+
+#[test]
+fn more_regressions_laplace_matches_the_reference() {
+    for posterior in MORE_REGRESSIONS {
+        let (typed, joint, r) = load_checked(posterior);
+        check_laplace(posterior, &typed, &joint, &r);
+    }
+}
+
+/// `cargo test --release --test posteriordb -- --ignored more_regressions_vi`
+#[test]
+#[ignore = "mvi_lr and vi_full on 19 posteriors: about 20 s in release"]
+fn more_regressions_vi_matches_the_reference() {
+    for posterior in MORE_REGRESSIONS {
+        let (typed, joint, r) = load_checked(posterior);
+        check_vi(posterior, &typed, &joint, &r);
+    }
+}
+
+/// `cargo test --release --test posteriordb -- --ignored hmm_drive_0`
+#[test]
+#[ignore = "a forward recursion over 416 steps with 20 restarts: about 20 s in release"]
+fn hmm_drive_0_matches_the_reference() {
+    check_posterior("bball_drive_event_0-hmm_drive_0");
+}
+
+/// `cargo test --release --test posteriordb -- --ignored hmm_drive_1`
+#[test]
+#[ignore = "a forward recursion over 416 steps with 20 restarts: about 25 s in release"]
+fn hmm_drive_1_matches_the_reference() {
+    check_posterior("bball_drive_event_1-hmm_drive_1");
+}
+
+/// gp_pois_regr (module doc): no Gaussian meets `VI`. What the KL(q‖p)-optimal Gaussian
+/// (vi_full) does reach: every mean within `VI`'s 0.2 sd, the sds of f_tilde[2..11] within
+/// [0.75, 1.10] of the reference, and those of log rho, log alpha and f_tilde[1], the
+/// coordinates bent around one another, between 0.3 and 0.6 (under-dispersed, as KL(q‖p)
+/// is along a curved ridge; 0.39–0.45 measured). Laplace's mean of log alpha is 1.3 sds
+/// off (the mode of a skewed joint), and the test checks that it is more than 0.6.
+///
+/// `cargo test --release --test posteriordb -- --ignored gp_pois_regr`
+#[test]
+#[ignore = "vi_full on a 13-dimensional latent GP: a few seconds in release"]
+fn gp_pois_regr_gaussian_optimum_under_disperses_along_the_ridge() {
+    let posterior = "gp_pois_regr-gp_pois_regr";
+    let (typed, joint, r) = load_checked(posterior);
+    let bent = ["rho", "alpha", "f_tilde[1]"];
+    let post = fit(&typed, &joint, "vi_full");
+    for ((z, ratio), name) in marginals(&post, &r).into_iter().zip(&r.names) {
+        assert!(z.abs() <= VI.mean_sd, "{name}: vi_full's mean is {z:+.3} sd off");
+        let (lo, hi) = if bent.contains(&name.as_str()) {
+            (0.3, 0.6)
+        } else {
+            (0.75, VI.sd_hi)
+        };
+        assert!(
+            (lo..=hi).contains(&ratio),
+            "{name}: vi_full's sd ratio {ratio:.3} outside [{lo}, {hi}]"
+        );
+    }
+    let laplace = fit(&typed, &joint, "laplace");
+    let (z_alpha, _) = marginals(&laplace, &r)[1];
+    assert!(
+        z_alpha > 0.6,
+        "log alpha: Laplace's mode is expected well above the mean, got {z_alpha:+.3} sd"
+    );
 }
 
 #[test]

@@ -10,8 +10,21 @@ unconstrained coordinates in Stan's order, each with a transform:
   log_upper  upper=b  log(b - x)
   logit      a, b     logit((x - a) / (b - a))
 
-and, for eight schools' theta_trans[j], a `derive` rule: the reference holds the transformed
-parameter theta[j], and theta_trans[j] = (theta[j] - mu) / tau.
+and a `derive` rule where the reference holds a constrained or transformed value rather
+than the coordinate itself (the rule computes the coordinate, on the unconstrained scale):
+
+  affine_inverse       eight schools' theta_trans[j] = (theta[j] - mu) / tau
+  simplex              Stan's stick-breaking coordinate k of simplex[K] x:
+                       logit(x[k] / (1 - x[1] - ... - x[k-1])) - log(1 / (K - k))
+  positive_ordered     log x[1] for k = 1, log(x[k] - x[k-1]) after
+  ordered              x[1] for k = 1, log(x[k] - x[k-1]) after
+  gp_exp_quad_whiten   gp_pois_regr's f_tilde = L^-1 f, L the Cholesky factor of
+                       gp_exp_quad_cov(x, alpha, rho) + jitter I
+
+The 12 posteriors of the calibrated suite take their info.json from the shared folder; the
+further ones (shared `more/`) take it from there where posteriordb's parameters are plain
+reals and vectors, and otherwise from this folder's `<posterior>/coordinates.json`, in the
+same format, written from the Stan model (the hmm_drive and gp_pois_regr posteriors).
 
 mvi's draws.csv names entries as CmdStan does (`beta.1`); Stan's reference names them
 `beta[1]`. `mvi_name` maps one to the other.
@@ -24,9 +37,24 @@ import re
 import numpy as np
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def shared_folder(shared, posterior):
+    """The posterior's folder in the shared posteriordb extract: `shared/P` or `shared/more/P`."""
+    for folder in (os.path.join(shared, posterior), os.path.join(shared, "more", posterior)):
+        if os.path.isfile(os.path.join(folder, "reference.csv")):
+            return folder
+    raise FileNotFoundError(f"no reference.csv for {posterior} under {shared} or {shared}/more")
+
+
 def load_info(folder):
-    """The posterior's info.json as a dict."""
-    with open(os.path.join(folder, "info.json")) as f:
+    """The posterior's info.json as a dict: the shared folder's, else this folder's
+    `<posterior>/coordinates.json` (see the module doc)."""
+    path = os.path.join(folder, "info.json")
+    if not os.path.isfile(path):
+        path = os.path.join(HERE, os.path.basename(os.path.normpath(folder)), "coordinates.json")
+    with open(path) as f:
         return json.load(f)
 
 
@@ -79,16 +107,41 @@ def unconstrained_draws(info, columns, rename=lambda n: n):
         if name in columns:
             x = columns[name]
         elif "derive" in coord:
-            rule = coord["derive"]
-            if rule["kind"] != "affine_inverse":
-                raise ValueError(f"unknown derive rule {rule['kind']!r}")
-            x = (columns[rename(rule["value"])] - columns[rename(rule["loc"])]) / columns[
-                rename(rule["scale"])
-            ]
+            x = derive(coord["derive"], columns, rename)
         else:
             raise KeyError(f"no column for coordinate {coord['name']!r} ({name!r})")
         out.append(unconstrain(np.asarray(x, dtype=float), coord["transform"]))
     return np.column_stack(out)
+
+
+def derive(rule, columns, rename):
+    """One coordinate computed from other columns by a `derive` rule (module doc)."""
+    kind = rule["kind"]
+    if kind == "affine_inverse":
+        return (columns[rename(rule["value"])] - columns[rename(rule["loc"])]) / columns[
+            rename(rule["scale"])
+        ]
+    if kind in ("simplex", "positive_ordered", "ordered"):
+        k, size = rule["index"], rule["size"]
+        x = [np.asarray(columns[rename(f"{rule['value']}[{i}]")], dtype=float) for i in range(1, size + 1)]
+        if kind == "simplex":
+            rest = 1.0 - sum(x[: k - 1]) if k > 1 else np.ones_like(x[0])
+            z = x[k - 1] / rest
+            return np.log(z) - np.log1p(-z) - np.log(1.0 / (size - k))
+        if k > 1:
+            return np.log(x[k - 1] - x[k - 2])
+        return np.log(x[0]) if kind == "positive_ordered" else x[0]
+    if kind == "gp_exp_quad_whiten":
+        xs = np.asarray(rule["x"], dtype=float)
+        alpha = np.asarray(columns[rename(rule["alpha"])], dtype=float)
+        rho = np.asarray(columns[rename(rule["rho"])], dtype=float)
+        f = np.column_stack([columns[rename(f"{rule['value']}[{i}]")] for i in range(1, len(xs) + 1)])
+        d2 = (xs[:, None] - xs[None, :]) ** 2
+        cov = alpha[:, None, None] ** 2 * np.exp(-0.5 * d2[None] / rho[:, None, None] ** 2)
+        cov += rule["jitter"] * np.eye(len(xs))
+        chol = np.linalg.cholesky(cov)
+        return np.linalg.solve(chol, f[:, :, None])[:, rule["index"] - 1, 0]
+    raise ValueError(f"unknown derive rule {kind!r}")
 
 
 def reference_draws(folder):

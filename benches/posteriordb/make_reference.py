@@ -4,9 +4,10 @@
   benches/peers/.venv-peers/bin/python benches/posteriordb/make_reference.py \
       [--shared /work/shared/posteriordb]
 
-For every posterior folder under --shared (default ../shared/posteriordb relative to the
-repository root), reads reference.csv (10 000 NUTS draws, constrained scale) and info.json
-(Stan's transforms, see coords.py), maps the draws to Stan's unconstrained coordinates and
+For every posterior folder here with a model.mvi, reads from --shared (default
+../shared/posteriordb relative to the repository root; the folder `P` or `more/P`)
+reference.csv (10 000 NUTS draws, constrained scale) and info.json (Stan's transforms, see
+coords.py; for hmm_drive and gp_pois_regr this folder's coordinates.json instead), maps the draws to Stan's unconstrained coordinates and
 writes the summary that tests/posteriordb.rs compares mvi's fits with:
 
   names       the unconstrained coordinates in Stan's order (`sigma` meaning log sigma,
@@ -76,7 +77,7 @@ def main():
         d for d in os.listdir(HERE) if os.path.isfile(os.path.join(HERE, d, "model.mvi"))
     )
     for name in names:
-        info, draws = coords.reference_draws(os.path.join(args.shared, name))
+        info, draws = coords.reference_draws(coords.shared_folder(args.shared, name))
         out = summary(info, draws)
         write(os.path.join(HERE, name, "reference.json"), out)
         print(f"{name}: D = {draws.shape[1]}, {draws.shape[0]} draws")
