@@ -279,3 +279,27 @@ fn a_cholesky_corr_posterior_mode_matches_an_independent_one_dimensional_search(
         "laplace mode ρ = {rho}, search {expected}"
     );
 }
+
+#[test]
+fn a_hyper_whose_initial_value_is_not_of_its_type_or_outside_its_bounds_is_a_diagnostic() {
+    let cases = [
+        (
+            "hyper {\n  P: simplex[3] = [0.5, 0.5, 0.5]\n}\n",
+            "is not a valid `simplex`",
+        ),
+        (
+            "hyper {\n  lo: real = 0.0\n  hi: real<lower=lo> = -1.0\n}\n",
+            "outside its bounds",
+        ),
+    ];
+    for (hyper, want) in cases {
+        let src = format!("{hyper}param {{\n  x: real\n}}\nmodel {{\n  x ~ normal(0, 1)\n}}\n");
+        let mut set = DataSet::default();
+        add_json_text(&mut set, "data.json", "{}".into()).unwrap();
+        let typed = check_source(&src, "model.mvi", root(), &set)
+            .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
+        let d = graph::lower_model(&typed).expect_err("the initial value is invalid");
+        assert!(d.message.contains(want), "{}", d.render_plain(100));
+        assert!(!d.labels.is_empty() && d.help.is_some());
+    }
+}
