@@ -283,11 +283,24 @@ fn stmts(ss: &[TStmt], depth: usize, out: &mut String) {
                     stage(value)
                 );
             }
-            TStmt::Tilde { lhs, dist, args } => {
+            TStmt::Tilde {
+                lhs,
+                dist,
+                args,
+                trunc,
+            } => {
                 let a: Vec<String> = args.iter().map(|x| format!("{}: {}", expr(x), x.shape)).collect();
+                let t = match trunc {
+                    Some((l, u)) => format!(
+                        " T[{}, {}]",
+                        l.as_ref().map(expr).unwrap_or_default(),
+                        u.as_ref().map(expr).unwrap_or_default()
+                    ),
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     out,
-                    "{ind}{}: {} ~ {dist}({})",
+                    "{ind}{}: {} ~ {dist}({}){t}",
                     expr(lhs),
                     lhs.shape,
                     a.join(", ")

@@ -19,6 +19,7 @@
 mod calls;
 mod exprs;
 mod slots;
+mod stan_fns;
 mod stmts;
 
 use std::collections::HashMap;

@@ -219,6 +219,17 @@ pub struct Let {
     pub span: Span,
 }
 
+/// Stan's truncation `T[L, U]` of a `~` statement: the density renormalised to [L, U].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Truncation {
+    /// The lower bound L, if given.
+    pub lower: Option<Expr>,
+    /// The upper bound U, if given.
+    pub upper: Option<Expr>,
+    /// `T[L, U]`.
+    pub span: Span,
+}
+
 /// A statement in `model`, `predict` or a function body.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stmt {
@@ -243,6 +254,8 @@ pub enum Stmt {
         dist: Ident,
         /// Its arguments.
         args: Vec<Expr>,
+        /// `T[L, U]` after the distribution, when present.
+        trunc: Option<Truncation>,
         /// The whole statement.
         span: Span,
     },

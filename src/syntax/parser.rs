@@ -359,10 +359,12 @@ fn build_lvalue_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
             return Err(Error::BarInTilde { span: span_of(&bar) });
         }
         let args = call_args(&call)?;
+        let trunc = child(&pair, Rule::truncation).map(build_truncation).transpose()?;
         return Ok(Stmt::Tilde {
             lhs: target,
             dist,
             args,
+            trunc,
             span,
         });
     }
@@ -378,6 +380,19 @@ fn build_lvalue_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
         op,
         value: build_expr(must(&pair, Rule::expr))?,
         span,
+    })
+}
+
+fn build_truncation(pair: Pair<'_, Rule>) -> Result<Truncation, Error> {
+    let bound = |rule| {
+        child(&pair, rule)
+            .map(|b| build_expr(must(&b, Rule::nexpr)))
+            .transpose()
+    };
+    Ok(Truncation {
+        lower: bound(Rule::trunc_lower)?,
+        upper: bound(Rule::trunc_upper)?,
+        span: span_of(&pair),
     })
 }
 
