@@ -352,6 +352,28 @@ fn normalised_priors_on_constrained_types_integrate_to_one_over_the_free_coordin
             72,
         ),
     ];
+    let ordered: [(&str, Vec<(f64, f64)>, usize); 2] = [
+        // Π N(xᵢ | 0, 1) over x₁ < x₂ has mass 1/2, and so has Π Exp(xᵢ | 1) over 0 < x₁ < x₂
+        (
+            "mu: ordered[2]\n}\nmodel {\n  mu ~ normal(0, 1)",
+            vec![(-9.0, 9.0), (-30.0, 3.0)],
+            600,
+        ),
+        (
+            "r: positive_ordered[2]\n}\nmodel {\n  r ~ exponential(1)",
+            vec![(-30.0, 4.0); 2],
+            600,
+        ),
+    ];
+    for (body, ranges, n) in ordered {
+        let src = format!("param {{\n  {body}\n}}\n");
+        let (_, joint) = load(&src, "{}");
+        let mass = integrate(&joint, &ranges, n);
+        assert!(
+            (mass - 0.5).abs() < 1e-5,
+            "{body}: the prior integrates to {mass}, not 1/2"
+        );
+    }
     for (body, ranges, n) in cases {
         let src = format!("param {{\n  {body}\n}}\n");
         let (_, joint) = load(&src, "{}");
