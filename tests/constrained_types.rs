@@ -319,13 +319,17 @@ fn integrate(joint: &LogJoint, ranges: &[(f64, f64)], n: usize) -> f64 {
     values.iter().map(|v| v.exp()).sum::<f64>() * volume
 }
 
+/// A model's param block and model body, the integration box of its free coordinates, and
+/// the grid points per axis.
+type PriorCase = (&'static str, Vec<(f64, f64)>, usize);
+
 /// A normalised prior on a constrained type integrates to 1 over the free coordinates only
 /// if the log-Jacobian is exact, constant included (½ log K for the simplex): each prior is
 /// a proper density of the value's free entries (the first K − 1 of a simplex, the strict
 /// lower triangle of a correlation factor, the lower triangle of a Cholesky factor).
 #[test]
 fn normalised_priors_on_constrained_types_integrate_to_one_over_the_free_coordinates() {
-    let cases: [(&str, Vec<(f64, f64)>, usize); 5] = [
+    let cases: [PriorCase; 5] = [
         (
             "theta: simplex[3]\n}\nmodel {\n  theta ~ dirichlet([2, 3, 4])",
             vec![(-9.0, 9.0); 2],
@@ -352,7 +356,7 @@ fn normalised_priors_on_constrained_types_integrate_to_one_over_the_free_coordin
             72,
         ),
     ];
-    let ordered: [(&str, Vec<(f64, f64)>, usize); 2] = [
+    let ordered: [PriorCase; 2] = [
         // Π N(xᵢ | 0, 1) over x₁ < x₂ has mass 1/2, and so has Π Exp(xᵢ | 1) over 0 < x₁ < x₂
         (
             "mu: ordered[2]\n}\nmodel {\n  mu ~ normal(0, 1)",
