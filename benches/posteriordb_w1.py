@@ -7,6 +7,8 @@
   $PY benches/posteriordb_w1.py --posteriors sblrc-blr,arK-arK --methods laplace,vi_diag --reps 3
   $PY benches/posteriordb_w1.py --json benches/peers/out/posteriordb_w1.json
   $PY benches/posteriordb_w1.py --methods laplace,mvi_lr --peers     # with NumPyro's autoguides
+  $PY benches/posteriordb_w1.py --methods pathfinder,pathfinder1,blackjax_pathfinder --reps 3
+                                              # mvi's pathfinder (4 paths; 1 path) and BlackJAX's
 
 The protocol is the Pathfinder paper's (Zhang et al., JMLR 2022), as the shared posteriordb
 README defines it: W1 on the model's unconstrained scale (Stan's coordinates, from each
@@ -38,6 +40,11 @@ NumPyro's autoguides on the same posteriors (`--peers`, or methods `numpyro_lapl
 their 100 draws come straight from the guide on the unconstrained scale, their moments are
 the guide's, and their time is the whole fit with JIT compilation (cold).
 
+`blackjax_pathfinder` is BlackJAX's single-path Pathfinder (benches/peers/blackjax_posteriordb.py,
+Stan's settings; needs `pip install blackjax` in the venv); `pathfinder1` is mvi's with
+`num_paths=1`. Where fit.json reports evaluation counts (`evals`) and for BlackJAX (counted
+in the bench), a third table gives the median gradients / log-density values per fit.
+
 A fit that fails (non-zero exit) or exceeds --timeout is reported as such in the table.
 Only the standard library, numpy, POT and (for the peers) NumPyro are used: run it with the
 benches' virtualenv.
@@ -61,8 +68,10 @@ MVI = os.path.join(ROOT, "target", "release", "mvi")
 sys.path.insert(0, PDB)
 import coords  # noqa: E402
 
-METHODS = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb"]
+METHODS = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "pathfinder", "split_mf", "pmfvb"]
 PEERS = ["numpyro_laplace", "numpyro_lowrank", "numpyro_diag", "numpyro_lowrank_map", "numpyro_diag_map"]
+# BlackJAX's single-path Pathfinder (benches/peers/blackjax_posteriordb.py; needs blackjax in the venv).
+BLACKJAX = ["blackjax_pathfinder"]
 N_DRAWS = 100
 
 
@@ -132,31 +141,55 @@ def fit_numpyro(posterior, method, seed):
     return numpyro_posteriordb.fit(posterior, os.path.join(PDB, posterior), method, seed, N_DRAWS)
 
 
+def fit_blackjax(posterior, seed):
+    """One BlackJAX Pathfinder fit: (draws, mean, cov, seconds, evaluation counts)."""
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    import blackjax_posteriordb
+
+    return blackjax_posteriordb.fit(posterior, os.path.join(PDB, posterior), seed, N_DRAWS)
+
+
+def mvi_method(method):
+    """(mvi's method name, extra --set options): `pathfinder1` is single-path pathfinder."""
+    if method == "pathfinder1":
+        return "pathfinder", ["num_paths=1"]
+    return method, []
+
+
 def one_fit(posterior, method, info, seed, args):
-    """(unconstrained draws, q's mean, q's covariance, fit seconds) or {"error": ...}."""
-    if method.startswith("numpyro_"):
+    """(unconstrained draws, q's mean, q's covariance, fit seconds, evaluations or None) or
+    {"error": ...}. Evaluations are fit.json's `evals` where the build reports them."""
+    if method == "blackjax_pathfinder":
         try:
-            return fit_numpyro(posterior, method.removeprefix("numpyro_"), seed)
+            return fit_blackjax(posterior, seed)
         except Exception as e:  # report a peer's failure in the table, as for mvi
             return {"error": f"{type(e).__name__}: {e}"}
-    r = fit(posterior, method, seed, args.timeout, args.set)
+    if method.startswith("numpyro_"):
+        try:
+            return (*fit_numpyro(posterior, method.removeprefix("numpyro_"), seed), None)
+        except Exception as e:  # report a peer's failure in the table, as for mvi
+            return {"error": f"{type(e).__name__}: {e}"}
+    name, extra = mvi_method(method)
+    r = fit(posterior, name, seed, args.timeout, args.set + extra)
     if "error" in r:
         return r
     draws = coords.unconstrained_draws(info, r["cols"], rename=coords.mvi_name)
     mean, cov = q_moments(r["report"], draws)
-    return draws, mean, cov, float(r["report"]["wall_time_s"])
+    return draws, mean, cov, float(r["report"]["wall_time_s"]), r["report"].get("evals")
 
 
 def run_cell(posterior, method, info, ref, args):
     """Every seed of one posterior x method: a result dict for the table and the JSON."""
     ref_mean, ref_sd = ref.mean(axis=0), ref.std(axis=0, ddof=1)
-    scores, times, checks, errors = [], [], [], []
+    scores, times, checks, errors, evals = [], [], [], [], []
     for seed in range(1, args.reps + 1):
         r = one_fit(posterior, method, info, seed, args)
         if isinstance(r, dict):
             errors.append(r["error"])
             break
-        draws, mean, cov, seconds = r
+        draws, mean, cov, seconds, counts = r
+        if counts is not None:
+            evals.append(counts)
         if draws.shape != (N_DRAWS, ref.shape[1]):
             errors.append(f"draws of shape {draws.shape} instead of {(N_DRAWS, ref.shape[1])}")
             break
@@ -164,6 +197,8 @@ def run_cell(posterior, method, info, ref, args):
         times.append(seconds)
         checks.append(marginals(mean, cov, ref_mean, ref_sd))
     cell = {"posterior": posterior, "method": method, "w1": scores, "fit_s": times}
+    if evals:
+        cell["evals"] = evals
     if checks:
         cell["max_abs_z"] = max(c[0] for c in checks)
         cell["sd_ratio_min"] = min(c[1] for c in checks)
@@ -220,6 +255,21 @@ def print_tables(cells, calib, methods):
             else:
                 row.append(f"{cell['max_abs_z']:.2f}; {cell['sd_ratio_min']:.2f}–{cell['sd_ratio_max']:.2f}")
         print("| " + " | ".join(row) + " |")
+    if any(c.get("evals") for c in cells):
+        print("\n### Evaluations per fit (median over seeds): gradients / log-density values\n")
+        print("| posterior | " + " | ".join(methods) + " |")
+        print("|" + "---|" * (len(methods) + 1))
+        for p in names:
+            row = [p]
+            for m in methods:
+                ev = (by.get((p, m)) or {}).get("evals")
+                if not ev:
+                    row.append("—")
+                    continue
+                g = statistics.median(e.get("gradient", 0) for e in ev)
+                d = statistics.median(e.get("density", 0) for e in ev)
+                row.append(f"{g:.0f} / {d:.0f}")
+            print("| " + " | ".join(row) + " |")
     failed = [c for c in cells if c.get("error")]
     if failed:
         print("\nFailures:")
@@ -241,6 +291,8 @@ def main():
                     help="extra --set options for every fit (e.g. samples=500)")
     ap.add_argument("--no-build", action="store_true", help="skip `cargo build --release`")
     ap.add_argument("--json", help="also write every score to this file")
+    ap.add_argument("--reuse", help="take the cells of these methods from an earlier --json file "
+                    "(e.g. slow peers) instead of fitting them again")
     args = ap.parse_args()
 
     if not args.no_build:
@@ -250,10 +302,17 @@ def main():
     with open(os.path.join(args.shared, "calibration.json")) as f:
         calib = json.load(f)["posteriors"]
 
+    reused = {}
+    if args.reuse:
+        with open(args.reuse) as f:
+            reused = {(c["posterior"], c["method"]): c for c in json.load(f)["cells"]}
     cells = []
     for p in names:
         info, ref = coords.reference_draws(os.path.join(args.shared, p))
         for m in methods:
+            if (p, m) in reused:
+                cells.append(reused[(p, m)])
+                continue
             t0 = time.perf_counter()
             cell = run_cell(p, m, info, ref, args)
             cells.append(cell)

@@ -282,26 +282,50 @@ fn assemble(
     interrupted: bool,
 ) -> FitReport {
     let n_draws = option_int(options, "draws", 1000).max(1) as usize;
-    let t = timing::span("report: draws, log p̃, log q");
-    let w = post.draw(n_draws, rng);
-    let lp: Vec<f64> = model
-        .eval(&post.theta, &w, Want::VALUE)
-        .values
-        .iter()
-        .copied()
-        .collect();
-    let log_q: Option<Vec<f64>> = post.log_q(&w).map(|v| v.iter().copied().collect());
-    drop(t);
-    let t = timing::span("report: PSIS");
-    let khat = log_q.as_ref().and_then(|lq| {
-        let ratios: Vec<f64> = lp.iter().zip(lq).map(|(p, q)| p - q).collect();
-        psis::pareto_k(&ratios)
-    });
-    drop(t);
-    let elbo_fresh = post
-        .fresh_elbo
-        .map(|(value, se)| Estimate { value, se })
-        .or_else(|| log_q.as_ref().map(|lq| draws_elbo(model, post, &lp, lq, rng)));
+    let resample = option_bool(options, "psis_resample") && post.resampling.is_none();
+    let resampled = resample
+        .then(|| {
+            let _t = timing::span("report: PSIS resampling");
+            resampled_draws(model, post, n_draws, rng)
+        })
+        .flatten();
+    let (w, lp, log_q, khat, pool_elbo) = match resampled {
+        Some(r) => (
+            r.w,
+            r.lp,
+            r.log_q,
+            r.resampling.khat,
+            Some((r.elbo, r.resampling)),
+        ),
+        None => {
+            let t = timing::span("report: draws, log p̃, log q");
+            let w = post.draw(n_draws, rng);
+            let lp: Vec<f64> = model
+                .eval(&post.theta, &w, Want::VALUE)
+                .values
+                .iter()
+                .copied()
+                .collect();
+            let log_q: Option<Vec<f64>> = post.log_q(&w).map(|v| v.iter().copied().collect());
+            drop(t);
+            let t = timing::span("report: PSIS");
+            let khat = log_q.as_ref().and_then(|lq| {
+                let ratios: Vec<f64> = lp.iter().zip(lq).map(|(p, q)| p - q).collect();
+                psis::pareto_k(&ratios)
+            });
+            drop(t);
+            let khat = khat.or(post.resampling.and_then(|r| r.khat));
+            (w, lp, log_q, khat, None)
+        }
+    };
+    let resampling = pool_elbo.map(|(_, r)| r).or(post.resampling);
+    let elbo_fresh = match pool_elbo {
+        Some((e, _)) => Some(e),
+        None => post
+            .fresh_elbo
+            .map(|(value, se)| Estimate { value, se })
+            .or_else(|| log_q.as_ref().map(|lq| draws_elbo(model, post, &lp, lq, rng))),
+    };
     let t = timing::span("report: constrained draws");
     let (columns, draws) = constrained_draws(model, &post.theta, &w);
     drop(t);
@@ -311,7 +335,9 @@ fn assemble(
         run_predict(model, post, test_draws, rng)
     });
     let mut notes = post.notes.clone();
-    if let Some(k) = khat {
+    if let Some(r) = resampling.filter(|r| r.khat.is_some_and(|k| k > psis::KHAT_OK)) {
+        notes.push(crate::report::summary::resampling_warning(&r));
+    } else if let Some(k) = khat {
         if k > psis::KHAT_OK {
             notes.push(format!(
                 "PSIS k̂ = {k:.2} > 0.7: the approximation misses posterior mass; treat its \
@@ -347,11 +373,63 @@ fn assemble(
         log_evidence: post.log_evidence,
         theta: theta_values(model, &post.theta),
         khat,
+        resampling,
         predict,
         trace: post.trace.clone(),
         notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
     }
+}
+
+/// Whether a boolean option is given as `true`.
+fn option_bool(options: &InferOptions, key: &str) -> bool {
+    matches!(
+        options.entries.iter().rev().find(|e| e.key == key).map(|e| &e.value),
+        Some(OptionValue::Ident(w)) if w == "true"
+    )
+}
+
+/// How many draws of q `psis_resample` pools per output draw (as multi-path Pathfinder's 4
+/// paths × 1000 draws → 1000).
+const RESAMPLE_POOL: usize = 4;
+
+/// Draws importance-resampled toward the posterior, with what the resampling found.
+struct Resampled {
+    w: DMatrix<f64>,
+    lp: Vec<f64>,
+    log_q: Option<Vec<f64>>,
+    resampling: psis::Resampling,
+    /// The ELBO from the pool (draws of q), before resampling.
+    elbo: Estimate,
+}
+
+/// `psis_resample = true`: [`RESAMPLE_POOL`] × `n` draws of q, their log importance ratios
+/// log p̃ − log q Pareto-smoothed, and `n` of them drawn with replacement by the smoothed
+/// weights. `None` where q has no density.
+fn resampled_draws(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRng) -> Option<Resampled> {
+    let pool = post.draw(RESAMPLE_POOL * n, rng);
+    let log_q: Vec<f64> = post.log_q(&pool)?.iter().copied().collect();
+    let lp: Vec<f64> = model
+        .eval(&post.theta, &pool, Want::VALUE)
+        .values
+        .iter()
+        .copied()
+        .collect();
+    let ratios: Vec<f64> = lp.iter().zip(&log_q).map(|(p, q)| p - q).collect();
+    let smoothed = psis::smooth(&ratios);
+    let idx = psis::resample(&smoothed.log_weights, n, rng);
+    Some(Resampled {
+        w: DMatrix::from_fn(pool.nrows(), n, |i, j| pool[(i, idx[j])]),
+        lp: idx.iter().map(|&i| lp[i]).collect(),
+        log_q: Some(idx.iter().map(|&i| log_q[i]).collect()),
+        resampling: psis::Resampling {
+            khat: smoothed.khat,
+            ess: smoothed.ess(),
+            pool: pool.ncols(),
+            resampled: true,
+        },
+        elbo: draw_elbo(&lp, &log_q),
+    })
 }
 
 fn uses_samples(method: &str) -> bool {

@@ -438,3 +438,112 @@ fn split_mf_reaches_the_mean_field_optimum_on_badly_scaled_coordinates() {
         );
     }
 }
+
+/// A [`LogDensity`](mvi::density::LogDensity) that counts the points it evaluates: values,
+/// gradients (per column of a batch) and Hessians (or Hessian products, per vector).
+struct Counting<'a> {
+    inner: &'a LogJoint,
+    values: std::sync::atomic::AtomicUsize,
+    grads: std::sync::atomic::AtomicUsize,
+    hessians: std::sync::atomic::AtomicUsize,
+}
+
+impl mvi::density::LogDensity for Counting<'_> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn theta_dim(&self) -> usize {
+        self.inner.theta_dim()
+    }
+    fn theta_init(&self) -> DVector<f64> {
+        self.inner.theta_init()
+    }
+    fn eval(&self, t: &DVector<f64>, w: &DMatrix<f64>, want: mvi::density::Want) -> mvi::density::Evaluated {
+        use std::sync::atomic::Ordering::Relaxed;
+        let counter = if want.grad_w { &self.grads } else { &self.values };
+        counter.fetch_add(w.ncols(), Relaxed);
+        self.inner.eval(t, w, want)
+    }
+    fn hessian(&self, t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+        self.hessians.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.hessian(t, w)
+    }
+    fn hvp(&self, t: &DVector<f64>, w: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
+        self.hessians.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.hvp(t, w, v)
+    }
+    fn hessian_times(&self, t: &DVector<f64>, w: &DVector<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
+        self.hessians.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.hessian_times(t, w, v)
+    }
+    fn initial_point(&self) -> DVector<f64> {
+        self.inner.initial_point()
+    }
+    fn coordinate_names(&self) -> Vec<String> {
+        self.inner.coordinate_names()
+    }
+    fn coordinate_constraint(&self, i: usize) -> Option<graph::Constraint> {
+        self.inner.coordinate_constraint(i)
+    }
+    fn param_blocks(&self) -> Vec<(String, usize, usize)> {
+        self.inner.param_blocks()
+    }
+}
+
+/// The evaluations each method's fit uses (seed 1; the report's draws are not counted), for
+/// docs/results.md until the run reports its own counts. A gradient evaluation also gives
+/// the value; "values" are evaluations without a gradient; a Hessian counts one (a Hessian
+/// product with K vectors, one).
+///
+/// `cargo test --test posteriordb -- --ignored evaluation_counts --nocapture`
+#[test]
+#[ignore = "prints a table for docs/results.md"]
+fn evaluation_counts() {
+    use mvi::infer::registry;
+    use std::sync::atomic::Ordering::Relaxed;
+    let methods: [(&str, &[(&str, &str)]); 4] = [
+        ("laplace", &[]),
+        ("mvi_lr", &[]),
+        ("pathfinder", &[]),
+        ("pathfinder", &[("num_paths", "1")]),
+    ];
+    let mut names: Vec<String> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/posteriordb"))
+            .expect("the suite")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("model.mvi").is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+    names.sort();
+    println!("| posterior | laplace | mvi_lr | pathfinder | pathfinder (1 path) |");
+    println!("|---|---|---|---|---|");
+    for name in &names {
+        let (typed, joint) = load(name);
+        let mut row = vec![name.clone()];
+        for (method, extra) in methods {
+            let mut opts = vec![
+                ("method".to_string(), method.to_string()),
+                ("seed".into(), "1".into()),
+            ];
+            opts.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            let options = check::infer_options(&typed, &opts).expect("valid options");
+            let m = registry::build(&options).expect("builds");
+            let counting = Counting {
+                inner: &joint,
+                values: 0.into(),
+                grads: 0.into(),
+                hessians: 0.into(),
+            };
+            let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
+            let ok = m.fit(&counting, &mut rng, &mut Silent).is_ok();
+            row.push(format!(
+                "{} / {} / {}{}",
+                counting.grads.load(Relaxed),
+                counting.values.load(Relaxed),
+                counting.hessians.load(Relaxed),
+                if ok { "" } else { " (failed)" }
+            ));
+        }
+        println!("| {} |", row.join(" | "));
+    }
+}

@@ -12,7 +12,8 @@ use std::borrow::Cow;
 use num_dual::Dual;
 
 use crate::graph::eval::{
-    argext, broadcast_at, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg, Tape,
+    argext, broadcast_at, flat_operand, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg,
+    Tape,
 };
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
@@ -246,6 +247,17 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
                 }
                 for c in 0..s {
                     xbar[c] += ybar[i + c * n];
+                }
+            }
+        }
+        Op::Assemble(ids, idx) => {
+            let sizes: Vec<usize> = ids.iter().map(|&i| tape.arg(i).size).collect();
+            for c in 0..s {
+                for (i, &(j, m)) in idx.iter().enumerate() {
+                    let xbar = &mut adj[ids[j as usize].0];
+                    if !xbar.is_empty() {
+                        xbar[m as usize + c * sizes[j as usize]] += ybar[i + c * n];
+                    }
                 }
             }
         }
@@ -524,6 +536,24 @@ fn back_binary_fast<T: Scalar>(
         return false;
     }
     let s = ybar.len() / n.max(1);
+    if s > 1 && flat_operand(aa, n) && flat_operand(bb, n) {
+        // the S columns side by side as one long column (scalar nodes of a recursion)
+        let m = n * s;
+        fn long<T: Scalar>(x: Arg<'_, T>, m: usize) -> Column<'_, T> {
+            if x.batched {
+                Column::Slice(&x.data[..m])
+            } else {
+                Column::One(x.data[0])
+            }
+        }
+        let (ca, cb, cy) = (long(aa, m), long(bb, m), Column::Slice(&y.data[..m]));
+        for (target, first) in [(a, true), (b, false)] {
+            if !adj[target.0].is_empty() {
+                Partial::new(f, first, ca, cb, cy).add_into(ybar, &mut adj[target.0][..m]);
+            }
+        }
+        return true;
+    }
     for (target, first) in [(a, true), (b, false)] {
         if adj[target.0].is_empty() {
             continue;

@@ -162,6 +162,15 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
                 }
             }
         }
+        Op::Assemble(ids, idx) => {
+            let sizes: Vec<usize> = ids.iter().map(|&i| tape.arg(i).size).collect();
+            for q in 0..p {
+                for (i, &(j, m)) in idx.iter().enumerate() {
+                    let j = j as usize;
+                    out[i + q * n] = at(t, ids[j], sizes[j], m as usize, q);
+                }
+            }
+        }
         Op::Sum(a) => reduce_tangent(tape, t, *a, p, &mut out, |_, _| T::one()),
         Op::LogSumExp(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| (x[i] - y.at(0, 0)).exp()),
         Op::Max(a) => reduce_tangent(tape, t, *a, p, &mut out, |x, i| {

@@ -8,7 +8,15 @@ use crate::syntax::span::Span;
 
 /// All method names, in registry order.
 pub const METHODS: &[&str] = &[
-    "laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf", "pmfvb",
+    "laplace",
+    "mvi_mu",
+    "mvi_eig",
+    "mvi_lr",
+    "vi_diag",
+    "vi_full",
+    "pathfinder",
+    "split_mf",
+    "pmfvb",
 ];
 
 /// What kind of value a key takes.
@@ -112,6 +120,18 @@ pub struct KeySpec {
     pub meaning: &'static str,
 }
 
+/// The methods whose q has a density, so that their draws can be importance-resampled.
+const PSIS_RESAMPLE: &[&str] = &[
+    "laplace",
+    "mvi_mu",
+    "mvi_eig",
+    "mvi_lr",
+    "vi_diag",
+    "vi_full",
+    "pathfinder",
+    "split_mf",
+];
+
 const MC: &[&str] = &["mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full", "split_mf"];
 
 /// Every key, in the order reports list them.
@@ -153,7 +173,7 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "optimizer",
-        methods: Methods::AllBut(&["pmfvb"]),
+        methods: Methods::AllBut(&["pmfvb", "pathfinder"]),
         kind: ValueKind::Word(&["lbfgs", "scg"]),
         default: Some("lbfgs"),
         meaning: "lbfgs or scg",
@@ -264,6 +284,41 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "a warm-up run with 50 particles and subset 2 first (auto: on after the fallback start)",
     },
     KeySpec {
+        key: "num_paths",
+        methods: Methods::Only(&["pathfinder"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("4"),
+        meaning: "independent L-BFGS paths, run in parallel; more than 1 pools and resamples their draws",
+    },
+    KeySpec {
+        key: "history_size",
+        methods: Methods::Only(&["pathfinder"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("5"),
+        meaning: "L-BFGS memory J, the rank of each path's covariance update",
+    },
+    KeySpec {
+        key: "num_draws",
+        methods: Methods::Only(&["pathfinder"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("1000"),
+        meaning: "draws per path pooled for importance resampling",
+    },
+    KeySpec {
+        key: "num_elbo_draws",
+        methods: Methods::Only(&["pathfinder"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("25"),
+        meaning: "draws per iterate for its ELBO estimate",
+    },
+    KeySpec {
+        key: "psis_resample",
+        methods: Methods::Only(PSIS_RESAMPLE),
+        kind: ValueKind::Bool,
+        default: Some("false"),
+        meaning: "Pareto-smoothed importance resampling of the draws toward the posterior (k̂ and ESS reported)",
+    },
+    KeySpec {
         key: "draws",
         methods: Methods::All,
         kind: ValueKind::PositiveInt,
@@ -286,11 +341,14 @@ pub fn key_spec(key: &str) -> Option<&'static KeySpec> {
 
 /// The default of `key` for `method` as reports show it (`tol` is 0.01 for pmfvb, whose
 /// stopping rule compares smoothed bound estimates, 1e-6 for split_mf, whose fixed-sample
-/// bound is not worth polishing below its Monte-Carlo error, and 1e-8 elsewhere).
+/// bound is not worth polishing below its Monte-Carlo error, 10⁴ ε for pathfinder, CmdStan's
+/// `tol_rel_obj`, and 1e-8 elsewhere; `psis_resample` is on for pathfinder's several paths).
 pub fn default_for(spec: &KeySpec, method: &str) -> Option<&'static str> {
     match (spec.key, method) {
         ("tol", "pmfvb") => Some("0.01"),
         ("tol", "split_mf") => Some("1e-6"),
+        ("tol", "pathfinder") => Some("2.22e-12"),
+        ("psis_resample", "pathfinder") => Some("true"),
         _ => spec.default,
     }
 }

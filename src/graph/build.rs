@@ -21,8 +21,34 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         | Op::Cholesky(a) => vec![*a],
         Op::Support { x, .. } => vec![*x],
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
-        Op::Pack(ids) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => ids.clone(),
+        Op::Pack(ids) | Op::Assemble(ids, _) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => ids.clone(),
         Op::Ternary(_, ids) => ids.to_vec(),
+    }
+}
+
+/// Call `f` on each input of an operation (as [`inputs`], without allocating: the
+/// evaluator walks every node's inputs on each call).
+pub(crate) fn each_input(op: &Op, mut f: impl FnMut(NodeId)) {
+    match op {
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {}
+        Op::Unary(_, a)
+        | Op::Transpose(a)
+        | Op::Gather(a, _)
+        | Op::Sum(a)
+        | Op::LogSumExp(a)
+        | Op::LogSumExpRows(a)
+        | Op::Max(a)
+        | Op::Min(a)
+        | Op::Cholesky(a) => f(*a),
+        Op::Support { x, .. } => f(*x),
+        Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => {
+            f(*a);
+            f(*b);
+        }
+        Op::Pack(ids) | Op::Assemble(ids, _) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
+            ids.iter().copied().for_each(f)
+        }
+        Op::Ternary(_, ids) => ids.iter().copied().for_each(f),
     }
 }
 
@@ -359,6 +385,57 @@ impl Graph {
             return Err(shape_err("a literal", Shape::Vector(entries.len()), shape));
         }
         Ok(self.add(Op::Pack(entries), shape))
+    }
+
+    /// A value of `shape` whose entry i is entry `entries[i].1` (flat, column-major) of node
+    /// `entries[i].0`: one gather when every entry comes from one node, the node itself when
+    /// that gather is the identity, else an [`Op::Assemble`].
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the count is wrong; [`Error::Index`] when a position is outside
+    /// its node.
+    pub fn assemble(&mut self, shape: Shape, entries: &[(NodeId, u32)]) -> Result<NodeId, Error> {
+        if entries.len() != shape.size() {
+            return Err(shape_err(
+                "an assembled value",
+                Shape::Vector(entries.len()),
+                shape,
+            ));
+        }
+        if let Some(&(bad, k)) = entries
+            .iter()
+            .find(|(id, k)| *k as usize >= self.shape(*id).size())
+        {
+            return Err(Error::Index {
+                index: i64::from(k) + 1,
+                size: self.shape(bad).size(),
+            });
+        }
+        let first = entries.first().map(|e| e.0);
+        if let Some(src) = first.filter(|&f| entries.iter().all(|e| e.0 == f)) {
+            let identity =
+                self.shape(src) == shape && entries.iter().enumerate().all(|(i, e)| e.1 as usize == i);
+            if identity {
+                return Ok(src);
+            }
+            if self.shape(src) == Shape::Scalar {
+                return Ok(self.add(Op::Gather(src, vec![0; entries.len()]), shape));
+            }
+            return Ok(self.add(Op::Gather(src, entries.iter().map(|e| e.1).collect()), shape));
+        }
+        let mut srcs: Vec<NodeId> = Vec::new();
+        let mut slot: std::collections::HashMap<NodeId, u32> = std::collections::HashMap::new();
+        let idx = entries
+            .iter()
+            .map(|&(id, k)| {
+                let j = *slot.entry(id).or_insert_with(|| {
+                    srcs.push(id);
+                    (srcs.len() - 1) as u32
+                });
+                (j, k)
+            })
+            .collect();
+        Ok(self.add(Op::Assemble(srcs, idx), shape))
     }
 
     /// `sum(x)`.

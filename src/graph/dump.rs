@@ -67,6 +67,15 @@ fn op_text(op: &Op) -> String {
             format!("gather %{} [{}{more}]", a.0, head.join(", "))
         }
         Op::Pack(v) => format!("pack {}", ids(v)),
+        Op::Assemble(v, idx) => {
+            let head: Vec<String> = idx
+                .iter()
+                .take(6)
+                .map(|&(j, k)| format!("%{}[{k}]", v[j as usize].0))
+                .collect();
+            let more = if idx.len() > 6 { " ..." } else { "" };
+            format!("assemble [{}{more}]", head.join(", "))
+        }
         Op::LikSum(l, v) => format!("lik_sum {} {}", l.name(), ids(v)),
         Op::LikPoint(l, v) => format!("lik_point {} {}", l.name(), ids(v)),
         Op::Sum(a) => format!("sum %{}", a.0),

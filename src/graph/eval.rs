@@ -20,6 +20,14 @@ pub const CHUNK: usize = 256;
 /// node, its operands and its adjoint fit in L2 together.
 pub const CHUNK_ENTRIES: usize = 16_384;
 
+/// The bookkeeping of one node per chunk, in entries of elementwise work it costs as much as.
+const NODE_OVERHEAD_ENTRIES: usize = 64;
+
+/// Entries of all batched nodes of one chunk (per buffer) above which a chunk is not widened
+/// for the sake of per-node overhead: 1 Mi f64 (8 MiB), so that a chunk's values and adjoints
+/// stay in the shared L3 cache.
+const CHUNK_MEMORY: usize = 1 << 20;
+
 /// The work done once per chunk may take about 1/this of a chunk's time.
 const PER_CHUNK_SHARE: usize = 20;
 
@@ -33,19 +41,25 @@ const PER_CHUNK_SHARE: usize = 20;
 /// 256 columns each node's buffer (2 MB) left the cache.
 pub fn chunk_cols(g: &Graph) -> usize {
     let batched = batched_mask(g);
-    let (mut widest, mut per_column, mut per_chunk) = (1, 0, 0);
+    let (mut widest, mut per_column, mut per_chunk, mut n_batched) = (1, 0, 0, 0);
     for (i, node) in g.nodes.iter().enumerate() {
         let size = g.shape(NodeId(i)).size();
         if batched[i] {
             widest = widest.max(size);
             per_column += size;
+            n_batched += 1;
         } else if !matches!(node.op, Op::Const(_)) {
             per_chunk += size;
         }
     }
     let for_cache = CHUNK_ENTRIES / widest;
     let for_overhead = PER_CHUNK_SHARE * per_chunk / per_column.max(1);
-    for_cache.max(for_overhead).clamp(8, CHUNK)
+    // Many small batched nodes (a recursion unrolled into scalar nodes): each node costs
+    // about as much bookkeeping per chunk as 64 entries of work, so chunks widen until that
+    // is at most a quarter of the work, while a chunk's buffers stay under CHUNK_MEMORY.
+    let for_nodes =
+        (4 * NODE_OVERHEAD_ENTRIES * n_batched / per_column.max(1)).min(CHUNK_MEMORY / per_column.max(1));
+    for_cache.max(for_overhead).max(for_nodes).clamp(8, CHUNK)
 }
 
 /// A node's value as an operand: its entries and whether it has a batch dimension.
@@ -159,7 +173,11 @@ pub fn batched_mask(graph: &Graph) -> Vec<bool> {
         let b = match &node.op {
             Op::Param { .. } => true,
             Op::Const(_) | Op::Hyper { .. } => false,
-            op => super::build::inputs(op).iter().any(|i| out[i.0]),
+            op => {
+                let mut any = false;
+                super::build::each_input(op, |i| any |= out[i.0]);
+                any
+            }
         };
         out.push(b);
     }
@@ -351,6 +369,14 @@ pub(crate) fn eval_op<'b, T: Scalar>(
                 .flat_map(|c| args.iter().map(move |a| a.at(0, c)))
                 .collect()
         }
+        Op::Assemble(ids, idx) => {
+            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
+            let mut out = Vec::with_capacity(n * s);
+            for c in 0..s {
+                out.extend(idx.iter().map(|&(j, k)| args[j as usize].at(k as usize, c)));
+            }
+            out
+        }
         Op::Sum(a) => reduce(get(*a), s, |x| x.iter().copied().sum()),
         Op::LogSumExp(a) => reduce(get(*a), s, log_sum_exp),
         Op::LogSumExpRows(a) => lse_rows_values(get(*a), shape.rows(), s),
@@ -532,6 +558,18 @@ fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -
 #[inline(always)]
 fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(T, T) -> T) -> Vec<T> {
     let mut out = Vec::with_capacity(n * s);
+    if s > 1 && flat_operand(a, n) && flat_operand(b, n) {
+        // the S columns side by side are one long column (a scalar node of a recursion is
+        // S values): one loop instead of S short ones, the same operation per entry
+        let m = n * s;
+        match (a.batched, b.batched) {
+            (true, true) => out.extend(a.data[..m].iter().zip(&b.data[..m]).map(|(&x, &y)| op(x, y))),
+            (false, true) => out.extend(b.data[..m].iter().map(|&y| op(a.data[0], y))),
+            (true, false) => out.extend(a.data[..m].iter().map(|&x| op(x, b.data[0]))),
+            (false, false) => out.extend((0..m).map(|_| op(a.data[0], b.data[0]))),
+        }
+        return out;
+    }
     for c in 0..s {
         let (ac, bc) = (a.col(c), b.col(c));
         match (a.size == 1, b.size == 1) {
@@ -542,6 +580,17 @@ fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(
         }
     }
     out
+}
+
+/// Whether an operand of an elementwise operation with n entries per column can be read
+/// over all S columns as one long column: batched with n entries, or one value for all.
+#[inline]
+pub(crate) fn flat_operand<T>(x: Arg<'_, T>, n: usize) -> bool {
+    if x.batched {
+        x.size == n
+    } else {
+        x.size == 1
+    }
 }
 
 fn matmul_values<T: Scalar>(a: Arg<T>, b: Arg<T>, shape: Shape, s: usize) -> Vec<T> {
@@ -707,16 +756,19 @@ pub fn eval_values(graph: &Graph, theta: &[f64], w: &[f64], s: usize) -> Vec<f64
     use rayon::prelude::*;
     let consts = lift_consts::<f64>(graph);
     let d = graph.dim;
-    let chunk = chunk_cols(graph);
+    let chunk = if s == 1 { 1 } else { chunk_cols(graph) };
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
-    let parts: Vec<Vec<f64>> = starts
-        .par_iter()
-        .map(|&c0| {
-            let c1 = (c0 + chunk).min(s);
-            let tape = forward(graph, &consts, theta, &w[c0 * d..c1 * d], c1 - c0);
-            tape.target_values()
-        })
-        .collect();
+    let one = |&c0: &usize| {
+        let c1 = (c0 + chunk).min(s);
+        let tape = forward(graph, &consts, theta, &w[c0 * d..c1 * d], c1 - c0);
+        tape.target_values()
+    };
+    // one chunk (a single point) is evaluated here, without the thread pool
+    let parts: Vec<Vec<f64>> = if starts.len() == 1 {
+        starts.iter().map(one).collect()
+    } else {
+        starts.par_iter().map(one).collect()
+    };
     parts.into_iter().flatten().map(clean).collect()
 }
 

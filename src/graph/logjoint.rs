@@ -242,22 +242,25 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
         };
     }
     let consts = lift_consts::<f64>(g);
-    let chunk = super::eval::chunk_cols(g);
+    // one point (L-BFGS, NUTS) is one chunk: no chunk plan, no hand-over to the thread pool
+    let chunk = if s == 1 { 1 } else { super::eval::chunk_cols(g) };
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
-    let parts: Vec<reverse::Grads<f64>> = starts
-        .par_iter()
-        .map(|&c0| {
-            let c1 = (c0 + chunk).min(s);
-            reverse::value_grad_with(
-                g,
-                &consts,
-                theta.as_slice(),
-                &w.as_slice()[c0 * d..c1 * d],
-                c1 - c0,
-                want.grad_theta,
-            )
-        })
-        .collect();
+    let one = |&c0: &usize| {
+        let c1 = (c0 + chunk).min(s);
+        reverse::value_grad_with(
+            g,
+            &consts,
+            theta.as_slice(),
+            &w.as_slice()[c0 * d..c1 * d],
+            c1 - c0,
+            want.grad_theta,
+        )
+    };
+    let parts: Vec<reverse::Grads<f64>> = if starts.len() == 1 {
+        starts.iter().map(one).collect()
+    } else {
+        starts.par_iter().map(one).collect()
+    };
     let mut values = Vec::with_capacity(s);
     let mut gw = Vec::with_capacity(d * s);
     let mut gt = Vec::with_capacity(p * s);

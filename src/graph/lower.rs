@@ -88,6 +88,25 @@ pub fn constraint_of(t: Transform) -> Constraint {
     }
 }
 
+/// A local's current value. A local updated entry by entry (`err[t] = y[t] - nu[t]` in a
+/// loop, `mu[a:b] = …`, `M[i, j] = …`) keeps its entries, each an entry of some node, so an
+/// update costs O(1) per updated entry, a read of single entries or slices returns those
+/// entries' nodes (O(1) per entry) and only a read of the whole value builds one node
+/// ([`Graph::assemble`], O(n)), cached until the next update. A recursion over T steps thus
+/// lowers to O(T) nodes of O(1) size instead of T copies of the whole vector.
+#[derive(Debug, Clone)]
+pub(crate) enum Local {
+    /// The value is this node.
+    Node(NodeId),
+    /// The value's entries, column-major: entry i is entry `entries[i].1` of node
+    /// `entries[i].0`; `whole` is the assembled node once one was built.
+    Entries {
+        shape: Shape,
+        entries: Vec<(NodeId, u32)>,
+        whole: Option<NodeId>,
+    },
+}
+
 /// The lowering state for one graph.
 pub(crate) struct Lowerer<'m> {
     pub(crate) model: &'m TypedModel,
@@ -95,7 +114,7 @@ pub(crate) struct Lowerer<'m> {
     /// Data, sizes, hypers, params and top-level lets by name.
     globals: HashMap<String, NodeId>,
     /// Local scopes, innermost last; an inlined function body starts a fresh stack.
-    pub(crate) scopes: Vec<HashMap<String, NodeId>>,
+    pub(crate) scopes: Vec<HashMap<String, Local>>,
     /// Building the `predict` graph: `~` registers pointwise outputs.
     pub(crate) predict: bool,
     /// The call site of the outermost inlined function being lowered (spans inside a
@@ -201,8 +220,8 @@ impl<'m> Lowerer<'m> {
 
     /// The node of a name visible here.
     pub(crate) fn name(&mut self, name: &str, e: &TExpr) -> Result<NodeId, Diagnostic> {
-        if let Some(v) = self.scopes.iter().rev().find_map(|s| s.get(name)) {
-            return Ok(*v);
+        if let Some(k) = self.scopes.iter().rposition(|s| s.contains_key(name)) {
+            return self.read_local(k, name, e);
         }
         if let Some(v) = self.globals.get(name) {
             return Ok(*v);
@@ -242,21 +261,58 @@ impl<'m> Lowerer<'m> {
         })
     }
 
+    /// The whole value of the local `name` of scope `k`, assembled from its entries if it
+    /// was updated entry by entry (then cached until the next update).
+    fn read_local(&mut self, k: usize, name: &str, e: &TExpr) -> Result<NodeId, Diagnostic> {
+        let (shape, entries) = match &self.scopes[k][name] {
+            Local::Node(v) | Local::Entries { whole: Some(v), .. } => return Ok(*v),
+            Local::Entries { shape, entries, .. } => (*shape, entries),
+        };
+        let span = self.span(e);
+        let v = self
+            .g
+            .assemble(shape, entries)
+            .map_err(|err| self.internal(span, err))?;
+        self.g.label(v, name);
+        if let Some(Local::Entries { whole, .. }) = self.scopes[k].get_mut(name) {
+            *whole = Some(v);
+        }
+        Ok(v)
+    }
+
+    /// The entries of a local kept entry by entry ([`Local::Entries`]), if `name` is one.
+    pub(crate) fn local_entries(&self, name: &str) -> Option<&[(NodeId, u32)]> {
+        match self.scopes.iter().rev().find_map(|s| s.get(name))? {
+            Local::Entries { entries, .. } => Some(entries),
+            Local::Node(_) => None,
+        }
+    }
+
+    /// The local `name` where it was declared, or None for any other name.
+    pub(crate) fn local_mut(&mut self, name: &str) -> Option<&mut Local> {
+        self.scopes.iter_mut().rev().find_map(|s| s.get_mut(name))
+    }
+
     /// Bind a new local in the innermost scope.
     pub(crate) fn bind_local(&mut self, name: &str, node: NodeId) {
         self.scopes
             .last_mut()
             .expect("the scope stack always holds one scope")
-            .insert(name.to_string(), node);
+            .insert(name.to_string(), Local::Node(node));
     }
 
     /// Rebind an existing local where it was declared (after an update).
-    pub(crate) fn rebind_local(&mut self, name: &str, node: NodeId) {
+    pub(crate) fn rebind_local(&mut self, name: &str, value: Local) {
         match self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
             Some(scope) => {
-                scope.insert(name.to_string(), node);
+                scope.insert(name.to_string(), value);
             }
-            None => self.bind_local(name, node),
+            None => {
+                self.scopes
+                    .last_mut()
+                    .expect("the scope stack always holds one scope")
+                    .insert(name.to_string(), value);
+            }
         }
     }
 }
@@ -338,6 +394,7 @@ fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
         Op::Transpose(a) => Op::Transpose(m(a)),
         Op::Gather(a, idx) => Op::Gather(m(a), idx),
         Op::Pack(ids) => Op::Pack(ids.into_iter().map(m).collect()),
+        Op::Assemble(ids, idx) => Op::Assemble(ids.into_iter().map(m).collect(), idx),
         Op::LikSum(l, ids) => Op::LikSum(l, ids.into_iter().map(m).collect()),
         Op::LikPoint(l, ids) => Op::LikPoint(l, ids.into_iter().map(m).collect()),
         Op::Sum(a) => Op::Sum(m(a)),

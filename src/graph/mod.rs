@@ -178,6 +178,11 @@ pub enum Op {
     Gather(NodeId, Vec<u32>),
     /// Scalars packed into a vector or matrix (column-major order).
     Pack(Vec<NodeId>),
+    /// Entries taken from several nodes (column-major order): entry i is entry `idx[i].1`
+    /// (flat, column-major) of node `srcs[idx[i].0]`. Lowering builds it when a local that
+    /// was updated entry by entry in a loop (`err[t] = y[t] - nu[t]`) is read whole, so
+    /// each update costs O(1) and the read O(n) (see `graph::lower::Local`).
+    Assemble(Vec<NodeId>, Vec<(u32, u32)>),
     /// Sum of all entries.
     Sum(NodeId),
     /// log Σ exp of all entries.
@@ -363,7 +368,9 @@ impl Graph {
     /// Name a node after the model value it holds (shown by `dump_graph`); a node keeps its
     /// first name.
     pub fn label(&mut self, id: NodeId, name: &str) {
-        if !self.labels.iter().any(|(n, _)| *n == id) {
+        // Pushed unconditionally ([`Graph::label_of`] finds the first): a check for an
+        // existing name would cost O(labels) per `let` in an unrolled loop.
+        if self.labels.last().is_none_or(|(n, _)| *n != id) {
             self.labels.push((id, name.to_string()));
         }
     }

@@ -42,7 +42,7 @@ pub struct Settings {
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(options, "laplace", &["optimizer", "restarts"])?;
+    let r = Reader::new(options, "laplace", &["optimizer", "restarts", "psis_resample"])?;
     Ok(Box::new(Laplace {
         settings: Settings {
             common: Common::read(&r)?,
@@ -118,6 +118,7 @@ impl LaplaceFit {
             converged: self.converged,
             notes: self.notes,
             fresh_elbo: None,
+            resampling: None,
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod mvi_lr;
 pub mod mvi_mu;
 pub mod objective;
 pub mod optim;
+pub mod pathfinder;
 pub mod pmfvb;
 pub mod registry;
 pub mod settings;
@@ -110,6 +111,10 @@ pub enum Error {
         /// The value found.
         value: f64,
     },
+    /// A method that picks its approximation among candidates found none usable (Pathfinder:
+    /// no iterate of any path had a finite ELBO).
+    #[error("{0}")]
+    NoApproximation(String),
     /// The method cannot handle this model.
     #[error("{0}")]
     Unsupported(String),

@@ -122,7 +122,7 @@ where
     run(&mut f, x0, opts, obs, 1.0)
 }
 
-type Objective<'a> = dyn FnMut(&DVector<f64>) -> (f64, DVector<f64>) + 'a;
+pub(crate) type Objective<'a> = dyn FnMut(&DVector<f64>) -> (f64, DVector<f64>) + 'a;
 
 /// Minimise; `sign` turns the internal value into the one reported to the observer.
 fn run(
@@ -264,7 +264,7 @@ fn lbfgs(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Rep
 }
 
 /// H·g by the two-loop recursion, negated: the L-BFGS search direction.
-fn two_loop(g: &DVector<f64>, s_hist: &[DVector<f64>], y_hist: &[DVector<f64>]) -> DVector<f64> {
+pub(crate) fn two_loop(g: &DVector<f64>, s_hist: &[DVector<f64>], y_hist: &[DVector<f64>]) -> DVector<f64> {
     let mut q = g.clone();
     let mut alphas = vec![0.0; s_hist.len()];
     for i in (0..s_hist.len()).rev() {
@@ -289,7 +289,8 @@ const MAX_EVALS: usize = 40;
 
 /// A step length satisfying the strong Wolfe conditions, with the value and gradient there.
 /// Non-finite values count as too long a step. `None` when no acceptable step was found.
-fn line_search(
+/// Minimises `f` from `x` (value `v0`, gradient `g0`) along the descent direction `p`.
+pub(crate) fn line_search(
     f: &mut Objective<'_>,
     x: &DVector<f64>,
     v0: f64,

@@ -774,6 +774,7 @@ impl<'a> Run<'a> {
             converged: self.converged,
             notes,
             fresh_elbo: None,
+            resampling: None,
         }
     }
 }

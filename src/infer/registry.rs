@@ -5,7 +5,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::infer::settings::{COMMON_KEYS, VI_KEYS};
-use crate::infer::{laplace, mvi_eig, mvi_lr, mvi_mu, pmfvb, split_mf, vi_diag, vi_full};
+use crate::infer::{laplace, mvi_eig, mvi_lr, mvi_mu, pathfinder, pmfvb, split_mf, vi_diag, vi_full};
 use crate::infer::{BuildFn, InferOptions, Method, OptionValue};
 
 /// One registered method.
@@ -27,7 +27,7 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "laplace",
         build: laplace::build,
-        keys: &["optimizer", "restarts"],
+        keys: &["optimizer", "restarts", "psis_resample"],
         description: "Gaussian at the mode with the inverse negative Hessian as covariance",
     },
     Entry {
@@ -45,7 +45,14 @@ pub const METHODS: &[Entry] = &[
     Entry {
         name: "mvi_lr",
         build: mvi_lr::build,
-        keys: &["samples", "optimizer", "laplace_hyper", "restarts", "rank"],
+        keys: &[
+            "samples",
+            "optimizer",
+            "laplace_hyper",
+            "restarts",
+            "psis_resample",
+            "rank",
+        ],
         description: "MVI: Laplace Cholesky factor plus a rank-k update, optimised on the ELBO",
     },
     Entry {
@@ -61,9 +68,15 @@ pub const METHODS: &[Entry] = &[
         description: "full-covariance Gaussian VI (free Cholesky factor)",
     },
     Entry {
+        name: "pathfinder",
+        build: pathfinder::build,
+        keys: pathfinder::KEYS,
+        description: "Pathfinder: Gaussians along L-BFGS paths, best ELBO, multi-path PSIS resampling",
+    },
+    Entry {
         name: "split_mf",
         build: split_mf::build,
-        keys: &["bins", "samples", "optimizer", "full_cov"],
+        keys: &["bins", "samples", "optimizer", "full_cov", "psis_resample"],
         description: "split mean-field: a mixture of mean-field Gaussians on soft bins, grown by splitting",
     },
     Entry {

@@ -20,7 +20,13 @@ pub const COMMON_KEYS: &[&str] = &[
 ];
 
 /// Keys of the Gaussian VI methods besides the common ones.
-pub const VI_KEYS: &[&str] = &["samples", "optimizer", "laplace_hyper", "restarts"];
+pub const VI_KEYS: &[&str] = &[
+    "samples",
+    "optimizer",
+    "laplace_hyper",
+    "restarts",
+    "psis_resample",
+];
 
 /// A view of the options restricted to one method's keys.
 pub struct Reader<'a> {

@@ -92,7 +92,11 @@ impl Default for Settings {
 /// # Errors
 /// A [`Diagnostic`] at an unknown key or a value of the wrong kind.
 pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
-    let r = Reader::new(opts, "split_mf", &["bins", "samples", "optimizer", "full_cov"])?;
+    let r = Reader::new(
+        opts,
+        "split_mf",
+        &["bins", "samples", "optimizer", "full_cov", "psis_resample"],
+    )?;
     let d = Settings::default();
     Ok(Box::new(SplitMf {
         settings: Settings {
@@ -392,6 +396,7 @@ impl Ctx<'_> {
             converged: stage.converged,
             notes,
             fresh_elbo: None,
+            resampling: None,
         }
     }
 }

@@ -244,5 +244,6 @@ pub fn finish<F: Family>(
         converged: run.outcome.converged,
         notes,
         fresh_elbo: Some(fresh),
+        resampling: None,
     }
 }

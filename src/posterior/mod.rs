@@ -116,6 +116,9 @@ pub struct Posterior {
     /// The ELBO re-estimated on fresh draws with its standard error (VI methods), beside the
     /// optimistic value on the fixed samples in `objective`.
     pub fresh_elbo: Option<(f64, f64)>,
+    /// What Pareto-smoothed importance resampling did, when the draws are its output
+    /// (multi-path `pathfinder`); `None` otherwise.
+    pub resampling: Option<psis::Resampling>,
 }
 
 impl Posterior {
@@ -287,6 +290,7 @@ mod tests {
             converged: true,
             notes: vec![],
             fresh_elbo: None,
+            resampling: None,
         };
         let c = post.cov();
         assert!((c[(0, 1)] - 0.5).abs() < 0.03 && (c[(1, 1)] - 0.5).abs() < 0.03);

@@ -1,11 +1,13 @@
-//! Pareto-smoothed importance sampling diagnostic k̂.
+//! Pareto-smoothed importance sampling: the diagnostic k̂, smoothed weights and resampling.
 //!
 //! Input: log importance ratios log p̃(w_s) − log q(w_s) for draws w_s ~ q. Output: k̂, the
 //! shape of a generalized Pareto distribution fitted to the largest M = ⌈min(S/5, 3√S)⌉
 //! ratios (above the (M+1)-th largest) by Zhang & Stephens' (2009) profile-likelihood grid
 //! method, shrunk toward 0.5 by the weakly informative prior of Vehtari et al. (n·k + 5)/(n + 10).
 //! Reading (Stan, loo): k̂ ≤ 0.7 means the importance ratios, and so q, are usable; larger
-//! values mean q misses mass of the posterior.
+//! values mean q misses mass of the posterior. [`smooth`] replaces the M largest ratios by
+//! the fitted distribution's expected order statistics (PSIS proper); [`resample`] draws
+//! indices by those weights (Pareto-smoothed importance resampling, as Pathfinder does).
 //!
 //! # Reference
 //! Vehtari, Simpson, Gelman, Yao, Gabry, "Pareto smoothed importance sampling", JMLR 25
@@ -16,6 +18,19 @@ use rand::RngCore;
 
 use crate::density::{LogDensity, Want};
 use crate::posterior::Posterior;
+
+/// What Pareto-smoothed importance resampling of a pool of draws found and did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resampling {
+    /// k̂ of the importance ratios of the pool (`None`: too few draws to fit a tail).
+    pub khat: Option<f64>,
+    /// The importance-sampling effective sample size 1 / Σ w̃ₛ² of the pool.
+    pub ess: f64,
+    /// Draws in the pool.
+    pub pool: usize,
+    /// Whether the output draws were resampled by the weights (`false`: the pool as it is).
+    pub resampled: bool,
+}
 
 /// The threshold below which PSIS considers an approximation usable.
 pub const KHAT_OK: f64 = 0.7;
@@ -39,6 +54,24 @@ pub fn posterior_khat(
 /// least 5 points) or a ratio is NaN or +∞. Ratios that are constant up to rounding (q equal
 /// to the posterior) give k̂ = 0.
 pub fn pareto_k(log_ratios: &[f64]) -> Option<f64> {
+    tail_fit(log_ratios).map(|t| t.khat)
+}
+
+/// The generalized Pareto fit to the largest ratios.
+struct TailFit {
+    /// Indices of the M tail ratios, in ascending order of their ratio.
+    tail: Vec<usize>,
+    /// The largest ratio, the scale of the exceedances.
+    top: f64,
+    /// exp(cutoff − top): the exceedances are exp(r − top) − base.
+    base: f64,
+    /// k̂ shrunk toward 0.5 (as reported and used for smoothing).
+    khat: f64,
+    /// σ̂ of the exceedances on the exp(r − top) scale; 0 for a constant tail.
+    sigma: f64,
+}
+
+fn tail_fit(log_ratios: &[f64]) -> Option<TailFit> {
     if log_ratios.iter().any(|r| r.is_nan() || *r == f64::INFINITY) {
         return None;
     }
@@ -47,27 +80,110 @@ pub fn pareto_k(log_ratios: &[f64]) -> Option<f64> {
     if m < 5 || m + 1 > log_ratios.len() {
         return None;
     }
-    let mut sorted = log_ratios.to_vec();
-    sorted.sort_by(|a, b| b.total_cmp(a));
-    let (top, cut) = (sorted[0], sorted[m]);
+    let mut order: Vec<usize> = (0..log_ratios.len()).collect();
+    order.sort_by(|&a, &b| log_ratios[b].total_cmp(&log_ratios[a]));
+    let (top, cut) = (log_ratios[order[0]], log_ratios[order[m]]);
     if !cut.is_finite() && cut != f64::NEG_INFINITY {
         return None;
     }
     // Exceedances over the cutoff, scaled by exp(−top) (k̂ does not depend on the scale).
     let base = (cut - top).exp();
+    let mut tail: Vec<usize> = order[..m].to_vec();
+    tail.reverse();
     if top - cut <= 1e-9 * top.abs().max(1.0) {
-        return Some(0.0);
+        return Some(TailFit {
+            tail,
+            top,
+            base,
+            khat: 0.0,
+            sigma: 0.0,
+        });
     }
-    let mut x: Vec<f64> = sorted[..m].iter().map(|r| (r - top).exp() - base).collect();
-    x.reverse();
-    let k = gpd_shape(&x);
+    let x: Vec<f64> = tail.iter().map(|&i| (log_ratios[i] - top).exp() - base).collect();
+    let (k, theta_hat) = gpd_fit(&x);
     let n = m as f64;
-    Some((n * k + 10.0 * 0.5) / (n + 10.0))
+    Some(TailFit {
+        tail,
+        top,
+        base,
+        khat: (n * k + 10.0 * 0.5) / (n + 10.0),
+        sigma: -k / theta_hat,
+    })
 }
 
-/// Zhang & Stephens' estimate of the generalized Pareto shape k from exceedances `x`
-/// (ascending, positive largest value), with k > 0 for heavy tails.
-fn gpd_shape(x: &[f64]) -> f64 {
+/// Pareto-smoothed importance weights: the result of [`smooth`].
+#[derive(Debug, Clone)]
+pub struct Smoothed {
+    /// Normalised log weights (log-sum-exp 0), one per ratio; −∞ where log p̃ was −∞.
+    pub log_weights: Vec<f64>,
+    /// k̂ of the tail fit, `None` when there were too few ratios to fit one (the weights are
+    /// then the raw normalised ratios).
+    pub khat: Option<f64>,
+}
+
+impl Smoothed {
+    /// The importance-sampling effective sample size 1 / Σ w̃ₛ² of the normalised weights.
+    pub fn ess(&self) -> f64 {
+        1.0 / self.log_weights.iter().map(|l| (2.0 * l).exp()).sum::<f64>()
+    }
+}
+
+/// Pareto-smoothed importance sampling (Vehtari et al. 2024, §3): the M largest ratios are
+/// replaced by the expected order statistics of the fitted generalized Pareto distribution
+/// (capped at the largest raw ratio), then all are normalised. NaN ratios count as −∞.
+pub fn smooth(log_ratios: &[f64]) -> Smoothed {
+    let mut lw: Vec<f64> = log_ratios
+        .iter()
+        .map(|r| if r.is_nan() { f64::NEG_INFINITY } else { *r })
+        .collect();
+    let fit = tail_fit(&lw);
+    if let Some(t) = &fit {
+        let m = t.tail.len() as f64;
+        for (j, &i) in t.tail.iter().enumerate() {
+            let p = (j as f64 + 0.5) / m;
+            let q = gpd_quantile(p, t.khat, t.sigma);
+            lw[i] = (t.top + (t.base + q).ln()).min(t.top);
+        }
+    }
+    let lse = super::log_sum_exp(&lw);
+    for l in &mut lw {
+        *l -= lse;
+    }
+    Smoothed {
+        log_weights: lw,
+        khat: fit.map(|t| t.khat),
+    }
+}
+
+/// n indices drawn with replacement with probabilities exp(log_weights) (normalised).
+pub fn resample(log_weights: &[f64], n: usize, rng: &mut dyn RngCore) -> Vec<usize> {
+    let mut cum = Vec::with_capacity(log_weights.len());
+    let mut acc = 0.0;
+    for l in log_weights {
+        acc += l.exp();
+        cum.push(acc);
+    }
+    (0..n)
+        .map(|_| {
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * acc;
+            cum.partition_point(|c| *c <= u).min(log_weights.len() - 1)
+        })
+        .collect()
+}
+
+/// The p-quantile of the generalized Pareto distribution with shape k and scale σ.
+fn gpd_quantile(p: f64, k: f64, sigma: f64) -> f64 {
+    let log_tail = (-p).ln_1p();
+    if k.abs() < 1e-12 {
+        -sigma * log_tail
+    } else {
+        sigma * (-k * log_tail).exp_m1() / k
+    }
+}
+
+/// Zhang & Stephens' estimate of the generalized Pareto shape k (k > 0 for heavy tails) and
+/// their θ̂ (σ̂ = −k/θ̂) from exceedances `x` (ascending, positive largest value).
+fn gpd_fit(x: &[f64]) -> (f64, f64) {
     let n = x.len();
     let grid = 30 + (n as f64).sqrt() as usize;
     let prior = 3.0;
@@ -90,7 +206,8 @@ fn gpd_shape(x: &[f64]) -> f64 {
         .collect();
     let lse = super::log_sum_exp(&finite);
     let theta_hat: f64 = thetas.iter().zip(&finite).map(|(t, l)| t * (l - lse).exp()).sum();
-    x.iter().map(|v| (-theta_hat * v).ln_1p()).sum::<f64>() / n as f64
+    let k = x.iter().map(|v| (-theta_hat * v).ln_1p()).sum::<f64>() / n as f64;
+    (k, theta_hat)
 }
 
 #[cfg(test)]
@@ -149,5 +266,52 @@ mod tests {
         assert_eq!(pareto_k(&[0.0; 10]), None);
         assert_eq!(pareto_k(&[f64::NAN; 100]), None);
         assert_eq!(pareto_k(&[1.0; 100]), Some(0.0));
+    }
+
+    #[test]
+    fn smoothed_weights_are_normalised_and_change_only_the_tail() {
+        // q = N(0, 1), p = N(0, 2²): a heavy ratio tail.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let lr: Vec<f64> = (0..4000)
+            .map(|_| {
+                let z: f64 = StandardNormal.sample(&mut rng);
+                0.375 * z * z
+            })
+            .collect();
+        let s = smooth(&lr);
+        let total: f64 = s.log_weights.iter().map(|l| l.exp()).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+        // The order of the ratios is kept, and only the M = ⌈min(S/5, 3√S)⌉ largest change
+        // relative to each other (the body keeps its raw ratios up to the normalisation).
+        let mut order: Vec<usize> = (0..lr.len()).collect();
+        order.sort_by(|&i, &j| lr[i].total_cmp(&lr[j]));
+        assert!(order
+            .windows(2)
+            .all(|p| s.log_weights[p[0]] <= s.log_weights[p[1]] + 1e-12));
+        let m = (3.0 * 4000f64.sqrt()).ceil() as usize;
+        let body = &order[..4000 - m];
+        let shift = s.log_weights[body[0]] - lr[body[0]];
+        assert!(body
+            .iter()
+            .all(|&i| (s.log_weights[i] - lr[i] - shift).abs() < 1e-9));
+        let tail = &order[4000 - m..];
+        assert!(tail
+            .iter()
+            .any(|&i| (s.log_weights[i] - lr[i] - shift).abs() > 1e-6));
+        assert_eq!(s.khat, pareto_k(&lr));
+        let ess = s.ess();
+        assert!(ess > 1.0 && ess < 4000.0, "ESS {ess}");
+    }
+
+    #[test]
+    fn equal_weights_have_full_ess_and_resampling_follows_the_weights() {
+        let s = smooth(&[0.0; 100]);
+        assert!((s.ess() - 100.0).abs() < 1e-9);
+        let lw = [f64::NEG_INFINITY, 0.75f64.ln(), 0.25f64.ln()];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let idx = resample(&lw, 8000, &mut rng);
+        assert!(idx.iter().all(|&i| i != 0));
+        let ones = idx.iter().filter(|&&i| i == 1).count() as f64 / 8000.0;
+        assert!((ones - 0.75).abs() < 0.02, "{ones}");
     }
 }

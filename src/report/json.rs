@@ -44,6 +44,12 @@ pub fn summary_value(r: &FitReport) -> Value {
     m.insert("log_evidence".into(), opt(r.log_evidence));
     m.insert("theta".into(), pairs_value(&r.theta));
     m.insert("khat".into(), opt(r.khat));
+    if let Some(s) = &r.resampling {
+        m.insert(
+            "psis_resample".into(),
+            json!({ "khat": opt(s.khat), "ess": num(s.ess), "pool": s.pool, "resampled": s.resampled }),
+        );
+    }
     m.insert(
         "predict".into(),
         r.predict.as_ref().map_or(Value::Null, predict_value),

@@ -218,6 +218,9 @@ pub struct FitReport {
     pub theta: Vec<(String, f64)>,
     /// PSIS Pareto k̂ of log p̃ − log q over the draws; `None` = not available.
     pub khat: Option<f64>,
+    /// Pareto-smoothed importance resampling of the draws (`psis_resample`, multi-path
+    /// `pathfinder`): k̂, ESS and pool size; the draws are then the resampled ones.
+    pub resampling: Option<crate::posterior::psis::Resampling>,
     /// `predict` results, when the model has a `predict` block and test data.
     pub predict: Option<PredictReport>,
     /// The objective per iteration.

@@ -4,6 +4,7 @@
 //! report always renders to the same bytes (snapshot tests rely on this).
 
 use super::{json, FitReport, PredictMetric};
+use crate::posterior::psis::Resampling;
 use std::fmt::Write;
 
 /// k̂ above this means the approximation is not reliable (Stan's PSIS reading).
@@ -27,6 +28,9 @@ pub fn render_summary(r: &FitReport) -> String {
     };
     out.push_str(&khat_line(r.khat, &run));
     out.push('\n');
+    if let Some(s) = &r.resampling {
+        let _ = writeln!(out, "{}", resampling_line(s));
+    }
     notes(&mut out, r);
     out
 }
@@ -190,6 +194,37 @@ fn khat_advice(run: &KhatContext<'_>) -> String {
         "split_mf" => format!("try more bins (`bins`) or pmfvb, {reparam}"),
         _ => format!("try another method, {reparam}"),
     }
+}
+
+/// The summary line on a PSIS resampling step: pool, k̂, ESS, and that the draws shown are
+/// the resampled ones.
+pub fn resampling_line(r: &Resampling) -> String {
+    let khat = r
+        .khat
+        .map_or("not available (too few draws)".to_string(), |k| format!("{k:.2}"));
+    if r.resampled {
+        format!(
+            "draws: Pareto-smoothed importance resampling of {} draws of q: k̂ = {khat}, \
+             importance-sampling ESS = {:.0}; the draws and the table above are the resampled ones",
+            r.pool, r.ess
+        )
+    } else {
+        format!(
+            "draws: the {} pooled draws as drawn (not resampled): k̂ = {khat}, \
+             importance-sampling ESS = {:.0}",
+            r.pool, r.ess
+        )
+    }
+}
+
+/// The warning for a resampling step whose k̂ exceeds 0.7.
+pub fn resampling_warning(r: &Resampling) -> String {
+    format!(
+        "importance resampling with k̂ = {:.2} > 0.7: q misses posterior mass, and resampling \
+         cannot restore it (it reweights q's draws; it cannot create draws where q has none). \
+         Treat tails and uncertainty with care and try a method whose k̂ is lower (`mvi compare`)",
+        r.khat.unwrap_or(f64::NAN)
+    )
 }
 
 fn notes(out: &mut String, r: &FitReport) {

@@ -73,6 +73,7 @@ pub fn report(method: &str, n_draws: usize, seed: u64) -> FitReport {
         log_evidence: Some(-12.0),
         theta: vec![("tau".into(), 1.3)],
         khat: Some(0.42),
+        resampling: None,
         predict: Some(PredictReport {
             n_test: 100,
             draws: 10_000,

@@ -142,7 +142,7 @@ impl Lowerer<'_> {
     ) -> R {
         let mut scope = HashMap::new();
         for (name, arg) in params {
-            scope.insert(name.clone(), self.expr(arg)?);
+            scope.insert(name.clone(), super::Local::Node(self.expr(arg)?));
         }
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![scope]);
         let saved_site = self.call_site;
@@ -155,6 +155,26 @@ impl Lowerer<'_> {
 
     /// `x[i]`, `x[a:b]`, `x[idx]`, `M[i, j]`, `M[:, a:b]`, ...: one gather.
     fn index(&mut self, e: &TExpr, base: &TExpr, idx: &[TIndex]) -> R {
+        if let TExprKind::Name(n, _) = &base.kind {
+            if self.local_entries(n).is_some() {
+                // a local kept entry by entry: the selected entries only, O(1) each
+                let flat = self.flat_positions(base.shape, idx)?;
+                let entries = self.local_entries(n).expect("checked just above");
+                let picked: Option<Vec<(NodeId, u32)>> =
+                    flat.iter().map(|&p| entries.get(p as usize).copied()).collect();
+                let size = entries.len();
+                let Some(picked) = picked else {
+                    let bad = flat.iter().find(|&&p| p as usize >= size).copied().unwrap_or(0);
+                    let err = crate::graph::Error::Index {
+                        index: i64::from(bad) + 1,
+                        size,
+                    };
+                    return Err(self.internal(self.span(e), err));
+                };
+                let shape = graph_shape(e.shape);
+                return self.wrap(e, |g| g.assemble(shape, &picked));
+            }
+        }
         let b = self.expr(base)?;
         let flat = self.flat_positions(base.shape, idx)?;
         let shape = graph_shape(e.shape);

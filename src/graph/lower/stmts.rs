@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 
-use super::Lowerer;
+use super::{Local, Lowerer};
 use crate::check::{TExpr, TExprKind, TStmt};
 use crate::diagnostic::Diagnostic;
 use crate::dist;
-use crate::graph::{Fun2, NodeId, GATHER_ZERO};
+use crate::graph::{Fun2, NodeId, Shape};
 use crate::syntax::ast::AssignOp;
 
 impl Lowerer<'_> {
@@ -159,9 +159,9 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// `name = v`, `name[idx] op= v`: the local gets a new node; an indexed update keeps the
-    /// other entries (a gather of the old value with zeros at the updated places, plus the
-    /// new values gathered into those places).
+    /// `name = v`, `name[idx] op= v`: a whole update rebinds the local to a new node; an
+    /// indexed update replaces only the updated entries of the local's entry list
+    /// ([`Local::Entries`]), O(1) per entry, so a loop of T element updates costs O(T).
     fn assign(&mut self, target: &TExpr, op: AssignOp, value: &TExpr) -> Result<(), Diagnostic> {
         let (name, idx, base_shape) = match &target.kind {
             TExprKind::Name(n, _) => (n.clone(), None, target.shape),
@@ -173,14 +173,6 @@ impl Lowerer<'_> {
             },
             _ => return Err(self.internal(self.span(target), "an update of something other than a local")),
         };
-        let old = self.name(&name, target)?;
-        let v = self.expr(value)?;
-        let old_shape = self.g.shape(old);
-        let positions: Vec<u32> = match &idx {
-            Some(i) => self.flat_positions(base_shape, i)?,
-            None => (0..old_shape.size() as u32).collect(),
-        };
-        let tshape = super::graph_shape(target.shape);
         let f = match op {
             AssignOp::Set => None,
             AssignOp::Add => Some(Fun2::Add),
@@ -188,39 +180,87 @@ impl Lowerer<'_> {
             AssignOp::Mul => Some(Fun2::Mul),
             AssignOp::Div => Some(Fun2::Div),
         };
+        let Some(idx) = idx else {
+            return self.assign_whole(&name, target, f, value);
+        };
+        let positions = self.flat_positions(base_shape, &idx)?;
+        let v = self.expr(value)?;
+        let shape = super::graph_shape(base_shape);
+        let mut entries = self.entries_of(&name, target, shape)?;
+        if let Some(&bad) = positions.iter().find(|&&p| p as usize >= entries.len()) {
+            let err = crate::graph::Error::Index {
+                index: i64::from(bad) + 1,
+                size: entries.len(),
+            };
+            return Err(self.internal(self.span(target), err));
+        }
         let new_part = match f {
             None => v,
             Some(f) => {
-                let current = if idx.is_none() {
-                    old
-                } else {
-                    self.wrap(target, |g| g.gather_flat(old, positions.clone(), tshape))?
-                };
+                let tshape = super::graph_shape(target.shape);
+                let picked: Vec<(NodeId, u32)> = positions.iter().map(|&p| entries[p as usize]).collect();
+                let current = self.wrap(target, |g| g.assemble(tshape, &picked))?;
                 self.wrap(value, |g| g.binary(f, current, v))?
             }
         };
-        if idx.is_none() && self.g.shape(new_part) == old_shape {
-            self.g.label(new_part, &name);
-            self.rebind_local(&name, new_part);
-            return Ok(());
-        }
         let scalar_part = self.g.shape(new_part).size() == 1;
-        let mut keep: Vec<u32> = (0..old_shape.size() as u32).collect();
-        let mut place = vec![GATHER_ZERO; old_shape.size()];
         for (j, &p) in positions.iter().enumerate() {
-            keep[p as usize] = GATHER_ZERO;
-            place[p as usize] = if scalar_part { 0 } else { j as u32 };
+            entries[p as usize] = (new_part, if scalar_part { 0 } else { j as u32 });
         }
-        let updated = if keep.iter().all(|&k| k == GATHER_ZERO) {
-            self.wrap(target, |g| g.gather_flat(new_part, place, old_shape))?
-        } else {
-            let kept = self.wrap(target, |g| g.gather_flat(old, keep, old_shape))?;
-            let placed = self.wrap(target, |g| g.gather_flat(new_part, place, old_shape))?;
-            self.wrap(target, |g| g.add_nodes(kept, placed))?
-        };
-        self.g.label(updated, &name);
-        self.rebind_local(&name, updated);
+        self.rebind_local(
+            &name,
+            Local::Entries {
+                shape,
+                entries,
+                whole: None,
+            },
+        );
         Ok(())
+    }
+
+    /// `name = v` or `name op= v` on the whole local.
+    fn assign_whole(
+        &mut self,
+        name: &str,
+        target: &TExpr,
+        f: Option<Fun2>,
+        value: &TExpr,
+    ) -> Result<(), Diagnostic> {
+        let old = self.name(name, target)?;
+        let v = self.expr(value)?;
+        let old_shape = self.g.shape(old);
+        let new_part = match f {
+            None => v,
+            Some(f) => self.wrap(value, |g| g.binary(f, old, v))?,
+        };
+        let updated = if self.g.shape(new_part) == old_shape {
+            new_part
+        } else {
+            // a scalar broadcast over the whole local
+            let place = vec![0; old_shape.size()];
+            self.wrap(target, |g| g.gather_flat(new_part, place, old_shape))?
+        };
+        self.g.label(updated, name);
+        self.rebind_local(name, Local::Node(updated));
+        Ok(())
+    }
+
+    /// The entries of the local `name` (of graph shape `shape`): its entry list when it is
+    /// kept entry by entry, else every entry of its node.
+    fn entries_of(
+        &mut self,
+        name: &str,
+        target: &TExpr,
+        shape: Shape,
+    ) -> Result<Vec<(NodeId, u32)>, Diagnostic> {
+        match self.local_mut(name) {
+            Some(Local::Entries { entries, .. }) => Ok(std::mem::take(entries)),
+            Some(Local::Node(v)) => {
+                let v = *v;
+                Ok((0..shape.size() as u32).map(|i| (v, i)).collect())
+            }
+            None => Err(self.internal(self.span(target), "an update of something other than a local")),
+        }
     }
 }
 

@@ -1,0 +1,210 @@
+//! Loops and recursions: element and slice assignment of locals (vectors and matrices, in
+//! `model`, `fn` bodies and `predict`) against the vectorised form (values, gradients and
+//! Hessians), derivatives of recursions three ways (`graph::diagnose`), and the graph of a
+//! recursion growing linearly in its length (checked on the graph's structure, not by
+//! timing).
+
+use std::path::Path;
+
+use mvi::check::check_source;
+use mvi::data::{add_json_text, DataSet};
+use mvi::density::{LogDensity, Want};
+use mvi::graph::{diagnose, lower_model, LogJoint, Tolerances};
+use nalgebra::{DMatrix, DVector};
+
+/// The same log joint built in a different order: only rounding differs.
+const SAME_TOL: f64 = 1e-10;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn lower(src: &str, json: &str) -> LogJoint {
+    let mut set = DataSet::default();
+    add_json_text(&mut set, "data.json", json.to_string()).unwrap();
+    let typed = check_source(src, "model.mvi", root(), &set)
+        .unwrap_or_else(|ds| panic!("{}", ds[0].render_plain(100)));
+    lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)))
+}
+
+/// A simulated ARMA(1,1) series of length t (mu = 0.5, phi = 0.6, theta = 0.3, sigma = 1),
+/// from a fixed linear congruential stream (no rng crate needed for a test series).
+fn arma_json(t: usize) -> String {
+    let mut state: u64 = 12345;
+    let mut unif = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    let (mut y0, mut e0) = (0.0, 0.0);
+    let mut y = Vec::with_capacity(t);
+    for _ in 0..t {
+        // a sum of 12 uniforms minus 6: close enough to N(0, 1) for test data
+        let e: f64 = (0..12).map(|_| unif()).sum::<f64>() - 6.0;
+        let v = 0.5 + 0.6 * y0 + 0.3 * e0 + e;
+        y.push(v);
+        (y0, e0) = (v, e);
+    }
+    serde_json::json!({ "T": t, "y": y }).to_string()
+}
+
+fn arma_src() -> String {
+    std::fs::read_to_string(root().join("benches/loops/arma11.mvi")).unwrap()
+}
+
+/// Value and gradient at each column of `w` for every model; all must agree.
+fn assert_same_log_joint(models: &[&LogJoint], points: &[Vec<f64>]) {
+    let d = models[0].dim();
+    let theta = models[0].theta_init();
+    let w = DMatrix::from_fn(d, points.len(), |i, j| points[j][i]);
+    let first = models[0].eval(&theta, &w, Want::GRAD_W);
+    for m in &models[1..] {
+        let e = m.eval(&theta, &w, Want::GRAD_W);
+        for s in 0..points.len() {
+            let rel = |a: f64, b: f64| (a - b).abs() / a.abs().max(b.abs()).max(1.0);
+            assert!(
+                rel(first.values[s], e.values[s]) < SAME_TOL,
+                "value {} vs {}",
+                first.values[s],
+                e.values[s]
+            );
+            let (g0, g1) = (first.grad_w.as_ref().unwrap(), e.grad_w.as_ref().unwrap());
+            for i in 0..d {
+                assert!(
+                    rel(g0[(i, s)], g1[(i, s)]) < SAME_TOL,
+                    "gradient {i}: {} vs {}",
+                    g0[(i, s)],
+                    g1[(i, s)]
+                );
+            }
+        }
+        let p = DVector::from_vec(points[0].clone());
+        let (h0, h1) = (models[0].hessian(&theta, &p), m.hessian(&theta, &p));
+        assert!((h0 - h1).abs().max() < SAME_TOL * 100.0, "Hessians differ");
+    }
+}
+
+#[test]
+fn element_assignment_in_a_loop_equals_the_vectorised_model() {
+    let data = r#"{"N": 6, "y": [0.3, -1.2, 0.8, 2.1, -0.4, 0.9], "x": [1.0, 0.5, -0.3, 1.4, 0.2, -1.1]}"#;
+    let head = "data { y: vector[N]\n x: vector[N] }\nparam { a: real\n b: real\n s: real<lower=0> }\n";
+    let vectorised = format!("{head}model {{ a ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n y ~ normal(a + b * x, s) }}");
+    let by_entry = format!(
+        "{head}model {{ a ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n let mu = rep_vector(0, N)\n for n in 1:N {{ mu[n] = a + b * x[n] }}\n y ~ normal(mu, s) }}"
+    );
+    // slices, compound updates and reads of single entries of an updated local
+    let by_slice = format!(
+        "{head}model {{ a ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n let mu = rep_vector(0, N)\n mu[1:3] = b * x[1:3]\n mu[4:N] = b * x[4:N]\n mu += a\n let r = rep_vector(0, N)\n for n in 1:N {{ r[n] = y[n] - mu[n] }}\n r ~ normal(0, s) }}"
+    );
+    let compound = format!(
+        "{head}model {{ a ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n let mu = rep_vector(1, N)\n for n in 1:N {{ mu[n] *= b * x[n]\n mu[n] += a }}\n y ~ normal(mu, s) }}"
+    );
+    let in_fn = format!(
+        "fn means(a: real, b: real, x: vector) -> vector {{\n let m = x\n for n in 1:3 {{ m[n] = a + b * x[n] }}\n m[4:6] = a + b * x[4:6]\n return m }}\n{head}model {{ a ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n y ~ normal(means(a, b, x), s) }}"
+    );
+    let models: Vec<LogJoint> = [&vectorised, &by_entry, &by_slice, &compound, &in_fn]
+        .iter()
+        .map(|s| lower(s, data))
+        .collect();
+    let refs: Vec<&LogJoint> = models.iter().collect();
+    assert_same_log_joint(&refs, &[vec![0.3, -0.7, 0.2], vec![-1.0, 0.4, -0.5]]);
+}
+
+#[test]
+fn matrix_entries_rows_and_columns_assigned_in_loops_equal_the_vectorised_model() {
+    let data = r#"{"N": 4, "K": 3, "X": [[1.0, 0.5, -0.3], [0.2, -1.1, 0.7], [0.9, 0.4, 0.1], [-0.6, 0.3, 1.2]], "y": [0.5, -0.2, 1.1, 0.3]}"#;
+    let head = "data { X: matrix[N, K]\n y: vector[N] }\nparam { beta: vector[K] }\n";
+    let vectorised = format!("{head}model {{ beta ~ normal(0, 1)\n y ~ normal(X * beta, 1) }}");
+    // M holds X .* beta' built entry by entry, by columns and by rows
+    let entries = format!(
+        "{head}model {{ beta ~ normal(0, 1)\n let M = rep_matrix(0, N, K)\n for n in 1:N {{ for k in 1:K {{ M[n, k] = X[n, k] * beta[k] }} }}\n y ~ normal(M * rep_vector(1, K), 1) }}"
+    );
+    let columns = format!(
+        "{head}model {{ beta ~ normal(0, 1)\n let M = rep_matrix(0, N, K)\n for k in 1:K {{ M[:, k] = X[:, k] * beta[k] }}\n y ~ normal(M * rep_vector(1, K), 1) }}"
+    );
+    let rows = format!(
+        "{head}model {{ beta ~ normal(0, 1)\n let M = rep_matrix(0, N, K)\n for n in 1:N {{ M[n] = X[n] .* beta }}\n let mu = rep_vector(0, N)\n for n in 1:N {{ mu[n] = sum(M[n]) }}\n y ~ normal(mu, 1) }}"
+    );
+    let models: Vec<LogJoint> = [&vectorised, &entries, &columns, &rows]
+        .iter()
+        .map(|s| lower(s, data))
+        .collect();
+    let refs: Vec<&LogJoint> = models.iter().collect();
+    assert_same_log_joint(&refs, &[vec![0.3, -0.7, 0.2], vec![-1.0, 0.4, 1.5]]);
+}
+
+#[test]
+fn recursions_pass_the_three_way_derivative_checks() {
+    let arma = lower(&arma_src(), &arma_json(30));
+    // a two-state HMM forward algorithm: gamma[t, k] = log_sum_exp(acc) in a nested loop
+    let hmm_src = "data { y: vector[N] }\nparam { mu: vector[2]\n s: real<lower=0>\n p: vector<lower=0, upper=1>[2] }\n\
+        model { mu ~ normal(0, 3)\n s ~ half_normal(2)\n let lt = [[log(p[1]), log1m(p[1])], [log1m(p[2]), log(p[2])]]\n\
+        let gamma = rep_matrix(0, N, 2)\n for k in 1:2 { gamma[1, k] = normal_lpdf(y[1] | mu[k], s) - log(2) }\n\
+        for t in 2:N { for k in 1:2 { let acc = rep_vector(0, 2)\n for j in 1:2 { acc[j] = gamma[t - 1, j] + lt[j, k] + normal_lpdf(y[t] | mu[k], s) }\n gamma[t, k] = log_sum_exp(acc) } }\n\
+        target += log_sum_exp(gamma[N]) }";
+    let hmm = lower(
+        hmm_src,
+        r#"{"N": 12, "y": [0.1, 0.3, -0.2, 2.9, 3.2, 3.1, 0.2, -0.1, 3.3, 2.8, 0.0, 0.4]}"#,
+    );
+    for (name, lj) in [("arma", &arma), ("hmm", &hmm)] {
+        let theta = lj.theta_init();
+        for seed in 0..3 {
+            let w = DVector::from_fn(lj.dim(), |i, _| {
+                (((i + 3 * seed) * 7919 % 97) as f64 / 97.0 - 0.5) * 1.5
+            });
+            let r = diagnose(lj, &theta, &w, Tolerances::default());
+            assert!(
+                r.passed(),
+                "{name} at {w}: grad {:.2e} / {:.2e}, hess {:.2e} / {:.2e}",
+                r.grad_err_exact,
+                r.grad_err_fd,
+                r.hess_err_exact,
+                r.hess_err_fd
+            );
+        }
+    }
+}
+
+/// Σ over nodes of their entries: O(T) for a recursion written with element assignment
+/// (each update is O(1)); a copy of the whole vector per update would make it O(T²).
+fn total_entries(lj: &LogJoint) -> usize {
+    lj.graph.nodes.iter().map(|n| n.shape.size()).sum()
+}
+
+#[test]
+fn a_recursion_lowers_to_a_graph_linear_in_its_length() {
+    let src = arma_src();
+    let small = lower(&src, &arma_json(10));
+    let large = lower(&src, &arma_json(1000));
+    let per_step_nodes = (large.graph.nodes.len() - small.graph.nodes.len()) as f64 / 990.0;
+    let per_step_entries = (total_entries(&large) - total_entries(&small)) as f64 / 990.0;
+    // 5 arithmetic nodes and 2 constants per step, and the data (T entries) and err (T) read whole
+    assert!(per_step_nodes <= 8.0, "{per_step_nodes} nodes per step");
+    assert!(per_step_entries <= 12.0, "{per_step_entries} entries per step");
+}
+
+#[test]
+fn a_recursion_in_predict_gives_the_model_block_log_likelihood() {
+    let mut src = arma_src().replace("infer {", "predict {\n  let nu = rep_vector(0, T)\n  let err = rep_vector(0, T)\n  nu[1] = mu + phi * mu\n  err[1] = y[1] - nu[1]\n  for t in 2:T {\n    nu[t] = mu + phi * y[t - 1] + theta * err[t - 1]\n    err[t] = y[t] - nu[t]\n  }\n  y ~ normal(nu, sigma)\n}\n\ninfer {");
+    src = src.replace("method = vi_diag", "method = laplace");
+    let lj = lower(&src, &arma_json(20));
+    let predict = lj.predict.as_ref().expect("the model has a predict block");
+    assert_eq!(predict.pointwise.len(), 1);
+    // the pointwise log-likelihood summed equals the likelihood term of the log joint
+    let w = [0.4, 0.5, 0.2, 0.1];
+    let theta = lj.theta_init();
+    let lp = lj
+        .eval(&theta, &DMatrix::from_column_slice(4, 1, &w), Want::VALUE)
+        .values[0];
+    let consts = mvi::graph::eval::lift_consts::<f64>(predict);
+    let tape = mvi::graph::eval::forward_values(predict, &consts, &[], &w, 1);
+    let ll: f64 = (0..20)
+        .map(|i| tape.value(predict.pointwise[0].loglik, i, 0))
+        .sum();
+    let sigma = w[3].exp();
+    let half_cauchy = (2.0 / (std::f64::consts::PI * 5.0)).ln() - (1.0 + (sigma / 5.0).powi(2)).ln();
+    let norm = |x: f64, s: f64| -0.5 * (x / s).powi(2) - s.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln();
+    let priors = norm(w[0], 10.0) + norm(w[1], 2.0) + norm(w[2], 2.0) + half_cauchy + w[3];
+    assert!((lp - priors - ll).abs() < 1e-9, "{lp} vs {}", priors + ll);
+}
