@@ -135,7 +135,8 @@ pub struct DiagnoseArgs {
     /// Seed of the random point (uniform in [−2, 2] per unconstrained coordinate).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Evaluate at w = 0 instead of a random point.
+    /// Evaluate at the initial point (w = 0; a unit vector's coordinates at 1/√K) instead of
+    /// a random point.
     #[arg(long)]
     pub zero: bool,
 }
@@ -286,7 +287,7 @@ fn cmd_diagnose(a: &DiagnoseArgs) -> Result<(), Failure> {
     let (_, joint) = load_and_lower(&a.model)?;
     let d = crate::density::LogDensity::dim(&joint);
     let w = if a.zero {
-        DVector::zeros(d)
+        crate::density::LogDensity::initial_point(&joint)
     } else {
         let mut rng = StdRng::seed_from_u64(a.seed);
         let u = Uniform::new(-2.0, 2.0).expect("a valid range");

@@ -7,7 +7,7 @@
 //! declared before it (for a hyper) or hypers and params declared before it (for a param).
 
 use super::checker::{Checker, Ctx, R};
-use super::types::{Shape, Stage, TExpr};
+use super::types::{Shape, TExpr};
 use super::{DependentBounds, Transform};
 use crate::graph::transform::entry;
 use crate::syntax::ast::{Decl, Expr, ExprKind, Index, TypeKind};
@@ -126,7 +126,8 @@ impl Checker {
     }
 
     /// A bound as a typed expression: a scalar or of the declared shape; it may read data,
-    /// hypers and the params declared so far.
+    /// hypers and the params declared so far. One that is data but not known as a number
+    /// here (`lower=min(y)`) is lowered like a dependent bound, to a constant node.
     fn bound_expr(&mut self, d: &Decl, b: &Option<Expr>, shape: Shape) -> R<Option<TExpr>> {
         let Some(b) = b else { return Ok(None) };
         self.ctx = Ctx::Bound;
@@ -135,23 +136,20 @@ impl Checker {
         let e = e?;
         let fits = e.shape.is_scalar() || e.shape.to_real() == shape.to_real();
         if !fits {
-            return self.fail(
-                "mvi::check::bound_shape",
-                format!(
-                    "a bound of `{}` must be a scalar or a {shape} like it, this is {}",
-                    d.name.name, e.shape
-                ),
-                b.span,
-                format!("this is {}", e.shape),
-            );
-        }
-        if e.stage == Stage::Const && e.value.is_none() && e.shape.is_scalar() {
-            return self.fail(
-                "mvi::check::unknown_bound",
-                "a bound must be a scalar known from the data, or depend on hypers and params",
-                b.span,
-                format!("this is {}", e.shape),
-            );
+            let diag = self
+                .diag(
+                    "mvi::check::bound_shape",
+                    format!(
+                        "a bound of `{}` must be a scalar or a {shape} like it, this is {}",
+                        d.name.name, e.shape
+                    ),
+                )
+                .with_label(b.span, format!("this is {}", e.shape))
+                .with_help(
+                    "a bound applies to every entry (a scalar) or entry by entry (a value of the \
+                     declared shape); index or slice it to fit, e.g. `lower=mu[1]`",
+                );
+            return Err(self.report(diag));
         }
         Ok(Some(e))
     }
