@@ -560,7 +560,7 @@ fn is_definition(input: &str) -> bool {
 fn overrides_for(overrides: &[(String, String)], method: &str) -> Vec<(String, String)> {
     overrides
         .iter()
-        .filter(|(k, _)| check::infer_keys::key_spec(k).is_none_or(|spec| spec.methods.includes(method)))
+        .filter(|(k, _)| check::infer_keys::key_spec_for(k, Some(method)).is_none_or(|spec| spec.methods.includes(method)))
         .cloned()
         .collect()
 }
