@@ -76,7 +76,9 @@ pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
     let d = Settings::default();
     let target_accept = r.positive("target_accept", d.target_accept)?;
     if target_accept >= 1.0 {
-        return Err(r.bad_key("target_accept", "a number between 0 and 1"));
+        return Err(r
+            .bad_key("target_accept", "a number between 0 and 1")
+            .with_help("the step size is tuned for this mean acceptance rate: e.g. 0.8 (the default), 0.95 or 0.99 for a hard posterior"));
     }
     Ok(Box::new(Nuts(Settings {
         chains: r.int("chains", 1, d.chains)?,
