@@ -510,7 +510,10 @@ fn compare_options(
                 let key = s.split_once('=').map_or(s.as_str(), |(k, _)| k.trim());
                 let spec = |x: &str| check::infer_keys::key_spec_for(key, Some(x));
                 spec(m).is_none_or(|s| {
-                    s.methods.includes(m) || !methods.iter().any(|x| spec(x).is_some_and(|s| s.methods.includes(x)))
+                    s.methods.includes(m)
+                        || !methods
+                            .iter()
+                            .any(|x| spec(x).is_some_and(|s| s.methods.includes(x)))
                 })
             })
             .cloned()

@@ -56,9 +56,7 @@ fn coordinates(model: &LogJoint) -> Vec<(String, usize, Constraint)> {
 
 /// A column name in mvi's form: `theta[1]` and `W[2,3]` become `theta.1` and `W.2.3`.
 fn normalise(name: &str) -> String {
-    name.trim()
-        .replace(['[', ','], ".")
-        .replace([']', ' '], "")
+    name.trim().replace(['[', ','], ".").replace([']', ' '], "")
 }
 
 /// The unconstrained draws (D × n) of the model's parameters from constrained columns
@@ -196,7 +194,10 @@ impl Reference {
             );
             if let Some(mc) = &r.mcmc {
                 let rhat = mc.max_rhat();
-                m.insert("max_rhat".into(), serde_json::json!(rhat.is_finite().then_some(rhat)));
+                m.insert(
+                    "max_rhat".into(),
+                    serde_json::json!(rhat.is_finite().then_some(rhat)),
+                );
                 m.insert("divergences".into(), serde_json::json!(mc.divergences));
             }
         }

@@ -392,7 +392,6 @@ impl Session {
         Ok(out)
     }
 
-
     /// The reference of `:compare --reference`: a `nuts` run of the model (with the
     /// session's options that apply to it) or a draws file.
     fn reference(&self, typed: &TypedModel, spec: &str) -> Result<Reference, Vec<Diagnostic>> {
@@ -589,7 +588,9 @@ fn is_definition(input: &str) -> bool {
 fn overrides_for(overrides: &[(String, String)], method: &str) -> Vec<(String, String)> {
     overrides
         .iter()
-        .filter(|(k, _)| check::infer_keys::key_spec_for(k, Some(method)).is_none_or(|spec| spec.methods.includes(method)))
+        .filter(|(k, _)| {
+            check::infer_keys::key_spec_for(k, Some(method)).is_none_or(|spec| spec.methods.includes(method))
+        })
         .cloned()
         .collect()
 }

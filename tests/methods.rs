@@ -313,12 +313,24 @@ fn nuts_samples_the_exact_conjugate_posterior_and_repeats_for_a_seed() {
     for d in 0..4 {
         let sd = cov[(d, d)].sqrt();
         // 1000 draws with ESS of several hundred: the mean within 0.25 sd, the sd within 15 %
-        assert!((mean[d] - m[d]).abs() < 0.25 * sd, "mean[{d}] {} vs {}", mean[d], m[d]);
-        assert!((c[(d, d)].sqrt() / sd - 1.0).abs() < 0.15, "sd[{d}] {} vs {sd}", c[(d, d)].sqrt());
+        assert!(
+            (mean[d] - m[d]).abs() < 0.25 * sd,
+            "mean[{d}] {} vs {}",
+            mean[d],
+            m[d]
+        );
+        assert!(
+            (c[(d, d)].sqrt() / sd - 1.0).abs() < 0.15,
+            "sd[{d}] {} vs {sd}",
+            c[(d, d)].sqrt()
+        );
     }
     let again = fit(&model, "nuts", &short, 1);
     assert_eq!(post.mean().as_slice(), again.mean().as_slice());
-    assert_ne!(post.mean().as_slice(), fit(&model, "nuts", &short, 2).mean().as_slice());
+    assert_ne!(
+        post.mean().as_slice(),
+        fit(&model, "nuts", &short, 2).mean().as_slice()
+    );
 }
 
 #[test]

@@ -33,12 +33,23 @@ fn text(b: &[u8]) -> String {
 }
 
 fn assert_ok(o: &Output, what: &str) {
-    assert_eq!(o.status.code(), Some(0), "{what}:\n{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{what}:\n{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
 }
 
 fn assert_user_error(o: &Output, what: &str, message: &str) {
     let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{what}: exit {:?}\n{err}", o.status.code());
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{what}: exit {:?}\n{err}",
+        o.status.code()
+    );
     assert!(!err.contains("panicked"), "{what} panicked:\n{err}");
     assert!(err.contains(message), "{what}: no `{message}` in\n{err}");
     assert!(err.contains("help"), "{what}: no help line:\n{err}");
@@ -57,7 +68,13 @@ fn exact() -> (Vec<f64>, Vec<f64>) {
         &std::fs::read_to_string(root().join("examples/data/linear_regression_exact.json")).unwrap(),
     )
     .unwrap();
-    let nums = |k: &str| v[k].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let nums = |k: &str| {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
     (nums("post_mean"), nums("post_sd"))
 }
 
@@ -71,7 +88,10 @@ fn nuts_writes_cmdstan_columns_and_matches_the_exact_posterior() {
     let o = mvi(&args);
     assert_ok(&o, "nuts run");
     let summary = text(&o.stdout);
-    assert!(summary.contains("ESS_bulk") && summary.contains("evaluations:"), "{summary}");
+    assert!(
+        summary.contains("ESS_bulk") && summary.contains("evaluations:"),
+        "{summary}"
+    );
     let csv = std::fs::read_to_string(out.join("draws.csv")).unwrap();
     let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
     let header = rows.next().unwrap();
@@ -83,7 +103,9 @@ fn nuts_writes_cmdstan_columns_and_matches_the_exact_posterior() {
         .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
         .collect();
     assert_eq!(rows.len(), 600, "2 chains × 300 draws");
-    assert!(rows.iter().all(|r| r[3] >= 1.0 && r[4] >= 1.0 && (r[5] == 0.0 || r[5] == 1.0)));
+    assert!(rows
+        .iter()
+        .all(|r| r[3] >= 1.0 && r[4] >= 1.0 && (r[5] == 0.0 || r[5] == 1.0)));
     let fit: Value = serde_json::from_str(&std::fs::read_to_string(out.join("fit.json")).unwrap()).unwrap();
     let mcmc = &fit["mcmc"];
     assert_eq!(mcmc["chains"], 2);
@@ -103,7 +125,16 @@ fn nuts_writes_cmdstan_columns_and_matches_the_exact_posterior() {
 #[test]
 fn nuts_is_deterministic_for_a_seed() {
     let run = |seed: &str| {
-        let mut args = vec!["run", LINREG, "--data", LINREG_DATA, "--method", "nuts", "-q", "--json"];
+        let mut args = vec![
+            "run",
+            LINREG,
+            "--data",
+            LINREG_DATA,
+            "--method",
+            "nuts",
+            "-q",
+            "--json",
+        ];
         args.extend(SHORT);
         args.extend(["--set", seed]);
         let o = mvi(&args);
@@ -142,8 +173,16 @@ fn compare_against_a_reference_file_and_a_nuts_run() {
     let dir = scratch("compare");
     let file = reference_file(&dir);
     let o = mvi(&[
-        "compare", LINREG, "--data", LINREG_DATA, "--methods", "laplace,vi_diag", "--reference",
-        file.to_str().unwrap(), "--json", "-q",
+        "compare",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "--methods",
+        "laplace,vi_diag",
+        "--reference",
+        file.to_str().unwrap(),
+        "--json",
+        "-q",
     ]);
     assert_ok(&o, "compare --reference file");
     let v: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
@@ -157,13 +196,24 @@ fn compare_against_a_reference_file_and_a_nuts_run() {
         assert!(m["evals"]["gradient"].as_u64().is_some(), "{m}");
     }
     let mut args = vec![
-        "compare", LINREG, "--data", LINREG_DATA, "--methods", "laplace", "--reference", "nuts", "-q",
+        "compare",
+        LINREG,
+        "--data",
+        LINREG_DATA,
+        "--methods",
+        "laplace",
+        "--reference",
+        "nuts",
+        "-q",
     ];
     args.extend(SHORT);
     let o = mvi(&args);
     assert_ok(&o, "compare --reference nuts");
     let out = text(&o.stdout);
-    assert!(out.contains("reference: nuts (600 draws") && out.contains("W1 to ref"), "{out}");
+    assert!(
+        out.contains("reference: nuts (600 draws") && out.contains("W1 to ref"),
+        "{out}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -171,19 +221,49 @@ fn compare_against_a_reference_file_and_a_nuts_run() {
 fn bad_references_and_options_exit_2_with_a_diagnostic() {
     let dir = scratch("bad");
     let compare = |reference: &str| {
-        mvi(&["compare", LINREG, "--data", LINREG_DATA, "--methods", "laplace", "--reference", reference])
+        mvi(&[
+            "compare",
+            LINREG,
+            "--data",
+            LINREG_DATA,
+            "--methods",
+            "laplace",
+            "--reference",
+            reference,
+        ])
     };
     let missing = dir.join("missing.csv");
     assert_user_error(&compare(missing.to_str().unwrap()), "missing file", "cannot read");
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, "w[1],w[2],w[3]\n1,2,x\n").unwrap();
-    assert_user_error(&compare(bad.to_str().unwrap()), "malformed file", "is not a number");
+    assert_user_error(
+        &compare(bad.to_str().unwrap()),
+        "malformed file",
+        "is not a number",
+    );
     std::fs::write(&bad, "w[1],w[2],w[3]\n1,2\n").unwrap();
-    assert_user_error(&compare(bad.to_str().unwrap()), "short row", "2 values for 3 columns");
+    assert_user_error(
+        &compare(bad.to_str().unwrap()),
+        "short row",
+        "2 values for 3 columns",
+    );
     std::fs::write(&bad, "mu,tau\n1,2\n").unwrap();
-    assert_user_error(&compare(bad.to_str().unwrap()), "other columns", "no column for `w.1`");
+    assert_user_error(
+        &compare(bad.to_str().unwrap()),
+        "other columns",
+        "no column for `w.1`",
+    );
     for set in ["chains=0", "draws=0", "target_accept=1.5"] {
-        let o = mvi(&["run", LINREG, "--data", LINREG_DATA, "--method", "nuts", "--set", set]);
+        let o = mvi(&[
+            "run",
+            LINREG,
+            "--data",
+            LINREG_DATA,
+            "--method",
+            "nuts",
+            "--set",
+            set,
+        ]);
         assert_user_error(&o, set, set.split('=').next().unwrap());
     }
     let _ = std::fs::remove_dir_all(dir);

@@ -343,7 +343,9 @@ pub fn infer_options(model: &TypedModel, overrides: &[(String, String)]) -> Resu
     // apply to it (e.g. `rank` of `mvi_lr` when running `laplace`) are left out, as the
     // model's author wrote them for their own method.
     if let Some((_, m)) = overrides.iter().rev().find(|(k, _)| k == "method") {
-        entries.retain(|e| crate::check::infer_keys::key_spec_for(&e.key, Some(m)).is_none_or(|s| s.methods.includes(m)));
+        entries.retain(|e| {
+            crate::check::infer_keys::key_spec_for(&e.key, Some(m)).is_none_or(|s| s.methods.includes(m))
+        });
     }
     for ((k, v), (ks, vs)) in overrides.iter().zip(&spans) {
         entries.push(Entry {

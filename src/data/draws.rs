@@ -47,12 +47,16 @@ pub fn parse_draws_csv(name: &str, text: &str) -> Result<DrawsTable, Diagnostic>
     let src = || NamedSource::new(name, text.to_string());
     let mut lines = lines_with_offsets(text).filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
     let Some((_, header)) = lines.next() else {
-        return Err(
-            Diagnostic::plain("mvi::data::reference_empty", format!("`{name}` has no header row"))
-                .with_help("a draws file starts with a row of column names (`lp__,mu,theta[1],…`)"),
-        );
+        return Err(Diagnostic::plain(
+            "mvi::data::reference_empty",
+            format!("`{name}` has no header row"),
+        )
+        .with_help("a draws file starts with a row of column names (`lp__,mu,theta[1],…`)"));
     };
-    let columns: Vec<String> = header.split(',').map(|c| c.trim().trim_matches('"').to_string()).collect();
+    let columns: Vec<String> = header
+        .split(',')
+        .map(|c| c.trim().trim_matches('"').to_string())
+        .collect();
     let mut values = Vec::new();
     let mut rows = 0;
     for (start, line) in lines {

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 
 use nalgebra::{DMatrix, DVector};
 use nuts_rs::rand::SeedableRng as _;
-use nuts_rs::{Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, Settings as _};
+use nuts_rs::{
+    Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, Settings as _,
+};
 use rand::RngCore;
 
 use crate::density::{value_grad, LogDensity};
@@ -120,14 +122,27 @@ impl Method for Nuts {
                 .map(|(c, (seed, init))| {
                     let tx = tx.clone();
                     let (stop, theta) = (&stop, &theta);
-                    scope.spawn(move || run_chain(model, theta, &s, c, *seed, init, stop, &tx))
+                    scope.spawn(move || {
+                        // The chain's evaluations run in a one-thread rayon pool of its own:
+                        // the model's batched evaluation (`par_iter` over one chunk) then runs
+                        // inline instead of being handed to the global pool and back for
+                        // every gradient.
+                        let run = || run_chain(model, theta, &s, c, *seed, init, stop, &tx);
+                        match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+                            Ok(pool) => pool.install(run),
+                            Err(_) => run(),
+                        }
+                    })
                 })
                 .collect();
             drop(tx);
             watch(&rx, &s, obs, &stop);
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| ChainOut::failed("a chain thread panicked")))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| ChainOut::failed("a chain thread panicked"))
+                })
                 .collect()
         });
         if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
@@ -210,7 +225,11 @@ impl CpuLogpFunc for Target<'_> {
 
 /// Stan's initialisation: the initial point plus U(−2, 2) per coordinate, redrawn (up to 100
 /// times) until log p̃ and its gradient are finite.
-fn initial_position(model: &dyn LogDensity, theta: &DVector<f64>, rng: &mut dyn RngCore) -> Result<Vec<f64>, Error> {
+fn initial_position(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    rng: &mut dyn RngCore,
+) -> Result<Vec<f64>, Error> {
     const TRIES: usize = 100;
     let centre = model.initial_point();
     let mut last = f64::NAN;
@@ -336,7 +355,13 @@ fn watch(rx: &mpsc::Receiver<(usize, bool)>, s: &Settings, obs: &mut dyn Observe
 }
 
 /// The posterior from the chains' outputs, with notes on an interrupted run.
-fn posterior(model: &dyn LogDensity, theta: DVector<f64>, s: &Settings, outs: Vec<ChainOut>, stopped: bool) -> Posterior {
+fn posterior(
+    model: &dyn LogDensity,
+    theta: DVector<f64>,
+    s: &Settings,
+    outs: Vec<ChainOut>,
+    stopped: bool,
+) -> Posterior {
     let d = model.dim();
     let lengths: Vec<usize> = outs.iter().map(|o| o.draws.len()).collect();
     let total: usize = lengths.iter().sum();
@@ -352,7 +377,11 @@ fn posterior(model: &dyn LogDensity, theta: DVector<f64>, s: &Settings, outs: Ve
     }
     let mut notes = Vec::new();
     if stopped {
-        let kept: usize = outs.iter().filter(|o| !o.warmup_only).map(|o| o.draws.len()).sum();
+        let kept: usize = outs
+            .iter()
+            .filter(|o| !o.warmup_only)
+            .map(|o| o.draws.len())
+            .sum();
         notes.push(format!(
             "interrupted by the user: {kept} of {} draws kept{}",
             s.chains * s.draws,
@@ -485,6 +514,10 @@ mod tests {
             panic!("nuts gives draws")
         };
         assert!(ch.lengths[0] > 0 && ch.lengths[0] < 2_000_000);
-        assert!(!p.converged && p.notes[0].contains("interrupted"), "{:?}", p.notes);
+        assert!(
+            !p.converged && p.notes[0].contains("interrupted"),
+            "{:?}",
+            p.notes
+        );
     }
 }

@@ -190,8 +190,8 @@ fn ess(chains: &[Vec<f64>]) -> f64 {
         t += 2;
     }
     let extra = rho_hat.get(max_t + 1).copied().unwrap_or(0.0);
-    let tau = (-1.0 + 2.0 * rho_hat[..=max_t.min(n - 1)].iter().sum::<f64>() + extra)
-        .max(1.0 / total.log10());
+    let tau =
+        (-1.0 + 2.0 * rho_hat[..=max_t.min(n - 1)].iter().sum::<f64>() + extra).max(1.0 / total.log10());
     total / tau
 }
 

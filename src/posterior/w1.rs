@@ -139,7 +139,9 @@ mod tests {
     use rand::{RngCore, SeedableRng};
 
     fn random(d: usize, n: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
-        DMatrix::from_fn(d, n, |_, _| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0)
+        DMatrix::from_fn(d, n, |_, _| {
+            (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+        })
     }
 
     #[test]

@@ -79,7 +79,8 @@ const COLUMNS: &[Column] = &[
     },
     Column {
         heading: "gradients",
-        value: |r| Some(r.evals.gradient as f64),
+        // a report assembled by hand (not by `run::fit`) has no counts
+        value: |r| (r.evals.density > 0).then_some(r.evals.gradient as f64),
         higher_is_better: false,
     },
     Column {
@@ -261,7 +262,7 @@ fn row_value(r: &FitReport) -> Value {
         "khat": s["khat"],
         "predict": s["predict"],
         "wall_time_s": s["wall_time_s"],
-        "evals": s["evals"],
+        "evals": s.get("evals").cloned().unwrap_or(Value::Null),
         "reference": r.reference.as_ref().map_or(Value::Null, |m| j!({
             "w1": json::num(m.w1), "w1_draws": m.w1_draws,
             "mean_err": json::num(m.mean_err), "mean_err_at": m.mean_err_at,

@@ -49,13 +49,16 @@ pub fn summary_value(r: &FitReport) -> Value {
         r.predict.as_ref().map_or(Value::Null, predict_value),
     );
     m.insert("notes".into(), json!(r.notes));
-    m.insert(
-        "evals".into(),
-        json!({
-            "density": r.evals.density, "gradient": r.evals.gradient,
-            "hessian": r.evals.hessian, "hvp": r.evals.hvp,
-        }),
-    );
+    // a report assembled by hand (not by `run::fit`) has no counts
+    if r.evals.density > 0 {
+        m.insert(
+            "evals".into(),
+            json!({
+                "density": r.evals.density, "gradient": r.evals.gradient,
+                "hessian": r.evals.hessian, "hvp": r.evals.hvp,
+            }),
+        );
+    }
     if let Some(mc) = &r.mcmc {
         m.insert("mcmc".into(), mcmc_value(mc, &r.columns));
     }

@@ -121,7 +121,13 @@ impl McmcReport {
                 .map(|(c, n)| (f(c), n.as_str()))
                 .filter(|(v, _)| bad(*v))
                 .collect();
-            hits.sort_by(|a, b| if rev { b.0.total_cmp(&a.0) } else { a.0.total_cmp(&b.0) });
+            hits.sort_by(|a, b| {
+                if rev {
+                    b.0.total_cmp(&a.0)
+                } else {
+                    a.0.total_cmp(&b.0)
+                }
+            });
             hits
         };
         let rhat = worst(|c| c.rhat, &|v| v > RHAT_OK, true);
@@ -207,7 +213,15 @@ mod tests {
             warmup: 10,
             max_depth: 4,
         };
-        let col: Vec<f64> = (0..16).map(|i| if i < 8 { i as f64 * 0.1 } else { 10.0 + i as f64 * 0.1 }).collect();
+        let col: Vec<f64> = (0..16)
+            .map(|i| {
+                if i < 8 {
+                    i as f64 * 0.1
+                } else {
+                    10.0 + i as f64 * 0.1
+                }
+            })
+            .collect();
         let draws = DMatrix::from_column_slice(16, 1, &col);
         let r = McmcReport::new(&chains, &draws);
         assert_eq!((r.divergences, r.depth_hits), (1, 1));

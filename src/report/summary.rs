@@ -62,7 +62,10 @@ fn header(out: &mut String, r: &FitReport) {
         let opts: Vec<String> = r.options.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         let _ = writeln!(out, "options: {}", opts.join(", "));
     }
-    let _ = writeln!(out, "{}", evals_line(&r.evals));
+    // a report assembled by hand (not by `run::fit`) has no counts
+    if r.evals.density > 0 {
+        let _ = writeln!(out, "{}", evals_line(&r.evals));
+    }
     if let Some(m) = &r.mcmc {
         let _ = writeln!(out, "{}", mcmc_line(m));
     }
@@ -87,7 +90,12 @@ pub fn evals_line(e: &crate::density::Evals) -> String {
 fn mcmc_line(m: &super::mcmc::McmcReport) -> String {
     let total: usize = m.lengths.iter().sum();
     let step = m.stats.iter().map(|s| s.stepsize).sum::<f64>() / total.max(1) as f64;
-    let ebfmi = m.ebfmi.iter().copied().filter(|e| e.is_finite()).fold(f64::NAN, f64::min);
+    let ebfmi = m
+        .ebfmi
+        .iter()
+        .copied()
+        .filter(|e| e.is_finite())
+        .fold(f64::NAN, f64::min);
     format!(
         "chains = {} × {} draws (warm-up {})   divergences = {}   max_depth hits = {}   \
          step size = {}   min E-BFMI = {}   max R̂ = {}",
