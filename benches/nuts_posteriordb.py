@@ -60,11 +60,11 @@ from posteriordb_w1 import posteriors, w1  # noqa: E402
 CHAINS, WARMUP, DRAWS, N_W1 = 4, 1000, 1000, 100
 
 
-def run_mvi(posterior, seed, timeout):
+def run_mvi(posterior, seed, timeout, mvi=MVI):
     """One `mvi run --method nuts`: a dict with fit.json numbers and the unconstrained draws."""
     folder = os.path.join(PDB, posterior)
     with tempfile.TemporaryDirectory(prefix="pdb-nuts-") as out:
-        cmd = [MVI, "run", os.path.join(folder, "model.mvi"), "--data", os.path.join(folder, "data.json"),
+        cmd = [mvi, "run", os.path.join(folder, "model.mvi"), "--data", os.path.join(folder, "data.json"),
                "--method", "nuts", "--set", f"seed={seed}", "--output-dir", out, "--quiet", "--json"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
@@ -127,6 +127,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--no-numpyro", action="store_true")
     ap.add_argument("--nutpie", default="", help="comma-separated posteriors to run nutpie on")
+    ap.add_argument("--mvi", default=MVI, help="the mvi binary (default: the release build)")
     ap.add_argument("--json")
     args = ap.parse_args()
     names = posteriors() if args.posteriors == "all" else args.posteriors.split(",")
@@ -137,7 +138,7 @@ def main():
         info, ref = coords.reference_draws(os.path.join(args.shared, p))
         for seed in range(1, args.reps + 1):
             load = load_avg()
-            r = run_mvi(p, seed, args.timeout)
+            r = run_mvi(p, seed, args.timeout, args.mvi)
             row = {"posterior": p, "seed": seed, "load": load}
             if "error" in r:
                 row["error"] = r["error"]
