@@ -261,11 +261,13 @@ fn run_chain(
     stop: &AtomicBool,
     tx: &mpsc::Sender<(usize, bool)>,
 ) -> ChainOut {
-    let mut settings = DiagNutsSettings::default();
-    settings.num_tune = s.warmup as u64;
-    settings.num_draws = s.draws as u64;
-    settings.maxdepth = s.max_depth;
-    settings.num_chains = s.chains;
+    let mut settings = DiagNutsSettings {
+        num_tune: s.warmup as u64,
+        num_draws: s.draws as u64,
+        maxdepth: s.max_depth,
+        num_chains: s.chains,
+        ..DiagNutsSettings::default()
+    };
     settings.adapt_options.step_size_settings.target_accept = s.target_accept;
     let math = CpuMath::new(Target { model, theta });
     let mut rng = nuts_rs::rand::rngs::StdRng::seed_from_u64(seed);
