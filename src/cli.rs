@@ -189,6 +189,11 @@ pub struct CompareArgs {
         default_value = "laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag,vi_full"
     )]
     pub methods: Vec<String>,
+    /// A reference posterior to measure every method against: `nuts` (run NUTS on the model
+    /// first) or a CSV file of draws (CmdStan's layout, constrained parameter columns named
+    /// `theta[1]` or `theta.1`). Adds W1, the worst mean error and sd ratio to the table.
+    #[arg(long, value_name = "nuts|FILE")]
+    pub reference: Option<String>,
     /// Options shared with `run`.
     #[command(flatten)]
     pub fit: FitArgs,
@@ -426,7 +431,26 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     // A method that fails on this model (no mode, diverged) is a finding of the comparison:
     // its diagnostic is printed and the other methods still run.
     let mut failed: Vec<(String, Diagnostic)> = Vec::new();
-    let runs = compare_options(&typed, &a.methods, &a.fit.set)?;
+    let mut listed = a.methods.clone();
+    if a.reference.as_deref() == Some("nuts") {
+        listed.push("nuts".into());
+    }
+    // every method's options (and the reference run's) are checked before the first fit
+    let mut runs = compare_options(&typed, &listed, &a.fit.set)?;
+    let nuts_options = runs.iter().find(|(m, _)| m == "nuts").map(|(_, o)| o.clone());
+    runs.retain(|(m, _)| a.methods.contains(m));
+    let reference = match a.reference.as_deref() {
+        None => None,
+        Some("nuts") => {
+            let options = nuts_options.expect("nuts is in the list");
+            let r = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+            Some(crate::reference::Reference::from_report(&joint, &r))
+        }
+        Some(file) => {
+            let table = crate::data::draws::read_draws_csv(std::path::Path::new(file))?;
+            Some(crate::reference::Reference::from_table(&joint, &table)?)
+        }
+    };
     // methods left when Ctrl-C stopped the comparison
     let mut not_run: Vec<String> = Vec::new();
     for (i, (method, options)) in runs.iter().enumerate() {
@@ -446,6 +470,8 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
         if let Some(dir) = &a.fit.output_dir {
             write_outputs(&dir.join(method), &report, &pairs)?;
         }
+        let mut report = report;
+        report.reference = reference.as_ref().map(|r| r.metrics(&joint, &report));
         reports.push(report);
     }
     if reports.is_empty() {
@@ -453,8 +479,12 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
         return Err(Failure::Code(2));
     }
     if a.fit.json {
-        println!("{}", compare_json_with_failures(&reports, &failed, &not_run));
+        let text = compare_json_with_failures(&reports, &failed, &not_run);
+        println!("{}", with_reference_json(text, reference.as_ref()));
     } else {
+        if let Some(r) = &reference {
+            print!("{}", r.describe());
+        }
         print!("{}", report::render_compare(&reports));
         if !failed.is_empty() {
             let names: Vec<&str> = failed.iter().map(|(m, _)| m.as_str()).collect();
@@ -490,8 +520,12 @@ pub fn compare_options(
             .iter()
             .filter(|s| {
                 let key = s.split_once('=').map_or(s.as_str(), |(k, _)| k.trim());
-                check::infer_keys::key_spec(key).is_none_or(|spec| {
-                    spec.methods.includes(m) || !methods.iter().any(|x| spec.methods.includes(x))
+                let spec = |x: &str| check::infer_keys::key_spec_for(key, Some(x));
+                spec(m).is_none_or(|s| {
+                    s.methods.includes(m)
+                        || !methods
+                            .iter()
+                            .any(|x| spec(x).is_some_and(|s| s.methods.includes(x)))
                 })
             })
             .cloned()
@@ -518,6 +552,18 @@ fn compare_json_with_failures(
         .collect();
     v.insert("failed".into(), serde_json::Value::Array(list));
     v.insert("not_run".into(), serde_json::json!(not_run));
+    serde_json::to_string_pretty(&v).unwrap_or(text)
+}
+
+/// The compare JSON with a `reference` object, when there is a reference.
+fn with_reference_json(text: String, reference: Option<&crate::reference::Reference>) -> String {
+    let Some(r) = reference else {
+        return text;
+    };
+    let Ok(serde_json::Value::Object(mut v)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return text;
+    };
+    v.insert("reference".into(), r.json());
     serde_json::to_string_pretty(&v).unwrap_or(text)
 }
 

@@ -8,6 +8,7 @@
 //! it by hand for targets with known answers.
 
 use nalgebra::{DMatrix, DVector};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a batched evaluation should compute besides the values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,4 +113,146 @@ pub fn value_grad(model: &dyn LogDensity, theta: &DVector<f64>, w: &DVector<f64>
     );
     let g = e.grad_w.expect("Want::GRAD_W asks for the gradient");
     (e.values[0], g.column(0).into_owned())
+}
+
+/// How much work a method asked of the log density: the Pathfinder paper's cost measure.
+///
+/// Counts are per point: a batched evaluation at S points counts S. `density` counts every
+/// point at which log p̃ was evaluated, with or without a gradient; `gradient` counts the
+/// points at which ∇_w (or ∇_θ) was computed as well, so `density − gradient` evaluations
+/// were values only. A full Hessian counts once in `hessian`; each Hessian–vector product
+/// counts once in `hvp` (`hessian_times` with K columns counts K).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evals {
+    /// Points at which log p̃ was evaluated (with or without a gradient).
+    pub density: u64,
+    /// Points at which the gradient was computed too.
+    pub gradient: u64,
+    /// Full Hessians ∇²_w log p̃.
+    pub hessian: u64,
+    /// Hessian–vector products ∇²_w log p̃ · v.
+    pub hvp: u64,
+}
+
+/// A [`LogDensity`] that counts the work done through it ([`Evals`]) and otherwise passes
+/// every call on unchanged. `run::fit` hands every method its model through one of these,
+/// so every method's cost is counted without code of its own. Safe to share between
+/// threads (the counters are atomic).
+pub struct Counting<'a> {
+    inner: &'a dyn LogDensity,
+    density: AtomicU64,
+    gradient: AtomicU64,
+    hessian: AtomicU64,
+    hvp: AtomicU64,
+}
+
+impl<'a> Counting<'a> {
+    /// Wrap `inner` with all counters at zero.
+    pub fn new(inner: &'a dyn LogDensity) -> Counting<'a> {
+        Counting {
+            inner,
+            density: AtomicU64::new(0),
+            gradient: AtomicU64::new(0),
+            hessian: AtomicU64::new(0),
+            hvp: AtomicU64::new(0),
+        }
+    }
+
+    /// The counts so far.
+    pub fn evals(&self) -> Evals {
+        Evals {
+            density: self.density.load(Ordering::Relaxed),
+            gradient: self.gradient.load(Ordering::Relaxed),
+            hessian: self.hessian.load(Ordering::Relaxed),
+            hvp: self.hvp.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl LogDensity for Counting<'_> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn theta_dim(&self) -> usize {
+        self.inner.theta_dim()
+    }
+    fn theta_init(&self) -> DVector<f64> {
+        self.inner.theta_init()
+    }
+    fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+        let s = w.ncols() as u64;
+        self.density.fetch_add(s, Ordering::Relaxed);
+        if want.grad_w || want.grad_theta {
+            self.gradient.fetch_add(s, Ordering::Relaxed);
+        }
+        self.inner.eval(theta, w, want)
+    }
+    fn hessian(&self, theta: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+        self.hessian.fetch_add(1, Ordering::Relaxed);
+        self.inner.hessian(theta, w)
+    }
+    fn hvp(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
+        self.hvp.fetch_add(1, Ordering::Relaxed);
+        self.inner.hvp(theta, w, v)
+    }
+    fn hessian_times(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
+        self.hvp.fetch_add(v.ncols() as u64, Ordering::Relaxed);
+        self.inner.hessian_times(theta, w, v)
+    }
+    fn initial_point(&self) -> DVector<f64> {
+        self.inner.initial_point()
+    }
+    fn coordinate_names(&self) -> Vec<String> {
+        self.inner.coordinate_names()
+    }
+    fn coordinate_constraint(&self, i: usize) -> Option<crate::graph::Constraint> {
+        self.inner.coordinate_constraint(i)
+    }
+    fn param_blocks(&self) -> Vec<(String, usize, usize)> {
+        self.inner.param_blocks()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// log p̃(w) = −½ |w|², for counting.
+    struct StdNormal;
+
+    impl LogDensity for StdNormal {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&self, _theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+            Evaluated {
+                values: DVector::from_iterator(w.ncols(), w.column_iter().map(|c| -0.5 * c.norm_squared())),
+                grad_w: want.grad_w.then(|| -w),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _theta: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
+            -DMatrix::identity(2, 2)
+        }
+    }
+
+    #[test]
+    fn counting_counts_points_not_calls() {
+        let c = Counting::new(&StdNormal);
+        let theta = DVector::zeros(0);
+        let _ = c.eval(&theta, &DMatrix::zeros(2, 5), Want::VALUE);
+        let _ = value_grad(&c, &theta, &DVector::zeros(2));
+        let _ = c.hessian(&theta, &DVector::zeros(2));
+        let _ = c.hessian_times(&theta, &DVector::zeros(2), &DMatrix::zeros(2, 3));
+        let _ = c.hvp(&theta, &DVector::zeros(2), &DVector::zeros(2));
+        assert_eq!(
+            c.evals(),
+            Evals {
+                density: 6,
+                gradient: 1,
+                hessian: 1,
+                hvp: 4
+            }
+        );
+    }
 }

@@ -22,6 +22,7 @@ pub mod infer;
 pub mod paper;
 pub mod posterior;
 pub mod progress;
+pub mod reference;
 pub mod repl;
 pub mod report;
 pub mod run;

@@ -34,6 +34,7 @@ use crate::graph::{self, LogJoint};
 use crate::infer::InferOptions;
 use crate::posterior::Posterior;
 use crate::progress::Progress;
+use crate::reference::Reference;
 use crate::report::{self, FitReport};
 use crate::run::{self, RunInfo};
 
@@ -67,7 +68,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (":summary", "                 the last fit's summary table"),
     (
         ":compare",
-        "[m1,m2,...]      fit several methods and compare them",
+        "[m1,...] [--reference nuts|FILE]  fit several methods and compare them (and with a reference)",
     ),
     (
         ":plot",
@@ -335,6 +336,11 @@ impl Session {
     }
 
     fn cmd_compare(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {
+        let (arg, reference) = match arg.split_once("--reference") {
+            Some((list, r)) if !r.trim().is_empty() => (list.trim(), Some(r.trim())),
+            Some(_) => return Err(vec![usage(":compare [m1,m2,...] [--reference nuts|FILE.csv]")]),
+            None => (arg, None),
+        };
         let methods: Vec<String> = if arg.is_empty() {
             DEFAULT_COMPARE.iter().map(|m| m.to_string()).collect()
         } else {
@@ -350,6 +356,10 @@ impl Session {
             let overrides = overrides_for(&self.overrides_with(Some(m)), m);
             runs.push((m, check::infer_options(&typed, &overrides).map_err(|d| vec![d])?));
         }
+        let reference = match reference {
+            None => None,
+            Some(r) => Some(self.reference(&typed, r)?),
+        };
         let mut reports = Vec::new();
         // a method that fails is listed under the table; the others still run
         let mut failed: Vec<String> = Vec::new();
@@ -360,15 +370,19 @@ impl Session {
                 break;
             }
             match self.fit_with(options) {
-                Ok((_, report)) => reports.push(report),
+                Ok((_, mut report)) => {
+                    if let (Some(r), Some((_, joint))) = (&reference, self.checked()) {
+                        report.reference = Some(r.metrics(joint, &report));
+                    }
+                    reports.push(report);
+                }
                 Err(diags) => failed.extend(diags.iter().map(|d| format!("{m}: {}", d.message))),
             }
         }
-        let mut out = if reports.is_empty() {
-            String::new()
-        } else {
-            report::render_compare(&reports)
-        };
+        let mut out = reference.as_ref().map_or(String::new(), Reference::describe);
+        if !reports.is_empty() {
+            out.push_str(&report::render_compare(&reports));
+        }
         for f in &failed {
             out.push_str(&format!("failed: {f}\n"));
         }
@@ -378,6 +392,20 @@ impl Session {
         Ok(out)
     }
 
+    /// The reference of `:compare --reference`: a `nuts` run of the model (with the
+    /// session's options that apply to it) or a draws file.
+    fn reference(&self, typed: &TypedModel, spec: &str) -> Result<Reference, Vec<Diagnostic>> {
+        if spec == "nuts" {
+            let overrides = overrides_for(&self.overrides_with(Some("nuts")), "nuts");
+            let options = check::infer_options(typed, &overrides).map_err(|d| vec![d])?;
+            let (_, report) = self.fit_with(&options)?;
+            let joint = &self.checked_or_err()?.1;
+            return Ok(Reference::from_report(joint, &report));
+        }
+        let table = crate::data::draws::read_draws_csv(Path::new(spec)).map_err(|d| vec![d])?;
+        let joint = &self.checked_or_err()?.1;
+        Reference::from_table(joint, &table).map_err(|d| vec![d])
+    }
     fn cmd_plot(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {
         let path = PathBuf::from(if arg.is_empty() { "posterior.svg" } else { arg });
         let svg = report::render_posterior_svg(&self.last_fit()?.report).map_err(|e| {
@@ -560,7 +588,9 @@ fn is_definition(input: &str) -> bool {
 fn overrides_for(overrides: &[(String, String)], method: &str) -> Vec<(String, String)> {
     overrides
         .iter()
-        .filter(|(k, _)| check::infer_keys::key_spec(k).is_none_or(|spec| spec.methods.includes(method)))
+        .filter(|(k, _)| {
+            check::infer_keys::key_spec_for(k, Some(method)).is_none_or(|spec| spec.methods.includes(method))
+        })
         .cloned()
         .collect()
 }

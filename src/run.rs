@@ -13,12 +13,13 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use crate::check::{infer_keys, memory};
-use crate::density::{LogDensity, Want};
+use crate::density::{Counting, Evals, LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::graph::predict::PredictSums;
 use crate::graph::{LogJoint, Shape};
 use crate::infer::{registry, timing, InferOptions, Observer, OptionValue};
-use crate::posterior::{log_sum_exp, psis, Posterior};
+use crate::posterior::{log_sum_exp, psis, Approximation, Posterior};
+use crate::report::mcmc::McmcReport;
 use crate::report::{ApproxSummary, Estimate, FitReport, PredictMetric, PredictReport};
 
 /// Draws evaluated together by `predict`; bounds memory (draws × test points per node).
@@ -160,14 +161,18 @@ pub fn fit(
     let seed = option_int(options, "seed", 0);
     let mut rng = StdRng::seed_from_u64(seed);
     let start = Instant::now();
+    // Every method sees the model through the counter: its cost in evaluations is
+    // measured here once, with no code in the methods.
+    let counted = Counting::new(model);
     let post = {
         let _t = timing::span("fit (whole method)");
         method
-            .fit(model, &mut rng, obs)
+            .fit(&counted, &mut rng, obs)
             .map_err(|e| method_error(method.name(), &e))?
     };
     let interrupted = post.notes.iter().any(|n| n.contains("interrupted"));
-    let report = assemble(model, options, info, &post, &mut rng, start, interrupted);
+    let mut report = assemble(model, options, info, &post, &mut rng, start, interrupted);
+    report.evals = counted.evals();
     if let Some(d) = diverged(method.name(), &report) {
         return Err(d);
     }
@@ -282,6 +287,11 @@ fn assemble(
     interrupted: bool,
 ) -> FitReport {
     let n_draws = option_int(options, "draws", 1000).max(1) as usize;
+    // MCMC draws are reported as they are, every chain in order
+    let chains = match &post.approx {
+        Approximation::Draws(c) => Some(c),
+        _ => None,
+    };
     let resample = option_bool(options, "psis_resample") && post.resampling.is_none();
     let resampled = resample
         .then(|| {
@@ -299,7 +309,7 @@ fn assemble(
         ),
         None => {
             let t = timing::span("report: draws, log p̃, log q");
-            let w = post.draw(n_draws, rng);
+            let w = chains.map_or_else(|| post.draw(n_draws, rng), |c| c.draws.clone());
             let lp: Vec<f64> = model
                 .eval(&post.theta, &w, Want::VALUE)
                 .values
@@ -329,12 +339,16 @@ fn assemble(
     let t = timing::span("report: constrained draws");
     let (columns, draws) = constrained_draws(model, &post.theta, &w);
     drop(t);
+    let mcmc = chains.map(|c| McmcReport::new(c, &draws));
     let test_draws = option_int(options, "test_draws", 10_000).max(1) as usize;
     let predict = model.predict.as_ref().map(|_| {
         let _t = timing::span("predict");
         run_predict(model, post, test_draws, rng)
     });
     let mut notes = post.notes.clone();
+    if let Some(m) = &mcmc {
+        notes.extend(m.warnings(&columns));
+    }
     if let Some(r) = resampling.filter(|r| r.khat.is_some_and(|k| k > psis::KHAT_OK)) {
         notes.push(crate::report::summary::resampling_warning(&r));
     } else if let Some(k) = khat {
@@ -354,7 +368,7 @@ fn assemble(
         dim: model.dim(),
         samples: uses_samples(&post.method).then(|| option_int(options, "samples", 1000) as usize),
         iterations: post.iterations,
-        converged: post.converged,
+        converged: post.converged && !mcmc.as_ref().is_some_and(McmcReport::troubled),
         interrupted,
         wall_time_s: start.elapsed().as_secs_f64(),
         unconstrained_index: identity_columns(model, columns.len()),
@@ -378,6 +392,9 @@ fn assemble(
         trace: post.trace.clone(),
         notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        evals: Evals::default(),
+        mcmc,
+        reference: None,
     }
 }
 

@@ -299,6 +299,41 @@ fn same_seed_gives_identical_fits_and_different_seeds_differ() {
 }
 
 #[test]
+fn nuts_samples_the_exact_conjugate_posterior_and_repeats_for_a_seed() {
+    let model = LinReg::new(40, 4, 9, false);
+    let (a, m) = model.exact(model.alpha);
+    let cov = a.try_inverse().unwrap();
+    let short = [
+        ("chains", OptionValue::Int(2)),
+        ("warmup", OptionValue::Int(200)),
+        ("draws", OptionValue::Int(500)),
+    ];
+    let post = fit(&model, "nuts", &short, 1);
+    let (mean, c) = (post.mean(), post.cov());
+    for d in 0..4 {
+        let sd = cov[(d, d)].sqrt();
+        // 1000 draws with ESS of several hundred: the mean within 0.25 sd, the sd within 15 %
+        assert!(
+            (mean[d] - m[d]).abs() < 0.25 * sd,
+            "mean[{d}] {} vs {}",
+            mean[d],
+            m[d]
+        );
+        assert!(
+            (c[(d, d)].sqrt() / sd - 1.0).abs() < 0.15,
+            "sd[{d}] {} vs {sd}",
+            c[(d, d)].sqrt()
+        );
+    }
+    let again = fit(&model, "nuts", &short, 1);
+    assert_eq!(post.mean().as_slice(), again.mean().as_slice());
+    assert_ne!(
+        post.mean().as_slice(),
+        fit(&model, "nuts", &short, 2).mean().as_slice()
+    );
+}
+
+#[test]
 fn every_registered_method_rejects_an_unknown_key() {
     for m in METHODS {
         let err = registry::build(&options(m.name, &[("smaples", OptionValue::Int(3))])).err();

@@ -68,8 +68,17 @@ fn option(k: &str, v: &str) -> (String, String) {
 }
 
 fn fit(typed: &TypedModel, joint: &LogJoint, method: &str) -> (Posterior, FitReport) {
-    let options = check::infer_options(typed, &[option("method", method)])
-        .unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)));
+    let mut set = vec![option("method", method)];
+    if method == "nuts" {
+        // a short run keeps the suite fast; its tolerance comes from its ESS
+        set.extend([
+            option("chains", "2"),
+            option("warmup", "200"),
+            option("draws", "300"),
+        ]);
+    }
+    let options =
+        check::infer_options(typed, &set).unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)));
     run::fit(joint, &options, &RunInfo::default(), &mut Silent)
         .unwrap_or_else(|d| panic!("{method}: {}", d.render_plain(100)))
 }
@@ -87,6 +96,15 @@ fn monte_carlo_size(method: &str, report: &FitReport) -> Option<f64> {
         "laplace" => None,
         "pmfvb" => Some(get("particles").expect("pmfvb reports its particle count")),
         "pathfinder" => Some(get("draws").expect("pathfinder reports its draws")),
+        "nuts" => {
+            let m = report.mcmc.as_ref().expect("nuts reports its chains");
+            Some(
+                m.convergence
+                    .iter()
+                    .map(|c| c.ess_bulk)
+                    .fold(f64::INFINITY, f64::min),
+            )
+        }
         _ => Some(get("samples").expect("a Monte Carlo method reports its samples")),
     }
 }

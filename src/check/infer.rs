@@ -2,7 +2,7 @@
 //! block and from command-line overrides (`--method`, `--set key=value`).
 
 use super::error::did_you_mean;
-use super::infer_keys::{key_spec, keys_for, KeySpec, ValueKind, KEYS, METHODS};
+use super::infer_keys::{key_spec_for, keys_for, KeySpec, ValueKind, KEYS, METHODS};
 use super::TypedModel;
 use crate::diagnostic::Diagnostic;
 use crate::infer::{InferOption, InferOptions, OptionValue};
@@ -142,7 +142,7 @@ fn value_help(spec: &KeySpec) -> String {
 
 fn validate_entry(e: &Entry, method: Option<&str>, params: &[String]) -> Result<(), Diagnostic> {
     let err = |code, msg: String| Diagnostic::error(code, msg, e.src.clone());
-    let Some(spec) = key_spec(&e.key) else {
+    let Some(spec) = key_spec_for(&e.key, method) else {
         let valid = method.map_or_else(|| KEYS.iter().map(|k| k.key).collect(), keys_for);
         let mut help = format!(
             "valid keys{}: {}",
@@ -343,7 +343,9 @@ pub fn infer_options(model: &TypedModel, overrides: &[(String, String)]) -> Resu
     // apply to it (e.g. `rank` of `mvi_lr` when running `laplace`) are left out, as the
     // model's author wrote them for their own method.
     if let Some((_, m)) = overrides.iter().rev().find(|(k, _)| k == "method") {
-        entries.retain(|e| crate::check::infer_keys::key_spec(&e.key).is_none_or(|s| s.methods.includes(m)));
+        entries.retain(|e| {
+            crate::check::infer_keys::key_spec_for(&e.key, Some(m)).is_none_or(|s| s.methods.includes(m))
+        });
     }
     for ((k, v), (ks, vs)) in overrides.iter().zip(&spans) {
         entries.push(Entry {

@@ -17,6 +17,7 @@ pub const METHODS: &[&str] = &[
     "pathfinder",
     "split_mf",
     "pmfvb",
+    "nuts",
 ];
 
 /// What kind of value a key takes.
@@ -159,21 +160,21 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "max_iters",
-        methods: Methods::All,
+        methods: Methods::AllBut(&["nuts"]),
         kind: ValueKind::PositiveInt,
         default: Some("1000"),
         meaning: "optimiser iteration limit",
     },
     KeySpec {
         key: "tol",
-        methods: Methods::All,
+        methods: Methods::AllBut(&["nuts"]),
         kind: ValueKind::PositiveReal,
         default: Some("1e-8"),
         meaning: "relative change of the objective at which to stop (pmfvb: smallest gain between smoothing windows)",
     },
     KeySpec {
         key: "optimizer",
-        methods: Methods::AllBut(&["pmfvb", "pathfinder"]),
+        methods: Methods::AllBut(&["pmfvb", "pathfinder", "nuts"]),
         kind: ValueKind::Word(&["lbfgs", "scg"]),
         default: Some("lbfgs"),
         meaning: "lbfgs or scg",
@@ -201,7 +202,7 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "learn_hyper",
-        methods: Methods::All,
+        methods: Methods::AllBut(&["nuts"]),
         kind: ValueKind::Bool,
         default: Some("true"),
         meaning: "optimise `hyper` jointly",
@@ -319,11 +320,39 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "Pareto-smoothed importance resampling of the draws toward the posterior (k̂ and ESS reported)",
     },
     KeySpec {
+        key: "chains",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("4"),
+        meaning: "independent chains, run in parallel",
+    },
+    KeySpec {
+        key: "warmup",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::NonNegativeInt,
+        default: Some("1000"),
+        meaning: "warm-up (adaptation) iterations per chain, not kept",
+    },
+    KeySpec {
+        key: "max_depth",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::PositiveInt,
+        default: Some("10"),
+        meaning: "largest tree depth (at most 2^max_depth − 1 leapfrog steps per draw)",
+    },
+    KeySpec {
+        key: "target_accept",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::PositiveReal,
+        default: Some("0.8"),
+        meaning: "mean acceptance statistic the step size is tuned for (below 1)",
+    },
+    KeySpec {
         key: "draws",
         methods: Methods::All,
         kind: ValueKind::PositiveInt,
         default: Some("1000"),
-        meaning: "posterior draws written out",
+        meaning: "posterior draws written out (nuts: per chain)",
     },
     KeySpec {
         key: "test_draws",
@@ -334,9 +363,17 @@ pub const KEYS: &[KeySpec] = &[
     },
 ];
 
-/// The spec of `key`, whatever the method.
+/// The spec of `key`, whatever the method (the first, for a key two methods use with
+/// different meanings, e.g. `warmup`).
 pub fn key_spec(key: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|k| k.key == key)
+}
+
+/// The spec of `key` as `method` reads it: the one that applies to it, else the first.
+pub fn key_spec_for(key: &str, method: Option<&str>) -> Option<&'static KeySpec> {
+    method
+        .and_then(|m| KEYS.iter().find(|k| k.key == key && k.methods.includes(m)))
+        .or_else(|| key_spec(key))
 }
 
 /// The default of `key` for `method` as reports show it (`tol` is 0.01 for pmfvb, whose

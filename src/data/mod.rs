@@ -14,6 +14,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod csv;
+pub mod draws;
 pub mod json;
 
 use crate::diagnostic::Diagnostic;

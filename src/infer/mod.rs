@@ -13,6 +13,7 @@ pub mod laplace;
 pub mod mvi_eig;
 pub mod mvi_lr;
 pub mod mvi_mu;
+pub mod nuts;
 pub mod objective;
 pub mod optim;
 pub mod pathfinder;
@@ -118,6 +119,9 @@ pub enum Error {
     /// The method cannot handle this model.
     #[error("{0}")]
     Unsupported(String),
+    /// The MCMC sampler stopped with an error.
+    #[error("the sampler stopped: {0}")]
+    Sampler(String),
 }
 
 /// An inference method: turns a log density into an approximate posterior.

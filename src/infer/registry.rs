@@ -5,7 +5,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::infer::settings::{COMMON_KEYS, VI_KEYS};
-use crate::infer::{laplace, mvi_eig, mvi_lr, mvi_mu, pathfinder, pmfvb, split_mf, vi_diag, vi_full};
+use crate::infer::{laplace, mvi_eig, mvi_lr, mvi_mu, nuts, pathfinder, pmfvb, split_mf, vi_diag, vi_full};
 use crate::infer::{BuildFn, InferOptions, Method, OptionValue};
 
 /// One registered method.
@@ -84,6 +84,12 @@ pub const METHODS: &[Entry] = &[
         build: pmfvb::build,
         keys: pmfvb::KEYS,
         description: "particle mean-field VB: Langevin-moved particle sets per block",
+    },
+    Entry {
+        name: "nuts",
+        build: nuts::build,
+        keys: nuts::KEYS,
+        description: "the No-U-Turn Sampler (nuts-rs): MCMC draws, the reference to check the others against",
     },
 ];
 
@@ -184,7 +190,7 @@ mod tests {
         let err = build(&with_method("mvi_rl")).err().unwrap();
         let help = err.help.unwrap();
         assert!(help.contains("did you mean `mvi_lr`"), "{help}");
-        let err = build(&with_method("nuts")).err().unwrap();
+        let err = build(&with_method("hmc")).err().unwrap();
         assert!(!err.help.unwrap().contains("did you mean"));
     }
 

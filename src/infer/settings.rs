@@ -70,6 +70,18 @@ impl<'a> Reader<'a> {
         label(d, e, format!("expected {what}"))
     }
 
+    /// A diagnostic at `key`'s value (or, when absent, without a label) saying it must be
+    /// `what`: for range checks a method makes itself.
+    pub fn bad_key(&self, key: &str, what: &str) -> Diagnostic {
+        match self.last(key) {
+            Some(e) => self.bad(e, what),
+            None => Diagnostic::plain(
+                "mvi::infer::bad_value",
+                format!("`{key}` of method `{}` must be {what}", self.method),
+            ),
+        }
+    }
+
     /// An integer ≥ `min`, or `default` when absent.
     ///
     /// # Errors

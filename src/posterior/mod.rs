@@ -10,7 +10,9 @@ use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
+pub mod mcmc;
 pub mod psis;
+pub mod w1;
 
 /// A Gaussian N(mean, root rootᵀ); `root` is square but need not be triangular.
 #[derive(Debug, Clone)]
@@ -78,6 +80,42 @@ pub enum Approximation {
     },
     /// A particle set, D×P, with no density (pmfvb).
     Particles(DMatrix<f64>),
+    /// MCMC draws with the sampler's numbers per draw, and no density (nuts).
+    Draws(Chains),
+}
+
+/// The draws of an MCMC run, chain after chain, with the sampler's numbers per draw.
+#[derive(Debug, Clone)]
+pub struct Chains {
+    /// The kept draws, D × Σ lengths: chain 1's draws, then chain 2's, ...
+    pub draws: DMatrix<f64>,
+    /// Draws kept per chain (equal unless the run was interrupted).
+    pub lengths: Vec<usize>,
+    /// The sampler's numbers for each draw, in the same order.
+    pub stats: Vec<DrawStats>,
+    /// Warm-up iterations per chain (not kept).
+    pub warmup: usize,
+    /// The largest tree depth allowed.
+    pub max_depth: u64,
+}
+
+/// What NUTS reports for one draw: CmdStan's sampler columns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DrawStats {
+    /// log p̃(w | θ) at the draw (`lp__`).
+    pub lp: f64,
+    /// Mean Metropolis acceptance probability over the tree (`accept_stat__`).
+    pub accept_stat: f64,
+    /// Step size (`stepsize__`).
+    pub stepsize: f64,
+    /// Tree depth (`treedepth__`).
+    pub treedepth: u64,
+    /// Leapfrog steps taken (`n_leapfrog__`).
+    pub n_leapfrog: u64,
+    /// Whether the trajectory diverged (`divergent__`).
+    pub divergent: bool,
+    /// The Hamiltonian at the draw (`energy__`).
+    pub energy: f64,
 }
 
 /// One optimiser iteration, as reported to observers and kept for the objective trace.
@@ -128,11 +166,12 @@ impl Posterior {
             Approximation::Gaussian(g) => g.dim(),
             Approximation::Mixture { components, .. } => components[0].dim(),
             Approximation::Particles(p) => p.nrows(),
+            Approximation::Draws(c) => c.draws.nrows(),
         }
     }
 
-    /// n draws as the columns of a D×n matrix. Particles are resampled with replacement
-    /// (or returned in order when n equals the particle count).
+    /// n draws as the columns of a D×n matrix. Particles and MCMC draws are resampled with
+    /// replacement (or returned in order when n equals their count).
     pub fn draw(&self, n: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
         match &self.approx {
             Approximation::Gaussian(g) => g.draw(n, rng),
@@ -144,7 +183,7 @@ impl Posterior {
                 }
                 w
             }
-            Approximation::Particles(p) => {
+            Approximation::Particles(p) | Approximation::Draws(Chains { draws: p, .. }) => {
                 if n == p.ncols() {
                     return p.clone();
                 }
@@ -173,7 +212,7 @@ impl Posterior {
                     }),
                 ))
             }
-            Approximation::Particles(_) => None,
+            Approximation::Particles(_) | Approximation::Draws(_) => None,
         }
     }
 
@@ -185,7 +224,7 @@ impl Posterior {
                 .iter()
                 .zip(weights)
                 .fold(DVector::zeros(self.dim()), |acc, (c, p)| acc + &c.mean * *p),
-            Approximation::Particles(p) => p.column_mean(),
+            Approximation::Particles(p) | Approximation::Draws(Chains { draws: p, .. }) => p.column_mean(),
         }
     }
 
@@ -203,7 +242,7 @@ impl Posterior {
                         acc + (c.cov() + &dm * dm.transpose()) * *p
                     })
             }
-            Approximation::Particles(p) => {
+            Approximation::Particles(p) | Approximation::Draws(Chains { draws: p, .. }) => {
                 let m = p.column_mean();
                 let mut c = p.clone();
                 for mut col in c.column_iter_mut() {

@@ -17,7 +17,41 @@ struct Column {
     higher_is_better: bool,
 }
 
+/// A method's distance to the reference posterior of `mvi compare --reference`, on the
+/// unconstrained scale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefMetrics {
+    /// W1 between `w1_draws` of the method's draws and all reference draws.
+    pub w1: f64,
+    /// How many of the method's draws entered W1 (100 unless it had fewer).
+    pub w1_draws: usize,
+    /// The largest |mean − reference mean| / reference sd over the coordinates.
+    pub mean_err: f64,
+    /// The coordinate where it occurs.
+    pub mean_err_at: String,
+    /// The sd ratio (method / reference) furthest from 1 (on the log scale).
+    pub sd_ratio: f64,
+    /// The coordinate where it occurs.
+    pub sd_ratio_at: String,
+}
+
 const COLUMNS: &[Column] = &[
+    Column {
+        heading: "W1 to ref",
+        value: |r| r.reference.as_ref().map(|m| m.w1),
+        higher_is_better: false,
+    },
+    Column {
+        heading: "mean err (sd)",
+        value: |r| r.reference.as_ref().map(|m| m.mean_err),
+        higher_is_better: false,
+    },
+    Column {
+        heading: "sd ratio",
+        // ranked by the distance of the ratio from 1 on the log scale
+        value: |r| r.reference.as_ref().map(|m| m.sd_ratio),
+        higher_is_better: false,
+    },
     Column {
         heading: "ELBO (fresh)",
         value: |r| r.elbo_fresh.map(|e| e.value),
@@ -41,6 +75,12 @@ const COLUMNS: &[Column] = &[
     Column {
         heading: "error/MSE",
         value: |r| r.predict.as_ref().and_then(|p| p.metric).map(metric_value),
+        higher_is_better: false,
+    },
+    Column {
+        heading: "gradients",
+        // a report assembled by hand (not by `run::fit`) has no counts
+        value: |r| (r.evals.density > 0).then_some(r.evals.gradient as f64),
         higher_is_better: false,
     },
     Column {
@@ -119,7 +159,8 @@ fn cell(r: &FitReport, c: &Column) -> String {
         }
         ("k̂", Some(v)) => format!("{v:.2}"),
         ("time (s)", Some(v)) => format!("{v:.3}"),
-        ("iterations", Some(v)) => format!("{v:.0}"),
+        ("iterations" | "gradients", Some(v)) => format!("{v:.0}"),
+        ("sd ratio", Some(v)) => format!("{v:.3}"),
         (_, Some(v)) => num(v),
     }
 }
@@ -131,6 +172,8 @@ fn best_index(reports: &[FitReport], c: &Column) -> Option<usize> {
         let Some(v) = (c.value)(r).filter(|v| v.is_finite()) else {
             continue;
         };
+        // an sd ratio is best nearest 1
+        let v = if c.heading == "sd ratio" { v.ln().abs() } else { v };
         let better = match best {
             None => true,
             Some((_, b)) => {
@@ -196,11 +239,15 @@ pub fn render_compare_json(reports: &[FitReport]) -> String {
 }
 
 const JSON_KEYS: &[&str] = &[
+    "w1",
+    "mean_err",
+    "sd_ratio",
     "elbo_fresh",
     "log_evidence",
     "khat",
     "test_lpd",
     "error",
+    "gradients",
     "wall_time_s",
     "iterations",
 ];
@@ -215,6 +262,12 @@ fn row_value(r: &FitReport) -> Value {
         "khat": s["khat"],
         "predict": s["predict"],
         "wall_time_s": s["wall_time_s"],
+        "evals": s.get("evals").cloned().unwrap_or(Value::Null),
+        "reference": r.reference.as_ref().map_or(Value::Null, |m| j!({
+            "w1": json::num(m.w1), "w1_draws": m.w1_draws,
+            "mean_err": json::num(m.mean_err), "mean_err_at": m.mean_err_at,
+            "sd_ratio": json::num(m.sd_ratio), "sd_ratio_at": m.sd_ratio_at,
+        })),
         "iterations": r.iterations,
         "converged": r.converged,
         "interrupted": r.interrupted,

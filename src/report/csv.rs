@@ -34,6 +34,12 @@ pub fn comment_header(r: &FitReport) -> String {
         let _ = writeln!(out, "# data_file_{} = {f}", i + 1);
     }
     let _ = writeln!(out, "# num_draws = {}", r.n_draws());
+    if let Some(m) = &r.mcmc {
+        let _ = writeln!(out, "# chains = {}", m.lengths.len());
+        let _ = writeln!(out, "# draws_per_chain = {:?}", m.lengths);
+        let _ = writeln!(out, "# num_warmup = {}", m.warmup);
+        let _ = writeln!(out, "# (rows: chain 1's draws, then chain 2's, ...)");
+    }
     let _ = writeln!(out, "# Elapsed Time: {:.6} seconds (Total)", r.wall_time_s);
     if r.interrupted {
         let _ = writeln!(out, "# interrupted = true");
@@ -45,14 +51,48 @@ pub fn comment_header(r: &FitReport) -> String {
     out
 }
 
-/// The header row: `lp__,log_p__,log_q__` then the parameter columns.
+/// CmdStan's NUTS sampler columns, in its order.
+pub const NUTS_COLUMNS: [&str; 7] = [
+    "lp__",
+    "accept_stat__",
+    "stepsize__",
+    "treedepth__",
+    "n_leapfrog__",
+    "divergent__",
+    "energy__",
+];
+
+/// The header row: `lp__,log_p__,log_q__` (MCMC: CmdStan's NUTS columns) then the
+/// parameter columns.
 pub fn header_row(r: &FitReport) -> String {
-    let mut cols = vec!["lp__", "log_p__", "log_q__"];
+    let mut cols = if r.mcmc.is_some() {
+        NUTS_COLUMNS.to_vec()
+    } else {
+        vec!["lp__", "log_p__", "log_q__"]
+    };
     cols.extend(r.columns.iter().map(String::as_str));
     cols.join(",")
 }
 
 fn push_row(out: &mut String, r: &FitReport, i: usize) {
+    if let Some(st) = r.mcmc.as_ref().and_then(|m| m.stats.get(i)) {
+        let cells = [
+            number(at(&r.lp, i)),
+            number(st.accept_stat),
+            number(st.stepsize),
+            st.treedepth.to_string(),
+            st.n_leapfrog.to_string(),
+            u8::from(st.divergent).to_string(),
+            number(st.energy),
+        ];
+        out.push_str(&cells.join(","));
+        for j in 0..r.draws.ncols() {
+            out.push(',');
+            out.push_str(&number(r.draws[(i, j)]));
+        }
+        out.push('\n');
+        return;
+    }
     let lq = r.log_q.as_ref().map_or(f64::NAN, |q| at(q, i));
     out.push_str(&number(at(&r.lp, i)));
     out.push(',');

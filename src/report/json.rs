@@ -55,7 +55,42 @@ pub fn summary_value(r: &FitReport) -> Value {
         r.predict.as_ref().map_or(Value::Null, predict_value),
     );
     m.insert("notes".into(), json!(r.notes));
+    // a report assembled by hand (not by `run::fit`) has no counts
+    if r.evals.density > 0 {
+        m.insert(
+            "evals".into(),
+            json!({
+                "density": r.evals.density, "gradient": r.evals.gradient,
+                "hessian": r.evals.hessian, "hvp": r.evals.hvp,
+            }),
+        );
+    }
+    if let Some(mc) = &r.mcmc {
+        m.insert("mcmc".into(), mcmc_value(mc, &r.columns));
+    }
     Value::Object(m)
+}
+
+/// Chains, divergences, tree-depth hits, E-BFMI and per-column R̂ and ESS of an MCMC run.
+fn mcmc_value(mc: &super::mcmc::McmcReport, columns: &[String]) -> Value {
+    let mut per = Map::new();
+    for (name, c) in columns.iter().zip(&mc.convergence) {
+        per.insert(
+            name.clone(),
+            json!({ "rhat": num(c.rhat), "ess_bulk": num(c.ess_bulk), "ess_tail": num(c.ess_tail) }),
+        );
+    }
+    json!({
+        "chains": mc.lengths.len(),
+        "draws_per_chain": mc.lengths,
+        "warmup": mc.warmup,
+        "max_depth": mc.max_depth,
+        "divergences": mc.divergences,
+        "max_depth_hits": mc.depth_hits,
+        "ebfmi": mc.ebfmi.iter().map(|e| num(*e)).collect::<Vec<_>>(),
+        "max_rhat": num(mc.max_rhat()),
+        "convergence": Value::Object(per),
+    })
 }
 
 fn options_value(options: &[(String, String)]) -> Value {

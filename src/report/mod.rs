@@ -9,6 +9,7 @@
 pub mod compare;
 pub mod csv;
 pub mod json;
+pub mod mcmc;
 pub mod summary;
 pub mod svg;
 
@@ -75,7 +76,7 @@ impl ApproxSummary {
                 means: components.iter().map(|c| to_vec(&c.mean)).collect(),
                 covs: components.iter().map(|c| c.cov()).collect(),
             },
-            Approximation::Particles(p) => {
+            Approximation::Particles(p) | Approximation::Draws(crate::posterior::Chains { draws: p, .. }) => {
                 let m = p.column_mean();
                 let mut c = p.clone();
                 for mut col in c.column_iter_mut() {
@@ -229,6 +230,12 @@ pub struct FitReport {
     pub notes: Vec<String>,
     /// The mvi version that produced the fit.
     pub version: String,
+    /// Log-density, gradient and Hessian evaluations the method used (per point).
+    pub evals: crate::density::Evals,
+    /// The sampler's numbers and convergence diagnostics, for MCMC methods (nuts).
+    pub mcmc: Option<mcmc::McmcReport>,
+    /// Distances to a reference posterior (`mvi compare --reference`), when one was given.
+    pub reference: Option<compare::RefMetrics>,
 }
 
 impl FitReport {

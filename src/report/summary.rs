@@ -66,6 +66,52 @@ fn header(out: &mut String, r: &FitReport) {
         let opts: Vec<String> = r.options.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         let _ = writeln!(out, "options: {}", opts.join(", "));
     }
+    // a report assembled by hand (not by `run::fit`) has no counts
+    if r.evals.density > 0 {
+        let _ = writeln!(out, "{}", evals_line(&r.evals));
+    }
+    if let Some(m) = &r.mcmc {
+        let _ = writeln!(out, "{}", mcmc_line(m));
+    }
+}
+
+/// The cost line: evaluations per point, as the Pathfinder paper counts them.
+pub fn evals_line(e: &crate::density::Evals) -> String {
+    let mut s = format!(
+        "evaluations: {} log density ({} with gradient)",
+        e.density, e.gradient
+    );
+    if e.hessian > 0 {
+        let _ = write!(s, ", {} Hessians", e.hessian);
+    }
+    if e.hvp > 0 {
+        let _ = write!(s, ", {} Hessian-vector products", e.hvp);
+    }
+    s
+}
+
+/// The sampler line: chains, draws, divergences, tree-depth hits, step size, E-BFMI.
+fn mcmc_line(m: &super::mcmc::McmcReport) -> String {
+    let total: usize = m.lengths.iter().sum();
+    let step = m.stats.iter().map(|s| s.stepsize).sum::<f64>() / total.max(1) as f64;
+    let ebfmi = m
+        .ebfmi
+        .iter()
+        .copied()
+        .filter(|e| e.is_finite())
+        .fold(f64::NAN, f64::min);
+    format!(
+        "chains = {} × {} draws (warm-up {})   divergences = {}   max_depth hits = {}   \
+         step size = {}   min E-BFMI = {}   max R̂ = {}",
+        m.lengths.len(),
+        m.lengths.iter().max().copied().unwrap_or(0),
+        m.warmup,
+        m.divergences,
+        m.depth_hits,
+        num(step),
+        num(ebfmi),
+        num(m.max_rhat())
+    )
 }
 
 /// The per-parameter table with aligned columns: name, mean, sd, 5%, 50%, 95%.
@@ -79,13 +125,17 @@ pub fn parameter_table(r: &FitReport) -> String {
         .max()
         .unwrap_or(9);
     let mut out = String::new();
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
         "parameter", "mean", "sd", "5%", "50%", "95%"
     );
-    for (name, s) in r.columns.iter().zip(&sums) {
-        let _ = writeln!(
+    if r.mcmc.is_some() {
+        let _ = write!(out, "  {:>7}  {:>8}  {:>8}", "R̂", "ESS_bulk", "ESS_tail");
+    }
+    out.push('\n');
+    for (j, (name, s)) in r.columns.iter().zip(&sums).enumerate() {
+        let _ = write!(
             out,
             "{:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
             name,
@@ -95,6 +145,10 @@ pub fn parameter_table(r: &FitReport) -> String {
             num(s.q50),
             num(s.q95)
         );
+        if let Some(c) = r.mcmc.as_ref().and_then(|m| m.convergence.get(j)) {
+            let _ = write!(out, "  {:>7.3}  {:>8.0}  {:>8.0}", c.rhat, c.ess_bulk, c.ess_tail);
+        }
+        out.push('\n');
     }
     out
 }

@@ -90,5 +90,8 @@ pub fn report(method: &str, n_draws: usize, seed: u64) -> FitReport {
             .collect(),
         notes: vec!["an example note".into()],
         version: "0.1.0".into(),
+        evals: Default::default(),
+        mcmc: None,
+        reference: None,
     }
 }

@@ -1,0 +1,526 @@
+//! `nuts`: the No-U-Turn Sampler (NUTS) of the `nuts-rs` crate (the sampler behind
+//! nutpie), as a reference to check the approximate methods against.
+//!
+//! q(w) is not a density but the empirical distribution of `chains` × `draws` MCMC draws of
+//! p(w | θ, y) on the unconstrained scale, with θ fixed at the `hyper` block's initial values
+//! (NUTS samples the parameters only; `learn_hyper` does not apply). Each chain starts at
+//! the model's initial point plus U(−2, 2) per coordinate (Stan's initialisation, retried
+//! until log p̃ is finite), warms up for `warmup` iterations (step size by dual averaging
+//! towards `target_accept`, a diagonal mass matrix from the draws and gradients, nuts-rs's
+//! schedule), then keeps `draws` draws. Chains run in parallel, one thread each.
+//!
+//! Cost: one gradient per leapfrog step, up to 2^`max_depth` − 1 per draw. The fitted
+//! [`Posterior`] holds the draws and nuts-rs's per-draw numbers in CmdStan's layout
+//! ([`Approximation::Draws`]); the report adds R̂ and bulk/tail ESS
+//! ([`crate::posterior::mcmc`]). Ctrl-C stops every chain and keeps the draws so far.
+//!
+//! # Reference
+//! Hoffman & Gelman (2014), "The No-U-Turn Sampler", JMLR 15; Betancourt (2017), "A
+//! conceptual introduction to Hamiltonian Monte Carlo", arXiv:1701.02434; nuts-rs
+//! (github.com/pymc-devs/nuts-rs) for the adaptation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nalgebra::{DMatrix, DVector};
+use nuts_rs::rand::SeedableRng as _;
+use nuts_rs::{
+    Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, Settings as _,
+};
+use rand::RngCore;
+
+use crate::density::{value_grad, LogDensity};
+use crate::diagnostic::Diagnostic;
+use crate::infer::settings::Reader;
+use crate::infer::{Error, InferOptions, Method, Observer};
+use crate::posterior::{Approximation, Chains, DrawStats, IterRecord, Posterior};
+
+/// Settings of `nuts`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// `chains`: independent chains, run in parallel (default 4).
+    pub chains: usize,
+    /// `warmup`: adaptation iterations per chain, not kept (default 1000).
+    pub warmup: usize,
+    /// `draws`: draws kept per chain after warm-up (default 1000).
+    pub draws: usize,
+    /// `max_depth`: largest tree depth; a draw takes at most 2^max_depth − 1 leapfrog steps
+    /// (default 10).
+    pub max_depth: u64,
+    /// `target_accept`: the mean acceptance statistic the step size is tuned for (default
+    /// 0.8).
+    pub target_accept: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            chains: 4,
+            warmup: 1000,
+            draws: 1000,
+            max_depth: 10,
+            target_accept: 0.8,
+        }
+    }
+}
+
+/// The `infer` keys of `nuts` besides the common ones.
+pub const KEYS: &[&str] = &["chains", "warmup", "max_depth", "target_accept"];
+
+/// Build `nuts` from the options.
+///
+/// # Errors
+/// A diagnostic at an unknown key or a bad value.
+pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
+    let r = Reader::new(options, "nuts", KEYS)?;
+    let d = Settings::default();
+    let target_accept = r.positive("target_accept", d.target_accept)?;
+    if target_accept >= 1.0 {
+        return Err(r
+            .bad_key("target_accept", "a number between 0 and 1")
+            .with_help("the step size is tuned for this mean acceptance rate: e.g. 0.8 (the default), 0.95 or 0.99 for a hard posterior"));
+    }
+    Ok(Box::new(Nuts(Settings {
+        chains: r.int("chains", 1, d.chains)?,
+        warmup: r.int("warmup", 0, d.warmup)?,
+        draws: r.int("draws", 1, d.draws)?,
+        max_depth: r.int("max_depth", 1, d.max_depth as usize)? as u64,
+        target_accept,
+    })))
+}
+
+/// The No-U-Turn Sampler.
+#[derive(Debug, Clone, Copy)]
+pub struct Nuts(pub Settings);
+
+impl Method for Nuts {
+    fn name(&self) -> &'static str {
+        "nuts"
+    }
+
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
+        let s = self.0;
+        let theta = model.theta_init();
+        let mut starts = Vec::with_capacity(s.chains);
+        for _ in 0..s.chains {
+            let seed = rng.next_u64();
+            starts.push((seed, initial_position(model, &theta, rng)?));
+        }
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = mpsc::channel::<(usize, bool)>();
+        let outs: Vec<ChainOut> = std::thread::scope(|scope| {
+            let handles: Vec<_> = starts
+                .iter()
+                .enumerate()
+                .map(|(c, (seed, init))| {
+                    let tx = tx.clone();
+                    let (stop, theta) = (&stop, &theta);
+                    scope.spawn(move || {
+                        // The chain's evaluations run in a one-thread rayon pool of its own:
+                        // the model's batched evaluation (`par_iter` over one chunk) then runs
+                        // inline instead of being handed to the global pool and back for
+                        // every gradient.
+                        let run = || run_chain(model, theta, &s, c, *seed, init, stop, &tx);
+                        match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+                            Ok(pool) => pool.install(run),
+                            Err(_) => run(),
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            watch(&rx, &s, obs, &stop);
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| ChainOut::failed("a chain thread panicked"))
+                })
+                .collect()
+        });
+        if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
+            return Err(Error::Sampler(e));
+        }
+        Ok(posterior(model, theta, &s, outs, stop.load(Ordering::Relaxed)))
+    }
+}
+
+/// What one chain produced: its kept draws (or, stopped during warm-up, its warm-up draws).
+struct ChainOut {
+    draws: Vec<Vec<f64>>,
+    stats: Vec<DrawStats>,
+    warmup_only: bool,
+    error: Option<String>,
+}
+
+impl ChainOut {
+    fn failed(msg: &str) -> ChainOut {
+        ChainOut {
+            draws: vec![],
+            stats: vec![],
+            warmup_only: false,
+            error: Some(msg.to_string()),
+        }
+    }
+}
+
+/// log p̃ and its gradient at fixed θ, as nuts-rs asks for them.
+struct Target<'a> {
+    model: &'a dyn LogDensity,
+    theta: &'a DVector<f64>,
+}
+
+/// log p̃ is −∞ or NaN at a point: nuts-rs counts the step as a divergence.
+#[derive(Debug, thiserror::Error)]
+#[error("log p̃ is not finite")]
+struct NotFinite;
+
+impl LogpError for NotFinite {
+    fn is_recoverable(&self) -> bool {
+        true
+    }
+}
+
+impl HasDims for Target<'_> {
+    fn dim_sizes(&self) -> HashMap<String, u64> {
+        let d = self.model.dim() as u64;
+        HashMap::from([("unconstrained_parameter".to_string(), d), ("dim".to_string(), d)])
+    }
+}
+
+impl CpuLogpFunc for Target<'_> {
+    type LogpError = NotFinite;
+    type FlowParameters = ();
+    type ExpandedVector = Vec<f64>;
+
+    fn dim(&self) -> usize {
+        self.model.dim()
+    }
+
+    fn logp(&mut self, position: &[f64], gradient: &mut [f64]) -> Result<f64, NotFinite> {
+        let w = DVector::from_column_slice(position);
+        let (value, grad) = value_grad(self.model, self.theta, &w);
+        if !value.is_finite() || grad.iter().any(|g| !g.is_finite()) {
+            return Err(NotFinite);
+        }
+        gradient.copy_from_slice(grad.as_slice());
+        Ok(value)
+    }
+
+    fn expand_vector<R: nuts_rs::rand::Rng + ?Sized>(
+        &mut self,
+        _rng: &mut R,
+        array: &[f64],
+    ) -> Result<Vec<f64>, CpuMathError> {
+        Ok(array.to_vec())
+    }
+}
+
+/// Stan's initialisation: the initial point plus U(−2, 2) per coordinate, redrawn (up to 100
+/// times) until log p̃ and its gradient are finite.
+fn initial_position(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    rng: &mut dyn RngCore,
+) -> Result<Vec<f64>, Error> {
+    const TRIES: usize = 100;
+    let centre = model.initial_point();
+    let mut last = f64::NAN;
+    for _ in 0..TRIES {
+        let w = centre.map(|c| c + 4.0 * uniform(rng) - 2.0);
+        let (value, grad) = value_grad(model, theta, &w);
+        if value.is_finite() && grad.iter().all(|g| g.is_finite()) {
+            return Ok(w.iter().copied().collect());
+        }
+        last = value;
+    }
+    Err(Error::NonFiniteStart { value: last })
+}
+
+fn uniform(rng: &mut dyn RngCore) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// One chain: warm-up then the kept draws, reporting each draw as (chain, warm-up?) on `tx`
+/// and stopping when `stop` is set.
+#[allow(clippy::too_many_arguments)]
+fn run_chain(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    s: &Settings,
+    chain: usize,
+    seed: u64,
+    init: &[f64],
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<(usize, bool)>,
+) -> ChainOut {
+    let mut settings = DiagNutsSettings {
+        num_tune: s.warmup as u64,
+        num_draws: s.draws as u64,
+        maxdepth: s.max_depth,
+        num_chains: s.chains,
+        ..DiagNutsSettings::default()
+    };
+    settings.adapt_options.step_size_settings.target_accept = s.target_accept;
+    let math = CpuMath::new(Target { model, theta });
+    let mut rng = nuts_rs::rand::rngs::StdRng::seed_from_u64(seed);
+    let mut sampler = match settings.new_chain(chain as u64, math, &mut rng) {
+        Ok(c) => c,
+        Err(e) => return ChainOut::failed(&format!("{e:#}")),
+    };
+    if let Err(e) = sampler.set_position(init) {
+        return ChainOut::failed(&format!("{e:#}"));
+    }
+    let mut out = ChainOut {
+        draws: Vec::with_capacity(s.draws),
+        stats: Vec::with_capacity(s.draws),
+        warmup_only: false,
+        error: None,
+    };
+    let mut last_warmup: Option<(Vec<f64>, DrawStats)> = None;
+    for i in 0..s.warmup + s.draws {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let (position, _, st, progress) = match sampler.expanded_draw() {
+            Ok(d) => d,
+            Err(e) => return ChainOut::failed(&format!("{e:#}")),
+        };
+        let stats = DrawStats {
+            lp: st.point.logp,
+            accept_stat: st.adapt.step_size.mean_tree_accept,
+            stepsize: progress.step_size,
+            treedepth: st.depth,
+            n_leapfrog: progress.num_steps,
+            divergent: progress.diverging,
+            energy: st.point.energy,
+        };
+        let warming = i < s.warmup;
+        if warming {
+            last_warmup = Some((position.to_vec(), stats));
+        } else {
+            out.draws.push(position.to_vec());
+            out.stats.push(stats);
+        }
+        let _ = tx.send((chain, warming));
+    }
+    if out.draws.is_empty() {
+        // stopped during warm-up: keep where the chain got to, marked as such
+        if let Some((d, st)) = last_warmup {
+            out.draws.push(d);
+            out.stats.push(st);
+            out.warmup_only = true;
+        }
+    }
+    out
+}
+
+/// Show per-chain progress until every chain has finished; set `stop` when the observer
+/// asks to stop (Ctrl-C).
+fn watch(rx: &mpsc::Receiver<(usize, bool)>, s: &Settings, obs: &mut dyn Observer, stop: &AtomicBool) {
+    const EVERY: Duration = Duration::from_millis(200);
+    let mut done = vec![0usize; s.chains];
+    let mut warming = vec![true; s.chains];
+    let mut last = Instant::now();
+    let mut total = 0usize;
+    while let Ok((c, w)) = rx.recv() {
+        done[c] += 1;
+        warming[c] = w;
+        total += 1;
+        if last.elapsed() < EVERY {
+            continue;
+        }
+        last = Instant::now();
+        let per: Vec<String> = (0..s.chains)
+            .map(|c| {
+                let phase = if warming[c] { " warm-up" } else { "" };
+                format!("{}/{}{phase}", done[c], s.warmup + s.draws)
+            })
+            .collect();
+        obs.phase(&format!("nuts chains {}", per.join(" · ")));
+        let record = IterRecord {
+            iter: total,
+            objective: f64::NAN,
+            grad_norm: 0.0,
+        };
+        if !obs.iteration(&record) {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The posterior from the chains' outputs, with notes on an interrupted run.
+fn posterior(
+    model: &dyn LogDensity,
+    theta: DVector<f64>,
+    s: &Settings,
+    outs: Vec<ChainOut>,
+    stopped: bool,
+) -> Posterior {
+    let d = model.dim();
+    let lengths: Vec<usize> = outs.iter().map(|o| o.draws.len()).collect();
+    let total: usize = lengths.iter().sum();
+    let mut draws = DMatrix::zeros(d, total);
+    let mut stats = Vec::with_capacity(total);
+    let mut col = 0;
+    for o in &outs {
+        for (w, st) in o.draws.iter().zip(&o.stats) {
+            draws.set_column(col, &DVector::from_column_slice(w));
+            stats.push(*st);
+            col += 1;
+        }
+    }
+    let mut notes = Vec::new();
+    if stopped {
+        let kept: usize = outs
+            .iter()
+            .filter(|o| !o.warmup_only)
+            .map(|o| o.draws.len())
+            .sum();
+        notes.push(format!(
+            "interrupted by the user: {kept} of {} draws kept{}",
+            s.chains * s.draws,
+            if outs.iter().any(|o| o.warmup_only) {
+                "; chains stopped during warm-up contribute their last warm-up draw, which is not a posterior draw"
+            } else {
+                ""
+            }
+        ));
+    }
+    if model.theta_dim() > 0 {
+        notes.push(
+            "nuts samples the parameters with θ fixed at the `hyper` block's initial values".to_string(),
+        );
+    }
+    Posterior {
+        method: "nuts".into(),
+        approx: Approximation::Draws(Chains {
+            draws,
+            lengths,
+            stats,
+            warmup: s.warmup,
+            max_depth: s.max_depth,
+        }),
+        theta,
+        objective: None,
+        log_evidence: None,
+        trace: vec![],
+        iterations: s.warmup + s.draws,
+        converged: !stopped,
+        notes,
+        fresh_elbo: None,
+        resampling: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::density::{Evaluated, Want};
+    use crate::infer::Silent;
+    use rand::SeedableRng;
+
+    /// N(m, diag(s²)) in two dimensions.
+    struct Gauss;
+
+    const M: [f64; 2] = [1.0, -2.0];
+    const S: [f64; 2] = [0.5, 2.0];
+
+    impl LogDensity for Gauss {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+            let mut g = DMatrix::zeros(2, w.ncols());
+            let values = DVector::from_iterator(
+                w.ncols(),
+                w.column_iter().enumerate().map(|(j, c)| {
+                    (0..2)
+                        .map(|i| {
+                            let z = (c[i] - M[i]) / S[i];
+                            g[(i, j)] = -z / S[i];
+                            -0.5 * z * z
+                        })
+                        .sum::<f64>()
+                }),
+            );
+            Evaluated {
+                values,
+                grad_w: want.grad_w.then_some(g),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
+            DMatrix::from_diagonal(&DVector::from_iterator(2, S.iter().map(|s| -1.0 / (s * s))))
+        }
+    }
+
+    fn small() -> Nuts {
+        Nuts(Settings {
+            chains: 2,
+            warmup: 200,
+            draws: 400,
+            ..Settings::default()
+        })
+    }
+
+    #[test]
+    fn nuts_recovers_a_gaussian_and_is_deterministic_for_a_seed() {
+        let fit = |seed| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            small().fit(&Gauss, &mut rng, &mut Silent).unwrap()
+        };
+        let a = fit(1);
+        let m = a.mean();
+        let c = a.cov();
+        for i in 0..2 {
+            assert!((m[i] - M[i]).abs() < 0.25 * S[i], "{m}");
+            assert!((c[(i, i)].sqrt() / S[i] - 1.0).abs() < 0.2, "{c}");
+        }
+        let Approximation::Draws(ch) = &a.approx else {
+            panic!("nuts gives draws")
+        };
+        assert_eq!(ch.lengths, vec![400, 400]);
+        assert_eq!(ch.stats.len(), 800);
+        assert!(ch.stats.iter().all(|s| s.treedepth >= 1 && s.n_leapfrog >= 1));
+        let b = fit(1);
+        let Approximation::Draws(cb) = &b.approx else {
+            panic!("nuts gives draws")
+        };
+        assert_eq!(ch.draws, cb.draws);
+    }
+
+    #[test]
+    fn an_observer_that_says_stop_keeps_the_draws_so_far() {
+        struct StopNow;
+        impl Observer for StopNow {
+            fn iteration(&mut self, _r: &IterRecord) -> bool {
+                false
+            }
+        }
+        let slow = Nuts(Settings {
+            chains: 1,
+            warmup: 0,
+            draws: 2_000_000,
+            ..Settings::default()
+        });
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+        let p = slow.fit(&Gauss, &mut rng, &mut StopNow).unwrap();
+        let Approximation::Draws(ch) = &p.approx else {
+            panic!("nuts gives draws")
+        };
+        assert!(ch.lengths[0] > 0 && ch.lengths[0] < 2_000_000);
+        assert!(
+            !p.converged && p.notes[0].contains("interrupted"),
+            "{:?}",
+            p.notes
+        );
+    }
+}
