@@ -135,7 +135,7 @@ impl Family for LowRank {
     fn forward(&self, phi: &DVector<f64>) -> (DMatrix<f64>, f64) {
         let (mu, u, v) = self.split(phi);
         let a = &self.cz + (&self.c * &u) * v.tr_mul(&self.z);
-        let log_det = self.log_det_c + self.k_matrix(&u, &v).lu().determinant().abs().ln();
+        let log_det = self.log_det_c + crate::posterior::log_abs_det(&self.k_matrix(&u, &v));
         (points(&mu, &a), log_det)
     }
 

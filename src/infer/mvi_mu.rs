@@ -66,7 +66,7 @@ pub struct MeanOnly {
 impl MeanOnly {
     /// The family for the fixed root C and draws Z (C Z is computed once).
     pub fn new(c: DMatrix<f64>, z: &DMatrix<f64>) -> Self {
-        let log_det = c.clone().lu().determinant().abs().ln();
+        let log_det = crate::posterior::log_abs_det(&c);
         MeanOnly {
             cz: &c * z,
             c,

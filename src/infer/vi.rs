@@ -226,6 +226,7 @@ pub fn finish<F: Family>(
         notes.push(not_converged(&format!("{name} ELBO optimisation"), &run.outcome));
     }
     let train = run.outcome.value;
+    notes.extend(non_finite_elbo_notes(&run.outcome, fresh, settings.samples));
     if train > fresh.0 + 3.0 * fresh.1 {
         notes.push(format!(
             "the ELBO on the fixed samples ({train:.3}) exceeds its fresh-draw estimate ({:.3} ± {:.3}) by more \
@@ -244,5 +245,66 @@ pub fn finish<F: Family>(
         converged: run.outcome.converged,
         notes,
         fresh_elbo: Some(fresh),
+    }
+}
+
+/// Notes naming the cause when the fixed-sample ELBO, its gradient or the fresh-draw ELBO is
+/// not finite: such a fit is not usable and must not pass for one.
+fn non_finite_elbo_notes(outcome: &Outcome, fresh: (f64, f64), samples: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !outcome.value.is_finite() {
+        notes.push(format!(
+            "the ELBO is not finite on the fixed samples ({}) after {} iterations: log p̃ or \
+             log q is not finite at some of the {samples} fixed draws (a draw outside the \
+             model's support, or a singular covariance root); the fit is not usable",
+            outcome.value, outcome.iterations
+        ));
+    } else if !outcome.grad_norm.is_finite() {
+        notes.push(format!(
+            "the ELBO gradient is not finite (norm {}) after {} iterations: the model's \
+             gradient overflows at some of the fixed draws; the fit is not usable",
+            outcome.grad_norm, outcome.iterations
+        ));
+    }
+    if !fresh.0.is_finite() {
+        notes.push(format!(
+            "the fresh-draw ELBO is not finite ({}): log p̃ − log q is not finite at some of \
+             the {samples} fresh draws of q, so it is not reported",
+            fresh.0
+        ));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(value: f64, grad_norm: f64) -> Outcome {
+        Outcome {
+            x: DVector::zeros(1),
+            value,
+            grad_norm,
+            iterations: 0,
+            converged: false,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn a_non_finite_elbo_or_gradient_is_named_in_a_note() {
+        assert!(non_finite_elbo_notes(&outcome(-3.0, 0.1), (-3.1, 0.1), 10).is_empty());
+        let n = non_finite_elbo_notes(&outcome(f64::NEG_INFINITY, f64::NAN), (-3.1, 0.1), 10);
+        assert!(
+            n.len() == 1 && n[0].contains("not finite on the fixed samples"),
+            "{n:?}"
+        );
+        let n = non_finite_elbo_notes(&outcome(-3.0, f64::NAN), (-3.1, 0.1), 10);
+        assert!(n.len() == 1 && n[0].contains("gradient is not finite"), "{n:?}");
+        let n = non_finite_elbo_notes(&outcome(-3.0, 0.1), (f64::NEG_INFINITY, f64::INFINITY), 10);
+        assert!(
+            n.len() == 1 && n[0].contains("fresh-draw ELBO is not finite"),
+            "{n:?}"
+        );
     }
 }
