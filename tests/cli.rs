@@ -567,3 +567,55 @@ fn laplace_restarts_report_a_higher_mode_on_the_multimodal_cauchy_example() {
     let ev = |v: &Value| v["log_evidence"].as_f64().expect("a number");
     assert!((ev(&ten) - ev(&one)).abs() > 0.1, "{} {}", ev(&ten), ev(&one));
 }
+
+/// Run `mvi` with stdout a pipe whose reading end is already closed (as after `| head`
+/// has read its lines): every write gets EPIPE.
+fn mvi_into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_mvi"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .env("RUST_BACKTRACE", "1")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the mvi binary runs")
+}
+
+#[test]
+fn every_command_ends_quietly_when_its_output_is_closed() {
+    let model = ["examples/linear_regression.mvi", "--data", LINREG_DATA];
+    let o = mvi_into_closed_pipe(&["repl"]);
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(141)),
+        "mvi repl: {}",
+        stderr(&o)
+    );
+    let commands: [&[&str]; 7] = [
+        &["check"],
+        &["dump", "ast"],
+        &["dump", "typed"],
+        &["dump", "graph"],
+        &["diagnose"],
+        &["run", "--quiet", "--set", "draws=20"],
+        &["compare", "--quiet", "--methods", "laplace", "--set", "draws=20"],
+    ];
+    for cmd in commands {
+        let args: Vec<&str> = cmd.iter().chain(&model).copied().collect();
+        let o = mvi_into_closed_pipe(&args);
+        let err = stderr(&o);
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(141)),
+            "mvi {}: exit {:?}\n{err}",
+            args.join(" "),
+            o.status.code()
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace") && !err.contains("Broken pipe"),
+            "mvi {}: {err}",
+            args.join(" ")
+        );
+    }
+}
