@@ -364,3 +364,25 @@ fn binomial_count_above_its_trials_is_a_diagnostic() {
     assert!(d.message.contains("entry 2"), "{}", d.message);
     lower(src, r#"{"y": [3, 5], "n": [5, 5]}"#);
 }
+
+/// `[z1, z2, z3] ~ multi_normal(…)` scores the vector literal as `let z = [z1, z2, z3]`
+/// followed by `z ~ …` does (no Jacobian), and any expression may stand on the left of `~`
+/// in `model`, as in Stan.
+#[test]
+fn a_tilde_on_a_vector_literal_or_an_expression_matches_the_let_form() {
+    let head = "param {\n  z1: real\n  z2: real\n  z3: real\n}\n";
+    let args = "[1.0, -2.0, 0.5], [[2.0, 1.2, 0.3], [1.2, 1.5, -0.4], [0.3, -0.4, 1.0]]";
+    let forms = [
+        format!("model {{\n  [z1, z2, z3] ~ multi_normal({args})\n  z1 + z2 ~ normal(0, 3)\n}}"),
+        format!(
+            "model {{\n  let z = [z1, z2, z3]\n  z ~ multi_normal({args})\n  let s = z1 + z2\n  s ~ normal(0, 3)\n}}"
+        ),
+    ];
+    let lowered: Vec<LogJoint> = forms
+        .iter()
+        .map(|m| lower(&format!("{head}{m}\n"), "{}"))
+        .collect();
+    for w in [[0.1, -0.3, 0.8], [1.0, 0.0, -2.0]] {
+        assert_close(value_at(&lowered[0], &w), value_at(&lowered[1], &w), TOL);
+    }
+}

@@ -301,8 +301,27 @@ fn build_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
             value: build_expr(must(&inner, Rule::expr))?,
             span,
         }),
+        Rule::expr_tilde_stmt => {
+            let lhs = build_expr(must(&inner, Rule::expr))?;
+            build_tilde(lhs, must(&inner, Rule::dist_call), span)
+        }
         _ => build_lvalue_stmt(inner),
     }
+}
+
+/// `lhs ~ dist(args)` from the statement's distribution call.
+fn build_tilde(lhs: Expr, call: Pair<'_, Rule>, span: Span) -> Result<Stmt, Error> {
+    let dist = ident(must(&call, Rule::dist_name));
+    if let Some(bar) = child(&call, Rule::cond_bar) {
+        return Err(Error::BarInTilde { span: span_of(&bar) });
+    }
+    let args = call_args(&call)?;
+    Ok(Stmt::Tilde {
+        lhs,
+        dist,
+        args,
+        span,
+    })
 }
 
 fn build_for(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
@@ -346,17 +365,7 @@ fn build_lvalue_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
     let span = span_of(&pair);
     let target = build_lvalue(must(&pair, Rule::lvalue))?;
     if let Some(call) = child(&pair, Rule::dist_call) {
-        let dist = ident(must(&call, Rule::dist_name));
-        if let Some(bar) = child(&call, Rule::cond_bar) {
-            return Err(Error::BarInTilde { span: span_of(&bar) });
-        }
-        let args = call_args(&call)?;
-        return Ok(Stmt::Tilde {
-            lhs: target,
-            dist,
-            args,
-            span,
-        });
+        return build_tilde(target, call, span);
     }
     let op = match must(&pair, Rule::assign_op).as_str() {
         "=" => AssignOp::Set,
