@@ -597,3 +597,58 @@ fn fit_with(model: &mvi::graph::LogJoint, options: &mvi::infer::InferOptions, se
         .fit(model, &mut rng, &mut Silent)
         .expect("pmfvb fits the hierarchy")
 }
+
+/// The issue's correlated 3-D Gaussian: mean (1, −2, 0.5), covariance
+/// [[2, 1.2, 0.3], [1.2, 1.5, −0.4], [0.3, −0.4, 1]], three scalar parameters (so one
+/// mean-field block each). The mean-field optimum has variances 1/Λᵢᵢ.
+fn issue_gauss3() -> Gauss3 {
+    let cov = DMatrix::from_row_slice(3, 3, &[2.0, 1.2, 0.3, 1.2, 1.5, -0.4, 0.3, -0.4, 1.0]);
+    Gauss3 {
+        mu: DVector::from_vec(vec![1.0, -2.0, 0.5]),
+        prec: cov.try_inverse().expect("positive definite"),
+    }
+}
+
+/// Per coordinate, the particle variance over the mean-field optimum 1/Λᵢᵢ, averaged over
+/// `seeds` fits with 300 particles and `subset` m.
+fn mean_variance_ratios(seeds: std::ops::Range<u64>, subset: usize) -> Vec<f64> {
+    let t = issue_gauss3();
+    let n = (seeds.end - seeds.start) as f64;
+    let mut sum = [0.0; 3];
+    for seed in seeds {
+        let post = fit(
+            &t,
+            Settings {
+                particles: 300,
+                subset,
+                ..Settings::default()
+            },
+            seed,
+        );
+        let c = post.cov();
+        for (i, s) in sum.iter_mut().enumerate() {
+            *s += c[(i, i)] * t.prec[(i, i)];
+        }
+    }
+    sum.iter().map(|s| s / n).collect()
+}
+
+/// The default subset (m = 10) no longer inflates the variances: averaged over seeds 1–10
+/// (one fit's ratio has a sampling sd of √(2/300) ≈ 8 %, the mean of ten ≈ 2.6 %) each ratio
+/// is within 8 % of 1; measured 1.00, 1.06, 1.00. With a random subset per particle (before
+/// the shared subsets) the means were 1.15, 1.14, 1.15.
+#[test]
+fn default_subset_does_not_inflate_the_variances() {
+    let r = mean_variance_ratios(1..11, Settings::default().subset);
+    assert!(r.iter().all(|x| (x - 1.0).abs() < 0.08), "{r:?}");
+}
+
+/// With m = 25 each of the ten-seed means is within 5 % of 1, at 2.5× the cost of a sweep
+/// (docs/methods.md, the trade-off):
+/// `cargo test --release --test pmfvb -- --ignored subset_25`.
+#[test]
+#[ignore = "ten pmfvb fits at m = 25: run with --ignored"]
+fn subset_25_is_unbiased_to_5_percent_over_ten_seeds() {
+    let r = mean_variance_ratios(1..11, 25);
+    assert!(r.iter().all(|x| (x - 1.0).abs() < 0.05), "{r:?}");
+}
