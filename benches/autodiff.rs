@@ -61,6 +61,7 @@ fn info(name: &str, offset: usize, shape: Shape, value: mvi::graph::NodeId) -> P
         offset,
         shape,
         constraint: Constraint::NONE,
+        structure: None,
         value,
     }
 }

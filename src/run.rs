@@ -477,7 +477,7 @@ fn identity_columns(model: &LogJoint, n_columns: usize) -> Vec<Option<usize>> {
     for p in &model.params {
         let n = p.shape.size();
         for i in 0..n {
-            out.push(p.constraint.is_none().then_some(p.offset + i));
+            out.push(p.is_identity().then_some(p.offset + i));
         }
     }
     out.resize(n_columns, None);

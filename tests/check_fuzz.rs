@@ -10,9 +10,13 @@ const SOURCES: &[&str] = &[
     include_str!("../examples/mixture_2d.mvi"),
     include_str!("../examples/stochastic_volatility.mvi"),
     include_str!("../examples/softmax_iris.mvi"),
+    CONSTRAINED,
 ];
 
-const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3}"#;
+/// Every constrained type, and bounds that depend on hypers and earlier params.
+const CONSTRAINED: &str = "data {\n  y: vector[N]\n  w: simplex[3]\n}\nhyper {\n  lo: real = -1.0\n  P: simplex[2] = [0.5, 0.5]\n}\nparam {\n  theta: simplex[3]\n  mu: ordered[2]\n  pos: positive_ordered[2]\n  u: unit_vector[2]\n  z: sum_to_zero_vector[3]\n  L: cholesky_corr[2]\n  Lc: cholesky_cov[2]\n  R: corr_matrix[2]\n  S: cov_matrix[2]\n  a: real<lower=0, upper=1>\n  b: real<lower=lo, upper=1 - a>\n  c: vector<lower=mu[1]>[2]\n}\nmodel {\n  y ~ normal(theta[1] * mu[2] + z[1], S[1, 1])\n  target += sum(log(theta)) + L[2, 1] + R[1, 2] + Lc[2, 2] + u[1] + a + b + sum(c) + P[1] + sum(w) + pos[2]\n}\n";
+
+const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3, "w": [0.2, 0.3, 0.5]}"#;
 
 const TOKENS: &[&str] = &[
     "[",
@@ -48,6 +52,12 @@ const TOKENS: &[&str] = &[
     "ints[3]",
     "sum(",
     "rows(X)",
+    "simplex[3]",
+    "cov_matrix[2]",
+    "ordered[0]",
+    "<lower=a>",
+    "<upper=1 - a>",
+    "<lower=theta[1]>",
 ];
 
 fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
@@ -77,9 +87,57 @@ fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
 }
 
 const WORDS: &[&str] = &[
-    "1", "0", "-1", "2.5", "3", "N", "J", "T", "K", "w", "y", "mu", "sigma", "tau", "h", "X", "W", "b",
-    "theta", "alpha", "normal", "poisson", "cauchy", "vector", "matrix", "real", "int", "ints", "sum",
-    "rows", "exp", "param", "data", "hyper", "model", "predict",
+    "1",
+    "0",
+    "-1",
+    "2.5",
+    "3",
+    "N",
+    "J",
+    "T",
+    "K",
+    "w",
+    "y",
+    "mu",
+    "sigma",
+    "tau",
+    "h",
+    "X",
+    "W",
+    "b",
+    "theta",
+    "alpha",
+    "normal",
+    "poisson",
+    "cauchy",
+    "vector",
+    "matrix",
+    "real",
+    "int",
+    "ints",
+    "sum",
+    "rows",
+    "exp",
+    "param",
+    "data",
+    "hyper",
+    "model",
+    "predict",
+    "simplex",
+    "ordered",
+    "positive_ordered",
+    "unit_vector",
+    "sum_to_zero_vector",
+    "cholesky_corr",
+    "cholesky_cov",
+    "corr_matrix",
+    "cov_matrix",
+    "cholesky_factor_corr",
+    "lower",
+    "upper",
+    "lo",
+    "a",
+    "c",
 ];
 
 /// Replace whole words (identifiers, numbers) by other words: the result usually still
@@ -118,11 +176,25 @@ fn swap_words(src: &str, swaps: &[(usize, usize)]) -> String {
     out
 }
 
+#[test]
+fn the_constrained_types_source_checks_and_lowers() {
+    let mut set = DataSet::default();
+    add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
+    let typed = check_source(
+        CONSTRAINED,
+        "fuzz.mvi",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &set,
+    )
+    .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
+    mvi::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
-    fn mutated_models_never_panic(which in 0usize..4, edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
+    fn mutated_models_never_panic(which in 0..SOURCES.len(), edits in proptest::collection::vec((0usize..3, 0usize..10_000, 0usize..100), 1..6)) {
         let src = mutate(SOURCES[which], &edits);
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
@@ -130,11 +202,15 @@ proptest! {
     }
 
     #[test]
-    fn models_with_swapped_words_never_panic(which in 0usize..4, swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
+    fn models_with_swapped_words_never_panic(which in 0..SOURCES.len(), swaps in proptest::collection::vec((0usize..10_000, 0usize..100), 1..4)) {
         let src = swap_words(SOURCES[which], &swaps);
         let mut set = DataSet::default();
         add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
-        let _ = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+        let checked = check_source(&src, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").as_path(), &set);
+        if let Ok(typed) = checked {
+            // what checks clean also lowers without a panic (types, sizes and bounds swapped)
+            let _ = mvi::graph::lower_model(&typed);
+        }
     }
 
     #[test]

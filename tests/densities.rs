@@ -310,6 +310,439 @@ const CDF_TABLE: &[Row] = &[
 
 /// The value of `kind` (lpdf, lcdf, lccdf) of a family at constants: the graph folds it to a
 /// constant at build time.
+/// The families of LANGUAGE.md's second list, against SciPy 1.17.1 (`scipy.stats`, pip in a
+/// virtual environment) by the function named above each row; Stan's parametrisations
+/// mapped to SciPy's in the comment. The script is at the bottom of this file (second part).
+const STAN_TABLE: &[Row] = &[
+    // scipy.stats.nbinom.logpmf(n, phi, phi/(mu+phi))
+    ("neg_binomial_2", "lpdf", &[3.0, 2.0], 4.0, -2.2664460463781726),
+    // scipy.stats.nbinom.logcdf
+    ("neg_binomial_2", "lcdf", &[3.0, 2.0], 4.0, -0.2656336029351619),
+    // scipy.stats.nbinom.logsf
+    ("neg_binomial_2", "lccdf", &[3.0, 2.0], 4.0, -1.4555158301618438),
+    // scipy.stats.nbinom.logpmf(mu=exp(eta))
+    (
+        "neg_binomial_2_log",
+        "lpdf",
+        &[1.0986122886681098, 2.0],
+        4.0,
+        -2.2664460463781726,
+    ),
+    // scipy.stats.nbinom.logpmf(n, phi, phi/(mu+phi))
+    ("neg_binomial_2", "lpdf", &[0.5, 10.0], 0.0, -0.48790164169432054),
+    // scipy.stats.nbinom.logcdf
+    ("neg_binomial_2", "lcdf", &[0.5, 10.0], 0.0, -0.4879016416943206),
+    // scipy.stats.nbinom.logsf
+    ("neg_binomial_2", "lccdf", &[0.5, 10.0], 0.0, -0.9516932030060138),
+    // scipy.stats.nbinom.logpmf(mu=exp(eta))
+    (
+        "neg_binomial_2_log",
+        "lpdf",
+        &[-0.6931471805599453, 10.0],
+        0.0,
+        -0.48790164169432054,
+    ),
+    // scipy.stats.nbinom.logpmf(n, phi, phi/(mu+phi))
+    ("neg_binomial_2", "lpdf", &[20.0, 0.7], 13.0, -3.856370524892812),
+    // scipy.stats.nbinom.logcdf
+    ("neg_binomial_2", "lcdf", &[20.0, 0.7], 13.0, -0.6092585027928237),
+    // scipy.stats.nbinom.logsf
+    ("neg_binomial_2", "lccdf", &[20.0, 0.7], 13.0, -0.7847229475697166),
+    // scipy.stats.nbinom.logpmf(mu=exp(eta))
+    (
+        "neg_binomial_2_log",
+        "lpdf",
+        &[2.995732273553991, 0.7],
+        13.0,
+        -3.856370524892812,
+    ),
+    // scipy.stats.betabinom.logpmf
+    (
+        "beta_binomial",
+        "lpdf",
+        &[10.0, 2.0, 3.0],
+        4.0,
+        -1.967112356705917,
+    ),
+    // scipy.stats.betabinom.logpmf
+    (
+        "beta_binomial",
+        "lpdf",
+        &[5.0, 0.5, 0.7],
+        5.0,
+        -1.8322238531465944,
+    ),
+    // scipy.stats.poisson.logcdf
+    ("poisson", "lcdf", &[3.5], 2.0, -1.1367902851895193),
+    // scipy.stats.poisson.logsf
+    ("poisson", "lccdf", &[3.5], 2.0, -0.3869091382461571),
+    // scipy.stats.poisson.logcdf
+    ("poisson", "lcdf", &[0.2], 0.0, -0.20000000000000004),
+    // scipy.stats.poisson.logsf
+    ("poisson", "lccdf", &[0.2], 0.0, -1.7077718009705198),
+    // scipy.stats.weibull_min.logpdf(c=alpha, scale=sigma)
+    ("weibull", "lpdf", &[1.5, 2.0], 1.3, -1.0271202841374139),
+    // scipy.stats.weibull_min.logcdf
+    ("weibull", "lcdf", &[1.5, 2.0], 1.3, -0.8967811161714486),
+    // scipy.stats.weibull_min.logsf
+    ("weibull", "lccdf", &[1.5, 2.0], 1.3, -0.5240467536394058),
+    // scipy.stats.weibull_min.logpdf(c=alpha, scale=sigma)
+    ("weibull", "lpdf", &[0.7, 0.5], 3.0, -3.7061996905543957),
+    // scipy.stats.weibull_min.logcdf
+    ("weibull", "lcdf", &[0.7, 0.5], 3.0, -0.030502965477578838),
+    // scipy.stats.weibull_min.logsf
+    ("weibull", "lccdf", &[0.7, 0.5], 3.0, -3.5051440864071925),
+    // scipy.stats.gumbel_r.logpdf(loc=mu, scale=beta)
+    ("gumbel", "lpdf", &[0.5, 2.0], -1.0, -2.06014719717262),
+    // scipy.stats.gumbel_r.logcdf
+    ("gumbel", "lcdf", &[0.5, 2.0], -1.0, -2.117000016612675),
+    // scipy.stats.gumbel_r.logsf
+    ("gumbel", "lccdf", &[0.5, 2.0], -1.0, -0.12827922325044516),
+    // scipy.stats.gumbel_r.logpdf(loc=mu, scale=beta)
+    ("gumbel", "lpdf", &[-1.0, 0.3], 1.0, -5.463966496142071),
+    // scipy.stats.gumbel_r.logcdf
+    ("gumbel", "lcdf", &[-1.0, 0.3], 1.0, -0.0012726338013398079),
+    // scipy.stats.gumbel_r.logsf
+    ("gumbel", "lccdf", &[-1.0, 0.3], 1.0, -6.667302916084139),
+    // scipy.stats.pareto.logpdf(b=alpha, scale=y_min)
+    ("pareto", "lpdf", &[1.0, 2.5], 1.7, -0.9409081468434413),
+    // scipy.stats.pareto.logcdf
+    ("pareto", "lcdf", &[1.0, 2.5], 1.7, -0.30840982818139323),
+    // scipy.stats.pareto.logsf
+    ("pareto", "lccdf", &[1.0, 2.5], 1.7, -1.3265706276554259),
+    // scipy.stats.pareto.logpdf(b=alpha, scale=y_min)
+    ("pareto", "lpdf", &[0.3, 0.8], 5.0, -4.083310037156339),
+    // scipy.stats.pareto.logcdf
+    ("pareto", "lcdf", &[0.3, 0.8], 5.0, -0.11129191775858353),
+    // scipy.stats.pareto.logsf
+    ("pareto", "lccdf", &[0.3, 0.8], 5.0, -2.250728573408029),
+    // scipy.stats.skewnorm.logpdf(a=alpha, loc=xi, scale=omega)
+    ("skew_normal", "lpdf", &[0.5, 2.0, 3.0], 1.0, -1.207182800043038),
+    // scipy.stats.skewnorm.logpdf(a=alpha, loc=xi, scale=omega)
+    ("skew_normal", "lpdf", &[-1.0, 0.7, -2.0], 0.2, -9.439017294392677),
+    // scipy.stats.vonmises.logpdf(kappa, loc=mu)
+    ("von_mises", "lpdf", &[0.3, 2.0], 1.0, -1.1321862333233248),
+    // scipy.stats.vonmises.logpdf(kappa, loc=mu)
+    ("von_mises", "lpdf", &[-1.0, 0.05], 2.5, -1.8853248031447536),
+    // scipy.stats.vonmises.logpdf(kappa, loc=mu)
+    ("von_mises", "lpdf", &[0.0, 80.0], 0.1, 0.8708356110471169),
+    // scipy.stats.chi2.logpdf
+    ("chi_square", "lpdf", &[3.0], 2.2, -1.6247098530225377),
+    // scipy.stats.chi2.logcdf
+    ("chi_square", "lcdf", &[3.0], 2.2, -0.7591766712227581),
+    // scipy.stats.chi2.logsf
+    ("chi_square", "lccdf", &[3.0], 2.2, -0.6312088409466449),
+    // scipy.stats.invgamma.logpdf(nu/2, scale=1/2)
+    ("inv_chi_square", "lpdf", &[3.0], 2.2, -3.117354661388075),
+    // scipy.stats.invgamma.logcdf(nu/2, scale=1/2)
+    ("inv_chi_square", "lcdf", &[3.0], 2.2, -0.07390720763174086),
+    // scipy.stats.invgamma.logsf(nu/2, scale=1/2)
+    ("inv_chi_square", "lccdf", &[3.0], 2.2, -2.641670942923721),
+    // scipy.stats.invgamma.logpdf(nu/2, scale=nu s^2/2)
+    (
+        "scaled_inv_chi_square",
+        "lpdf",
+        &[3.0, 1.3],
+        2.2,
+        -1.6073434349834377,
+    ),
+    // scipy.stats.invgamma.logcdf(nu/2, scale=nu s^2/2)
+    (
+        "scaled_inv_chi_square",
+        "lcdf",
+        &[3.0, 1.3],
+        2.2,
+        -0.6701131565330711,
+    ),
+    // scipy.stats.invgamma.logsf(nu/2, scale=nu s^2/2)
+    (
+        "scaled_inv_chi_square",
+        "lccdf",
+        &[3.0, 1.3],
+        2.2,
+        -0.7167243052208211,
+    ),
+    // scipy.stats.chi2.logpdf
+    ("chi_square", "lpdf", &[0.7], 0.4, -0.7815937646240125),
+    // scipy.stats.chi2.logcdf
+    ("chi_square", "lcdf", &[0.7], 0.4, -0.49831119900071524),
+    // scipy.stats.chi2.logsf
+    ("chi_square", "lccdf", &[0.7], 0.4, -0.9353610059207274),
+    // scipy.stats.invgamma.logpdf(nu/2, scale=1/2)
+    ("inv_chi_square", "lpdf", &[0.7], 0.4, -1.190190252312104),
+    // scipy.stats.invgamma.logcdf(nu/2, scale=1/2)
+    ("inv_chi_square", "lcdf", &[0.7], 0.4, -2.63426065785256),
+    // scipy.stats.invgamma.logsf(nu/2, scale=1/2)
+    ("inv_chi_square", "lccdf", &[0.7], 0.4, -0.07447790166216452),
+    // scipy.stats.invgamma.logpdf(nu/2, scale=nu s^2/2)
+    (
+        "scaled_inv_chi_square",
+        "lpdf",
+        &[0.7, 1.3],
+        0.4,
+        -1.3601214975634164,
+    ),
+    // scipy.stats.invgamma.logcdf(nu/2, scale=nu s^2/2)
+    (
+        "scaled_inv_chi_square",
+        "lcdf",
+        &[0.7, 1.3],
+        0.4,
+        -2.939194691303658,
+    ),
+    // scipy.stats.invgamma.logsf(nu/2, scale=nu s^2/2)
+    (
+        "scaled_inv_chi_square",
+        "lccdf",
+        &[0.7, 1.3],
+        0.4,
+        -0.05435937856686717,
+    ),
+    // scipy.stats.exponnorm.logpdf(K=1/(sigma lambda), loc=mu, scale=sigma)
+    (
+        "exp_mod_normal",
+        "lpdf",
+        &[0.5, 1.2, 0.8],
+        2.0,
+        -1.449954269698318,
+    ),
+    // scipy.stats.exponnorm.logcdf
+    (
+        "exp_mod_normal",
+        "lcdf",
+        &[0.5, 1.2, 0.8],
+        2.0,
+        -0.5089541141385695,
+    ),
+    // scipy.stats.exponnorm.logsf
+    (
+        "exp_mod_normal",
+        "lccdf",
+        &[0.5, 1.2, 0.8],
+        2.0,
+        -0.9191045800261326,
+    ),
+    // scipy.stats.exponnorm.logpdf(K=1/(sigma lambda), loc=mu, scale=sigma)
+    (
+        "exp_mod_normal",
+        "lpdf",
+        &[-1.0, 0.4, 3.0],
+        -1.5,
+        -1.6230366310243012,
+    ),
+    // scipy.stats.exponnorm.logcdf
+    (
+        "exp_mod_normal",
+        "lcdf",
+        &[-1.0, 0.4, 3.0],
+        -1.5,
+        -3.2217912727884666,
+    ),
+    // scipy.stats.exponnorm.logsf
+    (
+        "exp_mod_normal",
+        "lccdf",
+        &[-1.0, 0.4, 3.0],
+        -1.5,
+        -0.04070070178780319,
+    ),
+    // scipy.stats.exponnorm.logpdf(K=1/(sigma lambda), loc=mu, scale=sigma)
+    (
+        "exp_mod_normal",
+        "lpdf",
+        &[0.0, 1.0, 0.5],
+        6.0,
+        -3.568147199549508,
+    ),
+    // scipy.stats.exponnorm.logcdf
+    (
+        "exp_mod_normal",
+        "lcdf",
+        &[0.0, 1.0, 0.5],
+        6.0,
+        -0.05807003568460033,
+    ),
+    // scipy.stats.exponnorm.logsf
+    (
+        "exp_mod_normal",
+        "lccdf",
+        &[0.0, 1.0, 0.5],
+        6.0,
+        -2.875000001501878,
+    ),
+];
+
+#[test]
+fn stan_families_match_scipy() {
+    let mut bad = Vec::new();
+    for &(name, kind, args, x, want) in STAN_TABLE {
+        let got = eval_const(name, kind, args, x);
+        if !close(got, want) {
+            bad.push(format!(
+                "{name}_{kind}({x} | {args:?}) = {got}, scipy says {want} (rel {:.1e})",
+                (got - want).abs() / want.abs().max(1.0)
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The summed log density of `dist` at a constant outcome of the given shape.
+fn eval_shaped(name: &str, y: (Shape, Vec<f64>), args: Vec<(Shape, Vec<f64>)>) -> f64 {
+    let mut g = Graph::new(0, 0);
+    let a: Vec<_> = args.into_iter().map(|(s, v)| g.constant(s, v)).collect();
+    let yn = g.constant(y.0, y.1);
+    let node = dist::lpdf(&mut g, name, yn, &a).unwrap();
+    g.const_value(node).expect("all-constant expressions are folded")[0]
+}
+
+/// Column-major entries of a 2×2 or 3×3 matrix given by rows.
+fn by_rows(rows: &[&[f64]]) -> (Shape, Vec<f64>) {
+    let (r, c) = (rows.len(), rows[0].len());
+    let v = (0..c).flat_map(|j| rows.iter().map(move |row| row[j])).collect();
+    (Shape::Matrix(r, c), v)
+}
+
+fn vector(v: &[f64]) -> (Shape, Vec<f64>) {
+    (Shape::Vector(v.len()), v.to_vec())
+}
+
+fn scalar(v: f64) -> (Shape, Vec<f64>) {
+    (Shape::Scalar, vec![v])
+}
+
+#[test]
+fn vector_and_matrix_families_match_scipy() {
+    let sig = by_rows(&[&[2.0, 0.6], &[0.6, 1.0]]);
+    let lw = by_rows(&[&[1.3, 0.0], &[0.4, 0.8]]);
+    let ls = by_rows(&[&[1.1, 0.0], &[-0.3, 0.9]]);
+    let r3 = by_rows(&[&[1.0, 0.3, -0.2], &[0.3, 1.0, 0.4], &[-0.2, 0.4, 1.0]]);
+    // the lower Cholesky factor of r3 (numpy.linalg.cholesky)
+    let l11 = 1.0f64;
+    let (l21, l31) = (0.3, -0.2);
+    let l22 = (1.0f64 - 0.09).sqrt();
+    let l32 = (0.4 - l31 * l21) / l22;
+    let l33 = (1.0 - l31 * l31 - l32 * l32).sqrt();
+    let l3 = by_rows(&[&[l11, 0.0, 0.0], &[l21, l22, 0.0], &[l31, l32, l33]]);
+    let cases: Vec<(&str, f64, f64, f64)> = vec![
+        // scipy.stats.dirichlet.logpdf([0.2, 0.5, 0.3], [1.5, 2.0, 0.7])
+        (
+            "dirichlet",
+            eval_shaped(
+                "dirichlet",
+                vector(&[0.2, 0.5, 0.3]),
+                vec![vector(&[1.5, 2.0, 0.7])],
+            ),
+            0.7717963325849542,
+            REF_TOL,
+        ),
+        // scipy.stats.multinomial.logpmf([2, 0, 3], 5, [0.2, 0.5, 0.3])
+        (
+            "multinomial",
+            eval_shaped(
+                "multinomial",
+                vector(&[2.0, 0.0, 3.0]),
+                vec![vector(&[0.2, 0.5, 0.3])],
+            ),
+            -4.528209144851965,
+            REF_TOL,
+        ),
+        // log 0.5
+        (
+            "categorical",
+            eval_shaped("categorical", scalar(2.0), vec![vector(&[0.2, 0.5, 0.3])]),
+            -0.6931471805599453,
+            REF_TOL,
+        ),
+        // log(F(η − c_{y−1}) − F(η − c_y)), F = scipy.stats.logistic.cdf / norm.cdf, η = 0.3,
+        // c = [−0.5, 1.0], for y = 1, 2, 3 (summed over the three outcomes)
+        (
+            "ordered_logistic",
+            eval_shaped(
+                "ordered_logistic",
+                vector(&[1.0, 2.0, 3.0]),
+                vec![scalar(0.3), vector(&[-0.5, 1.0])],
+            ),
+            -1.1711006659477778 - 1.0267691737586895 - 1.103186048885458,
+            REF_TOL,
+        ),
+        (
+            "ordered_probit",
+            eval_shaped(
+                "ordered_probit",
+                vector(&[1.0, 2.0, 3.0]),
+                vec![scalar(0.3), vector(&[-0.5, 1.0])],
+            ),
+            -1.5518513191877767 - 0.6048049493616319 - 1.4189677615315315,
+            REF_TOL,
+        ),
+        // scipy.stats.multivariate_t.logpdf([1.0, 0.3], [0.5, −1.0], Σ, df=4.5)
+        (
+            "multi_student_t",
+            eval_shaped(
+                "multi_student_t",
+                vector(&[1.0, 0.3]),
+                vec![scalar(4.5), vector(&[0.5, -1.0]), sig],
+            ),
+            -3.14651574671865,
+            REF_TOL,
+        ),
+        // scipy.stats.wishart.logpdf(L_W L_Wᵀ, 4.2, L_S L_Sᵀ) + log(2^K Π L_kk^{K−k+1})
+        (
+            "wishart_cholesky",
+            eval_shaped("wishart_cholesky", lw.clone(), vec![scalar(4.2), ls.clone()]),
+            -3.0841260350795814,
+            REF_TOL,
+        ),
+        // scipy.stats.invwishart.logpdf(L_W L_Wᵀ, 4.2, L_S L_Sᵀ) + the same log-Jacobian
+        (
+            "inv_wishart_cholesky",
+            eval_shaped("inv_wishart_cholesky", lw, vec![scalar(4.2), ls]),
+            -3.3624143339263064,
+            REF_TOL,
+        ),
+        // (η − 1) log det R − log ∫ det(R)^{η−1} dR with η = 1.7, the integral over 3×3
+        // correlation matrices by scipy.integrate (dblquad of quad, error ≈ 1e-12)
+        (
+            "lkj_corr",
+            eval_shaped("lkj_corr", r3, vec![scalar(1.7)]),
+            -1.1373362969790544,
+            1e-9,
+        ),
+        // the same plus log |∂R/∂L| = Σ_k (K − k) log L_kk
+        (
+            "lkj_corr_cholesky",
+            eval_shaped("lkj_corr_cholesky", l3, vec![scalar(1.7)]),
+            -1.184491636714675,
+            1e-9,
+        ),
+    ];
+    let bad: Vec<String> = cases
+        .iter()
+        .filter(|(_, got, want, tol)| (got - want).abs() > tol * want.abs().max(1.0))
+        .map(|(n, got, want, _)| format!("{n}: {got}, reference {want}"))
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn truncated_normal_matches_scipy_truncnorm() {
+    // scipy.stats.truncnorm.logpdf(1.1, (−0.5 − 0.2)/1.5, (2 − 0.2)/1.5, loc=0.2, scale=1.5)
+    // and, in the far upper tail where log F(U) − log F(L) cancels,
+    // scipy.stats.truncnorm.logpdf(9.0, 8.5, 10.0)
+    for (y, mu, sigma, lo, hi, want) in [
+        (1.1, 0.2, 1.5, -0.5, 2.0, -0.9326970463037637),
+        (9.0, 0.0, 1.0, 8.5, 10.0, -2.221541301165267),
+    ] {
+        let mut g = Graph::new(0, 0);
+        let (yn, m, s) = (g.scalar(y), g.scalar(mu), g.scalar(sigma));
+        let (l, u) = (g.scalar(lo), g.scalar(hi));
+        let node = dist::truncated(&mut g, "normal", yn, &[m, s], (Some(l), Some(u)), false).unwrap();
+        let got = g.const_value(node).unwrap()[0];
+        assert!(close(got, want), "T[{lo}, {hi}]: {got} vs scipy {want}");
+    }
+}
+
 fn eval_const(name: &str, kind: &str, args: &[f64], x: f64) -> f64 {
     let mut g = Graph::new(0, 0);
     let a: Vec<_> = args.iter().map(|&v| g.scalar(v)).collect();
@@ -521,3 +954,94 @@ fn data_outcomes_are_checked_against_the_support() {
 // print("MVN", repr(float(S.multivariate_normal.logpdf(y,mu,Sig))))
 // Y=np.array([[1.0,0.3],[-0.5,-2.0],[0.0,0.0]])
 // print("MVNROWS", [repr(float(S.multivariate_normal.logpdf(r,mu,Sig))) for r in Y])
+//
+// Second part (the families of LANGUAGE.md's second list):
+// import numpy as np, scipy.stats as S, scipy.special as sp
+// from scipy import integrate
+// rows=[]
+// def add(d,kind,args,x,v,src): rows.append((d,kind,args,x,float(v),src))
+// for (mu,phi,n) in [(3.0,2.0,4),(0.5,10.0,0),(20.0,0.7,13)]:
+//     nb=S.nbinom(phi, phi/(mu+phi))
+//     add("neg_binomial_2","lpdf",[mu,phi],n,nb.logpmf(n),"scipy.stats.nbinom.logpmf(n, phi, phi/(mu+phi))")
+//     add("neg_binomial_2","lcdf",[mu,phi],n,nb.logcdf(n),"scipy.stats.nbinom.logcdf")
+//     add("neg_binomial_2","lccdf",[mu,phi],n,nb.logsf(n),"scipy.stats.nbinom.logsf")
+//     add("neg_binomial_2_log","lpdf",[np.log(mu),phi],n,nb.logpmf(n),"scipy.stats.nbinom.logpmf(mu=exp(eta))")
+// for (N,a,b,n) in [(10,2.0,3.0,4),(5,0.5,0.7,5)]:
+//     add("beta_binomial","lpdf",[N,a,b],n,S.betabinom.logpmf(n,N,a,b),"scipy.stats.betabinom.logpmf")
+// for (l,k) in [(3.5,2),(0.2,0)]:
+//     add("poisson","lcdf",[l],k,S.poisson.logcdf(k,l),"scipy.stats.poisson.logcdf")
+//     add("poisson","lccdf",[l],k,S.poisson.logsf(k,l),"scipy.stats.poisson.logsf")
+// for (al,sg,y) in [(1.5,2.0,1.3),(0.7,0.5,3.0)]:
+//     w=S.weibull_min(al,scale=sg)
+//     add("weibull","lpdf",[al,sg],y,w.logpdf(y),"scipy.stats.weibull_min.logpdf(c=alpha, scale=sigma)")
+//     add("weibull","lcdf",[al,sg],y,w.logcdf(y),"scipy.stats.weibull_min.logcdf")
+//     add("weibull","lccdf",[al,sg],y,w.logsf(y),"scipy.stats.weibull_min.logsf")
+// for (mu,b,y) in [(0.5,2.0,-1.0),(-1.0,0.3,1.0)]:
+//     gd=S.gumbel_r(mu,b)
+//     add("gumbel","lpdf",[mu,b],y,gd.logpdf(y),"scipy.stats.gumbel_r.logpdf(loc=mu, scale=beta)")
+//     add("gumbel","lcdf",[mu,b],y,gd.logcdf(y),"scipy.stats.gumbel_r.logcdf")
+//     add("gumbel","lccdf",[mu,b],y,gd.logsf(y),"scipy.stats.gumbel_r.logsf")
+// for (ym,al,y) in [(1.0,2.5,1.7),(0.3,0.8,5.0)]:
+//     pd=S.pareto(al,scale=ym)
+//     add("pareto","lpdf",[ym,al],y,pd.logpdf(y),"scipy.stats.pareto.logpdf(b=alpha, scale=y_min)")
+//     add("pareto","lcdf",[ym,al],y,pd.logcdf(y),"scipy.stats.pareto.logcdf")
+//     add("pareto","lccdf",[ym,al],y,pd.logsf(y),"scipy.stats.pareto.logsf")
+// for (xi,om,al,y) in [(0.5,2.0,3.0,1.0),(-1.0,0.7,-2.0,0.2)]:
+//     add("skew_normal","lpdf",[xi,om,al],y,S.skewnorm.logpdf(y,al,xi,om),"scipy.stats.skewnorm.logpdf(a=alpha, loc=xi, scale=omega)")
+// for (mu,k,y) in [(0.3,2.0,1.0),(-1.0,0.05,2.5),(0.0,80.0,0.1)]:
+//     add("von_mises","lpdf",[mu,k],y,S.vonmises.logpdf(y,k,loc=mu),"scipy.stats.vonmises.logpdf(kappa, loc=mu)")
+// for (nu,y) in [(3.0,2.2),(0.7,0.4)]:
+//     add("chi_square","lpdf",[nu],y,S.chi2.logpdf(y,nu),"scipy.stats.chi2.logpdf")
+//     add("chi_square","lcdf",[nu],y,S.chi2.logcdf(y,nu),"scipy.stats.chi2.logcdf")
+//     add("chi_square","lccdf",[nu],y,S.chi2.logsf(y,nu),"scipy.stats.chi2.logsf")
+//     ig=S.invgamma(nu/2,scale=0.5)
+//     add("inv_chi_square","lpdf",[nu],y,ig.logpdf(y),"scipy.stats.invgamma.logpdf(nu/2, scale=1/2)")
+//     add("inv_chi_square","lcdf",[nu],y,ig.logcdf(y),"scipy.stats.invgamma.logcdf(nu/2, scale=1/2)")
+//     add("inv_chi_square","lccdf",[nu],y,ig.logsf(y),"scipy.stats.invgamma.logsf(nu/2, scale=1/2)")
+//     s=1.3
+//     sg=S.invgamma(nu/2,scale=nu*s*s/2)
+//     add("scaled_inv_chi_square","lpdf",[nu,s],y,sg.logpdf(y),"scipy.stats.invgamma.logpdf(nu/2, scale=nu s^2/2)")
+//     add("scaled_inv_chi_square","lcdf",[nu,s],y,sg.logcdf(y),"scipy.stats.invgamma.logcdf(nu/2, scale=nu s^2/2)")
+//     add("scaled_inv_chi_square","lccdf",[nu,s],y,sg.logsf(y),"scipy.stats.invgamma.logsf(nu/2, scale=nu s^2/2)")
+// for (mu,sg,lam,y) in [(0.5,1.2,0.8,2.0),(-1.0,0.4,3.0,-1.5),(0.0,1.0,0.5,6.0)]:
+//     e=S.exponnorm(1/(sg*lam),loc=mu,scale=sg)
+//     add("exp_mod_normal","lpdf",[mu,sg,lam],y,e.logpdf(y),"scipy.stats.exponnorm.logpdf(K=1/(sigma lambda), loc=mu, scale=sigma)")
+//     add("exp_mod_normal","lcdf",[mu,sg,lam],y,e.logcdf(y),"scipy.stats.exponnorm.logcdf")
+//     add("exp_mod_normal","lccdf",[mu,sg,lam],y,e.logsf(y),"scipy.stats.exponnorm.logsf")
+// for r in rows:
+//     d,kind,args,x,v,src=r
+//     print(f'    // {src}')
+//     print(f'    ("{d}", "{kind}", &[{", ".join(repr(float(a)) for a in args)}], {float(x)!r}, {v!r}),')
+// # vectors and matrices
+// print("DIRICHLET", repr(float(S.dirichlet.logpdf([0.2,0.5,0.3],[1.5,2.0,0.7]))))
+// print("MULTINOMIAL", repr(float(S.multinomial.logpmf([2,0,3],5,[0.2,0.5,0.3]))))
+// print("CATEGORICAL", repr(float(np.log(0.5))))
+// c=np.array([-0.5,1.0]); eta=0.3
+// for y in [1,2,3]:
+//     F=lambda t: S.logistic.cdf(t)
+//     cut=np.concatenate([[-np.inf],c,[np.inf]])
+//     print("ORDLOGIT",y, repr(float(np.log(F(eta-cut[y-1])-F(eta-cut[y])))))
+//     G=lambda t: S.norm.cdf(t)
+//     print("ORDPROBIT",y, repr(float(np.log(G(eta-cut[y-1])-G(eta-cut[y])))))
+// mu=np.array([0.5,-1.0]); Sig=np.array([[2.0,0.6],[0.6,1.0]]); y=np.array([1.0,0.3])
+// print("MST", repr(float(S.multivariate_t.logpdf(y,mu,Sig,df=4.5))))
+// LW=np.array([[1.3,0.0],[0.4,0.8]]); LS=np.array([[1.1,0.0],[-0.3,0.9]]); nu=4.2
+// W=LW@LW.T; Sm=LS@LS.T; K=2
+// logJ=K*np.log(2)+sum((K-k+1)*np.log(LW[k-1,k-1]) for k in range(1,K+1))
+// print("WISHCHOL", repr(float(S.wishart.logpdf(W,nu,Sm)+logJ)))
+// print("INVWISHCHOL", repr(float(S.invwishart.logpdf(W,nu,Sm)+logJ)))
+// # LKJ: the normaliser by numerical integration of det(R)^(eta-1) over 3x3 correlation matrices
+// eta=1.7
+// def inner(r2,r1):
+//     m=r1*r2; h=np.sqrt((1-r1*r1)*(1-r2*r2))
+//     # det R = (1-r1²)(1-r2²) - (r3 - r1 r2)²: integrate over r3 = m + h sin(t), det = h² cos²(t)
+//     return integrate.quad(lambda t: (h*h*np.cos(t)**2)**(eta-1)*h*np.cos(t), -np.pi/2, np.pi/2, epsabs=1e-14, epsrel=1e-13)[0]
+// Z,err=integrate.dblquad(inner,-1,1,-1,1,epsabs=1e-13,epsrel=1e-12)
+// R=np.array([[1,0.3,-0.2],[0.3,1,0.4],[-0.2,0.4,1]])
+// print("LKJ3", repr(float((eta-1)*np.log(np.linalg.det(R))-np.log(Z))), err)
+// L=np.linalg.cholesky(R)
+// print("LKJCHOL3", repr(float((eta-1)*np.log(np.linalg.det(R))-np.log(Z)+sum((3-k)*np.log(L[k-1,k-1]) for k in range(1,4)))))
+// # truncated normal
+// a,b=(-0.5-0.2)/1.5,(2.0-0.2)/1.5
+// print("TRUNCNORM", repr(float(S.truncnorm.logpdf(1.1,a,b,loc=0.2,scale=1.5))))
+// print("TRUNCNORM_UPPER_TAIL", repr(float(S.truncnorm.logpdf(9.0,(8.5-0)/1,(10-0)/1,loc=0,scale=1))))

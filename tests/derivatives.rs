@@ -1019,3 +1019,68 @@ proptest! {
         }
     }
 }
+
+// ------------------------------------------------------------ constrained types
+
+/// Each constrained type of size k as a `param` over w (its log-Jacobian in the target) and
+/// as a `hyper` over θ, with the target Σ cᵢ xᵢ + Σ xᵢ tᵢ + log-Jacobian, so every entry of
+/// the value, and the θ path, carry a derivative.
+fn typed_graph(kind: mvi::graph::transform::TypeKind, k: usize) -> Graph {
+    let n = (mvi::graph::transform::entry(kind).free)(k);
+    let mut g = Graph::new(n, n);
+    let x = g.typed_slice(0, kind, k, false).unwrap();
+    let t = g.typed_slice(0, kind, k, true).unwrap();
+    let size = g.shape(x).size();
+    let c = g.constant(g.shape(x), (0..size).map(|i| 0.4 - 0.17 * i as f64).collect());
+    let cx = g.binary(Fun2::Mul, c, x).unwrap();
+    let xt = g.binary(Fun2::Mul, x, t).unwrap();
+    let s = g.binary(Fun2::Add, cx, xt).unwrap();
+    let s = g.sum(s);
+    g.add_target(s).unwrap();
+    g
+}
+
+/// The free coordinates of a constrained type at a point: `raw` repeated.
+fn typed_point(kind: mvi::graph::transform::TypeKind, k: usize, raw: &[f64]) -> Vec<f64> {
+    let n = (mvi::graph::transform::entry(kind).free)(k);
+    raw.iter().cycle().take(n).copied().collect()
+}
+
+#[test]
+fn every_constrained_type_agrees_three_ways_at_fixed_points() {
+    let raw = [0.3, -0.8, 1.1, 0.45, -0.2, 0.9];
+    let mut failed = Vec::new();
+    for e in mvi::graph::transform::TYPES {
+        for k in e.min_size.max(2)..=4 {
+            let g = typed_graph(e.kind, k);
+            let w = typed_point(e.kind, k, &raw);
+            let t: Vec<f64> = w.iter().map(|v| 0.5 - v).collect();
+            let ok = std::panic::catch_unwind(|| {
+                check_all(&g, &t, &w);
+                check_batched(&g, &t, &w);
+            });
+            if ok.is_err() {
+                failed.push(format!("{}[{k}]", e.kind.name()));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed: {failed:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn every_constrained_type_agrees_three_ways(
+        t_idx in 0usize..9,
+        k in 2usize..=4,
+        raw in prop::collection::vec(-1.5f64..1.5, 6),
+    ) {
+        let e = &mvi::graph::transform::TYPES[t_idx];
+        let g = typed_graph(e.kind, k.max(e.min_size));
+        let w = typed_point(e.kind, k.max(e.min_size), &raw);
+        let t: Vec<f64> = w.iter().map(|v| 0.3 * v - 0.1).collect();
+        let r = std::panic::catch_unwind(|| check_all(&g, &t, &w));
+        prop_assert!(r.is_ok(), "{}[{}] failed at w = {:?}", e.kind.name(), k, w);
+    }
+}

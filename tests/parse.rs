@@ -158,6 +158,7 @@ fn model_statements_have_the_right_shapes_and_spans() {
         dist,
         args,
         span,
+        ..
     } = &m.stmts[4]
     else {
         panic!()

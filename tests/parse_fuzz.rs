@@ -7,14 +7,15 @@ use mvi::syntax::parse_program;
 use proptest::prelude::*;
 
 /// Valid models to mangle: the LANGUAGE.md example and small variations.
-const SEEDS: [&str; 3] = [
+const SEEDS: [&str; 4] = [
     "import \"rbf\"\ndata {\n  X: matrix[N, Q]\n  y: ints[N]\n}\nhyper {\n  alpha: real<lower=0> = 1.0\n}\nlet Phi = rbf_features(X, C, r)\nparam {\n  w: vector[M + 1]\n}\nmodel {\n  w ~ normal(0, 1 / sqrt(alpha))\n  y ~ bernoulli_logit(Phi * w)\n}\ninfer {\n  method = mvi_lr\n  blocks = [[w], [a, b]]\n}\n",
     "fn f(a: vector, b: real) -> vector {\n  let t = a .* a'; return t[1:2, :] ^ -b\n}\nmodel {\n  for i in 1:N { if x[i] > 0 { target += normal_lpdf(y[i] | 0, 1) } else { mu[i] += 1 } }\n}\n",
     "param { s: real<lower=0, upper=1> }\nmodel { s ~ beta(2, 2); target += c ? -s^2 : log(s) /* c */ }\npredict { y ~ normal([1, 2.5, -1e-3], [[1, 0], [0, 1]]) } # end\n",
+    "data { w: simplex[K] }\nparam {\n  a: real<lower=0, upper=1>\n  b: real<lower=0, upper=1 - a>\n  mu: ordered[2]\n  c: vector<lower=mu[1]>[2]\n  p: positive_ordered[K]\n  u: unit_vector[3]\n  z: sum_to_zero_vector[K]\n  L: cholesky_corr[3]\n  M: cholesky_factor_cov[2]\n  R: corr_matrix[2]\n  S: cov_matrix[K + 1]\n}\nmodel { target += sum(w) }\n",
 ];
 
 /// Tokens worth inserting: the language's punctuation and keywords.
-const TOKENS: [&str; 24] = [
+const TOKENS: [&str; 28] = [
     "{",
     "}",
     "(",
@@ -39,6 +40,10 @@ const TOKENS: [&str; 24] = [
     "\"",
     "/*",
     "99999999999999999999",
+    "simplex",
+    "cov_matrix[",
+    "<lower=",
+    "ordered",
 ];
 
 #[derive(Debug, Clone)]

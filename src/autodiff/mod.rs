@@ -72,6 +72,18 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
         self.apply(special::log_phi(x), r, -r * (x + r))
     }
 
+    /// log I₀(x), the log modified Bessel function of the first kind of order 0.
+    fn log_bessel_i0(self) -> Self {
+        let (r, d1, _) = special::bessel_ratio_derivs(self.real());
+        self.apply(special::log_bessel_i0_ratio(self.real()).0, r, d1)
+    }
+
+    /// I₁(x)/I₀(x), the derivative of log I₀.
+    fn bessel_i_ratio(self) -> Self {
+        let (r, d1, d2) = special::bessel_ratio_derivs(self.real());
+        self.apply(r, d1, d2)
+    }
+
     /// log(1 + x) for x ∈ [0, 1], the tail of log σ(x). [`DualNum::ln_1p`] by default; f64
     /// uses a cheaper form of the same accuracy.
     fn ln_1p_unit(self) -> Self {

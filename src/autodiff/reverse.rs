@@ -333,6 +333,7 @@ pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
         Fun1::Log1mInvLogit => -inv_logit(x),
         Fun1::Lgamma => x.digamma(),
         Fun1::LogPhi => x.dlog_phi(),
+        Fun1::LogBesselI0 => x.bessel_i_ratio(),
     }
 }
 

@@ -26,6 +26,10 @@ pub const ELEMENTWISE: &[&str] = &[
     "inv",
     "tan",
     "atan",
+    "log1m_exp",
+    "Phi",
+    "Phi_approx",
+    "inv_cloglog",
 ];
 
 /// Reductions: vector, matrix or ints → real (`sum` of ints is an int).
@@ -51,6 +55,25 @@ pub const SIGNATURES: &[(&str, &str)] = &[
     ("pow", "pow(x, y) -> elementwise x ^ y"),
     ("fmin", "fmin(a: real, b: real) -> real"),
     ("fmax", "fmax(a: real, b: real) -> real"),
+    ("log_diff_exp", "log_diff_exp(a, b) -> elementwise log(exp(a) - exp(b)), a >= b"),
+    ("lbeta", "lbeta(a, b) -> elementwise log B(a, b)"),
+    ("lchoose", "lchoose(n, k) -> elementwise log of the binomial coefficient"),
+    ("log_mix", "log_mix(theta: real, lp1: real, lp2: real) -> real, or log_mix(theta: vector[K], lps: vector[K] | matrix[N, K]) -> real"),
+    ("cumulative_sum", "cumulative_sum(v: vector[n] | ints[n]) -> the same shape"),
+    ("head", "head(v: vector[n] | ints[n], m: int) -> the first m entries"),
+    ("tail", "tail(v: vector[n] | ints[n], m: int) -> the last m entries"),
+    ("segment", "segment(v: vector[n] | ints[n], i: int, m: int) -> the m entries from i"),
+    ("reverse", "reverse(v: vector[n] | ints[n]) -> the same shape, reversed"),
+    ("dot_self", "dot_self(v: vector[n]) -> real"),
+    ("quad_form", "quad_form(A: matrix[n, n], B: matrix[n, m] | vector[n]) -> matrix[m, m] | real (B' A B)"),
+    ("diag_pre_multiply", "diag_pre_multiply(v: vector[m], M: matrix[m, n]) -> matrix[m, n]"),
+    ("diag_post_multiply", "diag_post_multiply(M: matrix[m, n], v: vector[n]) -> matrix[m, n]"),
+    ("multiply_lower_tri_self_transpose", "multiply_lower_tri_self_transpose(M: matrix[m, n]) -> matrix[m, m]"),
+    ("tcrossprod", "tcrossprod(M: matrix[m, n]) -> matrix[m, m] (M M')"),
+    ("crossprod", "crossprod(M: matrix[m, n]) -> matrix[n, n] (M' M)"),
+    ("to_matrix", "to_matrix(v: vector | ints, m: int, n: int) -> matrix[m, n] (column-major), or to_matrix(M: matrix)"),
+    ("gp_exp_quad_cov", "gp_exp_quad_cov(x: vector[n] | ints[n], alpha: real, rho: real) -> matrix[n, n]"),
+    ("cov_exp_quad", "cov_exp_quad(x: vector[n] | ints[n], alpha: real, rho: real) -> matrix[n, n]"),
 ];
 
 /// Whether `name` is a built-in function.
@@ -129,6 +152,40 @@ pub fn result_shape(name: &str, args: &[Arg]) -> Result<Shape, String> {
             .map(Shape::to_real)
             .ok_or_else(|| format!("`pow` needs equal shapes or a scalar, found {a} and {b}")),
         ("fmin" | "fmax", [a, b]) if a.is_scalar() && b.is_scalar() => Ok(Shape::Real),
+        ("log_diff_exp" | "lbeta" | "lchoose", [a, b]) => super::shapes::broadcast(*a, *b)
+            .map(Shape::to_real)
+            .ok_or_else(|| format!("`{name}` needs equal shapes or a scalar, found {a} and {b}")),
+        ("log_mix", _) => log_mix(&shapes),
+        ("cumulative_sum" | "reverse", [s @ (Shape::Vector(_) | Shape::Ints(_))]) => Ok(*s),
+        ("head" | "tail" | "segment", _) => segment(name, args),
+        ("dot_self", [Shape::Vector(_)]) => Ok(Shape::Real),
+        ("quad_form", [Shape::Matrix(n, n2), b]) if n == n2 => match b {
+            Shape::Vector(k) if k == n => Ok(Shape::Real),
+            Shape::Matrix(k, m) if k == n => Ok(Shape::Matrix(*m, *m)),
+            _ => Err(format!("`quad_form` needs B with {n} rows, found {b}")),
+        },
+        ("diag_pre_multiply", [Shape::Vector(k), Shape::Matrix(m, n)]) if k == m => Ok(Shape::Matrix(*m, *n)),
+        ("diag_post_multiply", [Shape::Matrix(m, n), Shape::Vector(k)]) if k == n => {
+            Ok(Shape::Matrix(*m, *n))
+        }
+        ("multiply_lower_tri_self_transpose" | "tcrossprod", [Shape::Matrix(m, _)]) => {
+            Ok(Shape::Matrix(*m, *m))
+        }
+        ("crossprod", [Shape::Matrix(_, n)]) => Ok(Shape::Matrix(*n, *n)),
+        ("to_matrix", [m @ Shape::Matrix(..)]) => Ok(*m),
+        ("to_matrix", [v @ (Shape::Vector(_) | Shape::Ints(_)), _, _]) => {
+            let (m, n) = (size_arg(&args[1])?, size_arg(&args[2])?);
+            if m * n == v.len() {
+                Ok(Shape::Matrix(m, n))
+            } else {
+                Err(format!("`to_matrix` cannot fill matrix[{m}, {n}] from {v}"))
+            }
+        }
+        ("gp_exp_quad_cov" | "cov_exp_quad", [Shape::Vector(n) | Shape::Ints(n), a, r])
+            if a.is_scalar() && r.is_scalar() =>
+        {
+            Ok(Shape::Matrix(*n, *n))
+        }
         _ => Err(format!(
             "`{name}` cannot take ({})",
             shapes
@@ -153,6 +210,49 @@ fn reduction(name: &str, shapes: &[Shape]) -> Result<Shape, String> {
         }
         _ => Err(format!("`{name}` takes a vector, matrix or ints")),
     }
+}
+
+fn log_mix(shapes: &[Shape]) -> Result<Shape, String> {
+    match shapes {
+        [t, a, b] if t.is_scalar() && a.is_scalar() && b.is_scalar() => Ok(Shape::Real),
+        [Shape::Vector(k), Shape::Vector(k2) | Shape::Matrix(_, k2)] if k == k2 => Ok(Shape::Real),
+        [t, l] => Err(format!(
+            "`log_mix` needs the log densities to have one entry (or column) per mixing weight, found {t} and {l}"
+        )),
+        _ => Err("`log_mix` takes (theta, lp1, lp2) or (theta: vector, lps)".into()),
+    }
+}
+
+/// `head(v, m)`, `tail(v, m)`, `segment(v, i, m)`: m entries of v from a known start.
+fn segment(name: &str, args: &[Arg]) -> Result<Shape, String> {
+    let n = match args.first().map(|a| a.shape) {
+        Some(Shape::Vector(n) | Shape::Ints(n)) => n,
+        _ => return Err(format!("`{name}` takes a vector or ints first")),
+    };
+    let m = match (name, args.len()) {
+        ("segment", 3) => {
+            let start = match (args[1].shape, args[1].value) {
+                (Shape::Int, Some(i)) => i,
+                _ => return Err("the start of `segment` must be an int known from the data".into()),
+            };
+            let m = size_arg(&args[2])?;
+            if start < 1.0 || start as usize + m - 1 > n {
+                return Err(format!(
+                    "`segment` from {start} of {m} entries is outside the {n} entries"
+                ));
+            }
+            m
+        }
+        ("head" | "tail", 2) => size_arg(&args[1])?,
+        _ => return Err(format!("wrong number of arguments to `{name}`")),
+    };
+    if m > n {
+        return Err(format!("`{name}` of {m} entries from a value of {n}"));
+    }
+    Ok(match args[0].shape {
+        Shape::Ints(_) => Shape::Ints(m),
+        _ => Shape::Vector(m),
+    })
 }
 
 fn vec_len(s: Shape) -> Option<usize> {

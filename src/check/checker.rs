@@ -22,6 +22,8 @@ pub(super) type R<T> = Result<T, Reported>;
 pub(super) enum Ctx {
     /// Sizes, bounds and initial values of declarations: data only.
     Decl,
+    /// The bounds of a `hyper` or `param`: data, hypers and the params declared before it.
+    Bound,
     /// A top-level `let`.
     TopLet,
     /// The `model` block.
@@ -345,12 +347,26 @@ impl Checker {
             .collect();
         let mut slots = Vec::new();
         let mut offset = 0;
+        // Hypers come before params: a bound may only read what is declared before it.
+        let mut later: Vec<String> = program
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Hyper(b) => Some(&b.decls),
+                Item::Param(b) => Some(&b.decls),
+                _ => None,
+            })
+            .flatten()
+            .map(|d| d.name.name.clone())
+            .filter(|n| !self.globals.contains_key(n))
+            .collect();
         for d in &decls {
+            later.retain(|n| n != &d.name.name);
             if self.globals.contains_key(&d.name.name) {
                 self.size_clash(&d.name.name, d.name.span);
                 continue; // other clashes are reported by check_duplicate_decls
             }
-            let Ok(slot) = self.slot(d, hyper, offset) else {
+            let Ok(slot) = self.slot(d, hyper, offset, &later) else {
                 self.poisoned.insert(d.name.name.clone());
                 continue;
             };
@@ -374,29 +390,11 @@ impl Checker {
         slots
     }
 
-    fn slot(&mut self, d: &Decl, hyper: bool, offset: usize) -> R<Slot> {
+    fn slot(&mut self, d: &Decl, hyper: bool, offset: usize, later: &[String]) -> R<Slot> {
         self.ctx = Ctx::Decl;
         let block = if hyper { "hyper" } else { "param" };
         let shape = self.decl_shape(&d.ty, block)?;
-        let lower = self.bound_value(&d.ty.lower)?;
-        let upper = self.bound_value(&d.ty.upper)?;
-        let transform = match (lower, upper) {
-            (None, None) => Transform::Identity,
-            (Some(a), None) => Transform::Lower(a),
-            (None, Some(b)) => Transform::Upper(b),
-            (Some(a), Some(b)) if a < b => Transform::LowerUpper(a, b),
-            (Some(a), Some(b)) => {
-                return self.fail(
-                    "mvi::check::empty_interval",
-                    format!(
-                        "the bounds of `{}` leave no room: lower {a} ≥ upper {b}",
-                        d.name.name
-                    ),
-                    d.ty.span,
-                    "these bounds",
-                )
-            }
-        };
+        let (transform, dependent, len) = self.decl_transform(d, shape, later)?;
         let (init, init_expr) = if hyper {
             self.hyper_init(d, shape, transform)?
         } else {
@@ -408,9 +406,10 @@ impl Checker {
             declared: self.snippet(d.ty.span),
             transform,
             offset,
-            len: shape.len(),
+            len,
             init,
             init_expr,
+            dependent,
         })
     }
 
@@ -599,20 +598,6 @@ impl Checker {
         }
     }
 
-    fn bound_value(&mut self, b: &Option<crate::syntax::ast::Expr>) -> R<Option<f64>> {
-        let Some(b) = b else { return Ok(None) };
-        let e = self.expr(b)?;
-        match (e.shape.is_scalar(), e.value) {
-            (true, Some(v)) => Ok(Some(v)),
-            _ => self.fail(
-                "mvi::check::unknown_bound",
-                "a bound must be a scalar known from the data",
-                b.span,
-                format!("this is {}", e.shape),
-            ),
-        }
-    }
-
     fn top_lets(&mut self, program: &Program) -> Vec<(String, TExpr)> {
         let mut out = Vec::new();
         for item in &program.items {
@@ -669,6 +654,8 @@ pub(super) fn transform_contains(t: Transform, x: f64) -> bool {
         Transform::Lower(a) => x > a,
         Transform::Upper(b) => x < b,
         Transform::LowerUpper(a, b) => x > a && x < b,
+        // Checked on the whole value (constrained types) or when lowering (dependent bounds).
+        Transform::Type(_) | Transform::Dependent => true,
     }
 }
 

@@ -25,6 +25,20 @@ pub enum Family {
     MultiNormal,
     /// `categorical_logit(beta)`: int with vector logits, or `ints[N]` with a `matrix[N, K]` (or one vector).
     Categorical,
+    /// `categorical(theta)`: int or `ints[N]` with one `vector[K]` of probabilities.
+    CategoricalSimplex,
+    /// `multinomial(theta)`: `ints[K]` counts with a `vector[K]`.
+    Multinomial,
+    /// `dirichlet(alpha)`: a `vector[K]` outcome with a `vector[K]`.
+    Dirichlet,
+    /// `lkj_corr(eta)`, `lkj_corr_cholesky(eta)`: a square matrix with a real.
+    Lkj,
+    /// `wishart_cholesky(nu, L_S)`, `inv_wishart_cholesky(nu, L_S)`: square matrices of one
+    /// size with a real.
+    Wishart,
+    /// `ordered_logistic(eta, c)`, `ordered_probit(eta, c)`: int or `ints[N]`, `eta` a real or
+    /// `vector[N]`, `c` a `vector[K - 1]`.
+    Ordinal,
 }
 
 /// One distribution.
@@ -41,6 +55,20 @@ pub struct DistSpec {
 }
 
 use Support::{Int, Positive, Real, Unit};
+
+const fn multi(
+    name: &'static str,
+    params: &'static [(&'static str, Support)],
+    discrete: bool,
+    family: Family,
+) -> DistSpec {
+    DistSpec {
+        name,
+        params,
+        discrete,
+        family,
+    }
+}
 
 const fn uni(name: &'static str, params: &'static [(&'static str, Support)], discrete: bool) -> DistSpec {
     DistSpec {
@@ -94,6 +122,74 @@ pub const DISTS: &[DistSpec] = &[
         discrete: true,
         family: Family::Categorical,
     },
+    uni("neg_binomial_2", &[("mu", Positive), ("phi", Positive)], true),
+    uni("neg_binomial_2_log", &[("eta", Real), ("phi", Positive)], true),
+    uni(
+        "beta_binomial",
+        &[("N", Int), ("alpha", Positive), ("beta", Positive)],
+        true,
+    ),
+    multi(
+        "categorical",
+        &[("theta", Real)],
+        true,
+        Family::CategoricalSimplex,
+    ),
+    multi("multinomial", &[("theta", Real)], true, Family::Multinomial),
+    multi("dirichlet", &[("alpha", Real)], false, Family::Dirichlet),
+    multi("lkj_corr_cholesky", &[("eta", Positive)], false, Family::Lkj),
+    multi("lkj_corr", &[("eta", Positive)], false, Family::Lkj),
+    uni("weibull", &[("alpha", Positive), ("sigma", Positive)], false),
+    uni("gumbel", &[("mu", Real), ("beta", Positive)], false),
+    uni("pareto", &[("y_min", Positive), ("alpha", Positive)], false),
+    uni(
+        "skew_normal",
+        &[("xi", Real), ("omega", Positive), ("alpha", Real)],
+        false,
+    ),
+    uni("von_mises", &[("mu", Real), ("kappa", Positive)], false),
+    uni("chi_square", &[("nu", Positive)], false),
+    uni("inv_chi_square", &[("nu", Positive)], false),
+    uni(
+        "scaled_inv_chi_square",
+        &[("nu", Positive), ("s", Positive)],
+        false,
+    ),
+    uni(
+        "exp_mod_normal",
+        &[("mu", Real), ("sigma", Positive), ("lambda", Positive)],
+        false,
+    ),
+    multi(
+        "ordered_logistic",
+        &[("eta", Real), ("c", Real)],
+        true,
+        Family::Ordinal,
+    ),
+    multi(
+        "ordered_probit",
+        &[("eta", Real), ("c", Real)],
+        true,
+        Family::Ordinal,
+    ),
+    multi(
+        "wishart_cholesky",
+        &[("nu", Positive), ("L_S", Real)],
+        false,
+        Family::Wishart,
+    ),
+    multi(
+        "inv_wishart_cholesky",
+        &[("nu", Positive), ("L_S", Real)],
+        false,
+        Family::Wishart,
+    ),
+    multi(
+        "multi_student_t",
+        &[("nu", Positive), ("mu", Real), ("Sigma", Real)],
+        false,
+        Family::MultiNormal,
+    ),
 ];
 
 /// The distribution called `name`.
@@ -120,9 +216,18 @@ pub fn split_form(func: &str) -> Option<(&str, DistForm, &'static str)> {
 impl DistSpec {
     /// `normal(mu: real, sigma: real>0)` as shown in help lines.
     pub fn signature(&self) -> String {
+        let n = self.name;
         match self.family {
+            Family::MultiNormal if n == "multi_student_t" => return format!("{n}(nu: real > 0, mu: vector[n], Sigma: matrix[n, n]) for an outcome of vector[n], or a matrix with one draw per row"),
             Family::MultiNormal => return format!("{}({}: vector[n], {}: matrix[n, n]) for an outcome of vector[n], or a matrix with one draw per row", self.name, self.params[0].0, self.params[1].0),
             Family::Categorical => return "categorical_logit(beta: vector[K]) for an outcome int in 1..K or ints[N]; or beta: matrix[N, K] (one row of logits per outcome) for ints[N]".to_string(),
+            Family::CategoricalSimplex => return "categorical(theta: vector[K], a simplex) for an outcome int in 1..K or ints[N]".to_string(),
+            Family::Multinomial => return "multinomial(theta: vector[K], a simplex) for an outcome of ints[K] (counts)".to_string(),
+            Family::Dirichlet => return "dirichlet(alpha: vector[K] > 0) for an outcome of vector[K] (a simplex)".to_string(),
+            Family::Lkj if n == "lkj_corr" => return "lkj_corr(eta: real > 0) for an outcome of matrix[K, K] (a correlation matrix)".to_string(),
+            Family::Lkj => return "lkj_corr_cholesky(eta: real > 0) for an outcome of matrix[K, K] (the Cholesky factor of a correlation matrix)".to_string(),
+            Family::Wishart => return format!("{n}(nu: real > K - 1, L_S: matrix[K, K]) for an outcome of matrix[K, K] (a Cholesky factor)"),
+            Family::Ordinal => return format!("{n}(eta: real or vector[N], c: vector[K - 1], increasing) for an outcome int in 1..K or ints[N]"),
             Family::Univariate => {}
         }
         let ps: Vec<String> = self
@@ -135,17 +240,12 @@ impl DistSpec {
                 Int => format!("{n}: int"),
             })
             .collect();
-        let outcome = match self.family {
-            Family::Univariate if self.discrete => "int or ints",
-            Family::Univariate => "real, vector or matrix",
-            Family::MultiNormal => "vector[n] (or matrix with one row per draw)",
-            Family::Categorical => "int in 1..K, or ints[N]",
+        let outcome = if self.discrete {
+            "int or ints"
+        } else {
+            "real, vector or matrix"
         };
-        let extra = match self.family {
-            Family::MultiNormal => " (mu: vector[n]; the matrix n × n)",
-            Family::Categorical => " (beta: vector[K] or matrix[N, K])",
-            Family::Univariate => "; arguments are scalars or match the outcome's shape",
-        };
+        let extra = "; arguments are scalars or match the outcome's shape";
         format!(
             "{}({}) for an outcome of {outcome}{extra}",
             self.name,
@@ -159,6 +259,7 @@ impl DistSpec {
         // continuous family).
         let has_cdf = crate::dist::lookup(self.name).is_some_and(|e| e.lcdf.is_some());
         match (self.discrete, self.family) {
+            (true, Family::Univariate) if has_cdf => &["_lpmf", "_lcdf", "_lccdf"],
             (true, _) => &["_lpmf"],
             (false, Family::Univariate) if has_cdf => &["_lpdf", "_lcdf", "_lccdf"],
             (false, _) => &["_lpdf"],
@@ -202,8 +303,19 @@ impl DistSpec {
         }
         match self.family {
             Family::Univariate => univariate(outcome, args),
+            Family::MultiNormal if self.name == "multi_student_t" => {
+                if !args[0].is_scalar() {
+                    return Err((1, format!("`nu` must be a real, found {}", args[0])));
+                }
+                multi_normal(outcome, &args[1..]).map_err(|(i, m)| (i + usize::from(i > 0), m))
+            }
             Family::MultiNormal => multi_normal(outcome, args),
             Family::Categorical => categorical(outcome, args[0]),
+            Family::CategoricalSimplex => simplex_categorical(outcome, args[0]),
+            Family::Multinomial | Family::Dirichlet => same_vector(self.name, outcome, args[0]),
+            Family::Lkj => lkj(self.name, outcome, args[0]),
+            Family::Wishart => wishart(self.name, outcome, args),
+            Family::Ordinal => ordinal(outcome, args),
         }
     }
 }
@@ -278,6 +390,104 @@ fn categorical(outcome: Shape, beta: Shape) -> Result<(), (usize, String)> {
         (o, b) => Err((
             1,
             format!("`categorical_logit` cannot take logits of {b} for an outcome of {o}"),
+        )),
+    }
+}
+
+fn simplex_categorical(outcome: Shape, theta: Shape) -> Result<(), (usize, String)> {
+    match theta {
+        Shape::Vector(_) if matches!(outcome, Shape::Int | Shape::Ints(_)) => Ok(()),
+        _ => Err((
+            1,
+            format!("`categorical` takes one vector of probabilities, found {theta}"),
+        )),
+    }
+}
+
+fn same_vector(name: &str, outcome: Shape, arg: Shape) -> Result<(), (usize, String)> {
+    let k = match (name, outcome) {
+        ("multinomial", Shape::Ints(k)) | ("dirichlet", Shape::Vector(k)) => k,
+        (_, o) => {
+            let want = if name == "multinomial" {
+                "ints[K] (counts)"
+            } else {
+                "vector[K] (a simplex)"
+            };
+            return Err((0, format!("the outcome of `{name}` must be {want}, found {o}")));
+        }
+    };
+    if arg.to_real() != Shape::Vector(k) {
+        return Err((
+            1,
+            format!("the argument must be vector[{k}] to match the outcome, found {arg}"),
+        ));
+    }
+    Ok(())
+}
+
+fn square(s: Shape) -> Option<usize> {
+    match s {
+        Shape::Matrix(r, c) if r == c => Some(r),
+        _ => None,
+    }
+}
+
+fn lkj(name: &str, outcome: Shape, eta: Shape) -> Result<(), (usize, String)> {
+    if square(outcome).is_none() {
+        let what = if name == "lkj_corr" {
+            "a correlation matrix"
+        } else {
+            "the Cholesky factor of a correlation matrix"
+        };
+        return Err((
+            0,
+            format!("the outcome of `{name}` must be a square matrix ({what}), found {outcome}"),
+        ));
+    }
+    if !eta.is_scalar() {
+        return Err((1, format!("`eta` must be a real, found {eta}")));
+    }
+    Ok(())
+}
+
+fn wishart(name: &str, outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
+    let Some(k) = square(outcome) else {
+        return Err((
+            0,
+            format!("the outcome of `{name}` must be a square matrix (a Cholesky factor), found {outcome}"),
+        ));
+    };
+    if !args[0].is_scalar() {
+        return Err((1, format!("`nu` must be a real, found {}", args[0])));
+    }
+    if args[1] != Shape::Matrix(k, k) {
+        return Err((
+            2,
+            format!(
+                "`L_S` must be matrix[{k}, {k}] to match the outcome, found {}",
+                args[1]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn ordinal(outcome: Shape, args: &[Shape]) -> Result<(), (usize, String)> {
+    match (outcome, args[0]) {
+        (_, e) if e.is_scalar() => {}
+        (Shape::Ints(n), e) if e.to_real() == Shape::Vector(n) => {}
+        (o, e) => {
+            return Err((
+                1,
+                format!("`eta` must be a real or have one entry per outcome ({o}), found {e}"),
+            ))
+        }
+    }
+    match args[1] {
+        Shape::Vector(k) if k >= 1 => Ok(()),
+        c => Err((
+            2,
+            format!("the cutpoints `c` must be a vector of at least one entry, found {c}"),
         )),
     }
 }

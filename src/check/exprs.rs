@@ -91,7 +91,7 @@ impl Checker {
         if self.ctx == Ctx::Decl && !matches!(sym.kind, NameKind::Data | NameKind::Size) {
             return self.fail(
                 "mvi::check::not_data",
-                format!("`{n}` is not data: sizes, bounds and initial values may only use data"),
+                format!("`{n}` is not data: sizes and initial values may only use data"),
                 span,
                 format!("a {}", kind_word(sym.kind)),
             );

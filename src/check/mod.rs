@@ -32,6 +32,7 @@
 // `Diagnostic` is the project's one user-facing error type and is returned by value by design.
 #![allow(clippy::result_large_err)]
 
+mod bounds;
 pub mod builtins;
 mod checker;
 pub mod dists;
@@ -68,6 +69,12 @@ pub enum Transform {
     Upper(f64),
     /// `<lower=a, upper=b>`: x = a + (b − a) · inv_logit(u).
     LowerUpper(f64, f64),
+    /// A constrained type (`simplex[K]`, `cov_matrix[K]`, …) with Stan's transform
+    /// (`graph::transform`).
+    Type(crate::syntax::ast::TypeKind),
+    /// Bounds that depend on hypers or earlier params, the same transforms as constant
+    /// bounds with the bounds evaluated at the current point ([`Slot::dependent`]).
+    Dependent,
 }
 
 impl Transform {
@@ -78,6 +85,8 @@ impl Transform {
             Transform::Lower(_) => "log",
             Transform::Upper(_) => "log (upper)",
             Transform::LowerUpper(..) => "logit-scaled",
+            Transform::Type(k) => k.name(),
+            Transform::Dependent => "dependent bounds",
         }
     }
 }
@@ -101,6 +110,18 @@ pub struct Slot {
     pub init: Option<Vec<f64>>,
     /// The initial value's expression (hypers only).
     pub init_expr: Option<TExpr>,
+    /// The bounds, for [`Transform::Dependent`].
+    pub dependent: Option<DependentBounds>,
+}
+
+/// Bounds that depend on hypers or earlier params (`real<lower=0, upper=1 - alpha1>`), as
+/// typed expressions lowered to graph nodes; each is a scalar or has the declared shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DependentBounds {
+    /// `lower=`, if written.
+    pub lower: Option<TExpr>,
+    /// `upper=`, if written.
+    pub upper: Option<TExpr>,
 }
 
 /// A `data` declaration after binding.

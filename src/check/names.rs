@@ -40,9 +40,11 @@ impl Checker {
                     self.names_in_expr(value, scope);
                 }
                 Stmt::Return { value, .. } | Stmt::Target { value, .. } => self.names_in_expr(value, scope),
-                Stmt::Tilde { lhs, args, .. } => {
+                Stmt::Tilde { lhs, args, trunc, .. } => {
                     self.names_in_expr(lhs, scope);
                     args.iter().for_each(|a| self.names_in_expr(a, scope));
+                    let bounds = trunc.iter().flat_map(|t| t.lower.iter().chain(&t.upper));
+                    bounds.for_each(|b| self.names_in_expr(b, scope));
                 }
                 Stmt::For {
                     var, lo, hi, body, ..

@@ -60,6 +60,12 @@ fn slot_row(p: &Slot, is_param: bool) -> [String; 5] {
         Transform::Lower(a) => format!("<lower={a}>"),
         Transform::Upper(b) => format!("<upper={b}>"),
         Transform::LowerUpper(a, b) => format!("<lower={a}, upper={b}>"),
+        Transform::Type(k) => k.name().to_string(),
+        // The bounds as written (a bound has no `>`: comparisons are not allowed in it).
+        Transform::Dependent => match (p.declared.find('<'), p.declared.find('>')) {
+            (Some(a), Some(b)) if a < b => p.declared[a..=b].split_whitespace().collect::<Vec<_>>().join(" "),
+            _ => "dependent".to_string(),
+        },
     };
     let last = if is_param {
         if p.len == 0 {
@@ -277,11 +283,24 @@ fn stmts(ss: &[TStmt], depth: usize, out: &mut String) {
                     stage(value)
                 );
             }
-            TStmt::Tilde { lhs, dist, args } => {
+            TStmt::Tilde {
+                lhs,
+                dist,
+                args,
+                trunc,
+            } => {
                 let a: Vec<String> = args.iter().map(|x| format!("{}: {}", expr(x), x.shape)).collect();
+                let t = match trunc {
+                    Some((l, u)) => format!(
+                        " T[{}, {}]",
+                        l.as_ref().map(expr).unwrap_or_default(),
+                        u.as_ref().map(expr).unwrap_or_default()
+                    ),
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     out,
-                    "{ind}{}: {} ~ {dist}({})",
+                    "{ind}{}: {} ~ {dist}({}){t}",
                     expr(lhs),
                     lhs.shape,
                     a.join(", ")

@@ -8,7 +8,7 @@ use super::exprs::describe_kind;
 use super::shapes::broadcast;
 use super::types::{NameKind, Shape, Stage, TExpr, TExprKind, TStmt};
 use super::SourceFn;
-use crate::syntax::ast::{BaseType, Expr, ExprKind, Ident, Stmt};
+use crate::syntax::ast::{BaseType, Expr, ExprKind, Ident, Stmt, Truncation};
 use crate::syntax::span::Span;
 use std::collections::HashMap;
 
@@ -42,8 +42,9 @@ impl Checker {
                 lhs,
                 dist,
                 args,
+                trunc,
                 span,
-            } => self.tilde(lhs, dist, args, *span).map(Some),
+            } => self.tilde(lhs, dist, args, trunc.as_ref(), *span).map(Some),
             Stmt::Target { value, span } => self.target(value, *span).map(Some),
             Stmt::For {
                 var, lo, hi, body, ..
@@ -181,7 +182,14 @@ impl Checker {
         }
     }
 
-    fn tilde(&mut self, lhs: &Expr, dist: &Ident, args: &[Expr], span: Span) -> R<TStmt> {
+    fn tilde(
+        &mut self,
+        lhs: &Expr,
+        dist: &Ident,
+        args: &[Expr],
+        trunc: Option<&Truncation>,
+        span: Span,
+    ) -> R<TStmt> {
         if self.ctx == Ctx::Func {
             return self.fail(
                 "mvi::check::impure_function",
@@ -231,11 +239,80 @@ impl Checker {
         let l = l?;
         let targs: Vec<TExpr> = targs.into_iter().collect::<R<_>>()?;
         self.check_dist(spec, &l, &targs, span)?;
+        let trunc = match trunc {
+            Some(t) => Some(self.truncation(spec.name, &l, t)?),
+            None => None,
+        };
         Ok(TStmt::Tilde {
             lhs: l,
             dist: spec.name.to_string(),
             args: targs,
+            trunc,
         })
+    }
+
+    /// `T[L, U]`: the family needs CDFs, each bound broadcasts with the outcome, and
+    /// constant bounds must leave a non-empty interval.
+    fn truncation(
+        &mut self,
+        dist: &str,
+        outcome: &TExpr,
+        t: &Truncation,
+    ) -> R<(Option<TExpr>, Option<TExpr>)> {
+        let entry = crate::dist::lookup(dist).filter(|e| e.lcdf.is_some() && e.lccdf.is_some());
+        let Some(entry) = entry else {
+            let with: Vec<&str> = crate::dist::DISTRIBUTIONS
+                .iter()
+                .filter(|e| e.lcdf.is_some())
+                .map(|e| e.name)
+                .collect();
+            let d = self
+                .diag(
+                    "mvi::check::bad_truncation",
+                    format!("`{dist}` cannot be truncated: it has no CDF here"),
+                )
+                .with_label(t.span, "truncation")
+                .with_help(format!(
+                    "truncation `T[L, U]` works for the distributions with `_lcdf` and `_lccdf`: {}",
+                    with.join(", ")
+                ));
+            return Err(self.report(d));
+        };
+        let lower = t.lower.as_ref().map(|e| self.expr(e)).transpose()?;
+        let upper = t.upper.as_ref().map(|e| self.expr(e)).transpose()?;
+        for b in lower.iter().chain(&upper) {
+            if broadcast(outcome.shape, b.shape).is_none_or(|s| s.len() != outcome.shape.len()) {
+                return self.fail(
+                    "mvi::check::bad_truncation",
+                    format!(
+                        "a truncation bound must be a scalar or match the outcome ({}), found {}",
+                        outcome.shape, b.shape
+                    ),
+                    b.span,
+                    "this bound",
+                );
+            }
+        }
+        let discrete = matches!(
+            entry.outcome,
+            crate::dist::Outcome::Count | crate::dist::Outcome::Binary | crate::dist::Outcome::Category
+        );
+        if let (Some(l), Some(u)) = (&lower, &upper) {
+            if let (Some(lv), Some(uv)) = (l.value, u.value) {
+                if lv > uv || (lv >= uv && !discrete) {
+                    let d = self
+                        .diag(
+                            "mvi::check::empty_truncation",
+                            format!("the truncation T[{lv}, {uv}] leaves no values: its lower bound is not below its upper bound"),
+                        )
+                        .with_label(l.span, "lower bound")
+                        .with_label(u.span, "upper bound")
+                        .with_help("write the bounds in order, `T[lower, upper]`; leave one out for a one-sided truncation (`T[0, ]`)");
+                    return Err(self.report(d));
+                }
+            }
+        }
+        Ok((lower, upper))
     }
 
     fn check_tilde_target(&mut self, name: &str, sym: &Sym, span: Span) -> R<()> {

@@ -257,6 +257,9 @@ pub enum TStmt {
         dist: String,
         /// Its parameters.
         args: Vec<TExpr>,
+        /// `T[lower, upper]`: the bounds of a truncation (either may be absent); `None` for
+        /// an untruncated `~`.
+        trunc: Option<(Option<TExpr>, Option<TExpr>)>,
     },
     /// `target += value` (value is summed if not scalar).
     Target(TExpr),

@@ -9,6 +9,8 @@ use miette::NamedSource;
 use nalgebra::{DMatrix, DVector};
 use std::path::Path;
 
+mod kinds;
+
 /// 2^53: beyond it not every integer is exactly an `f64`.
 const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
 
@@ -244,6 +246,7 @@ impl Binder<'_> {
         let dims = self.expected_dims(d, &entry)?;
         self.bind_sizes(d, &entry, &dims)?;
         self.check_cells(d, &entry, &dims)?;
+        self.check_kind(d, &entry, &dims)?;
         let value = to_value(d.ty.base, &entry.value, &dims);
         self.out.values.push((d.name.name.clone(), value));
         Ok(())
@@ -648,6 +651,7 @@ mod tests {
                 lower,
                 upper: None,
                 sizes,
+                kind: None,
                 span: sp(),
             },
             init: None,

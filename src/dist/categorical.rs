@@ -1,23 +1,44 @@
 //! `categorical_logit(β)`: categories 1..K; β a vector of logits (for one outcome or an
 //! array of outcomes sharing it) or an N×K matrix with one row of logits per observation.
+//! `categorical(θ)`: the same with a vector of probabilities θ (a simplex, as in Stan).
 //! The outcome must be data (its values pick entries of β).
 
-use crate::graph::{Error, Graph, NodeId, Shape};
+use crate::graph::{Error, Fun1, Graph, NodeId, Shape};
 
-use super::R;
+use super::{non_negative, with_support, R};
 
-/// The outcome's categories as 1-based integers.
-fn labels(g: &Graph, y: NodeId) -> Result<Vec<i64>, Error> {
+/// The outcome's categories as 1-based integers (`dist` names the family in the error).
+pub(crate) fn labels(g: &Graph, y: NodeId, dist: &str) -> Result<Vec<i64>, Error> {
     let v = g
         .const_value(y)
-        .ok_or_else(|| Error::Dist("`categorical_logit` needs a data outcome".into()))?;
+        .ok_or_else(|| Error::Dist(format!("`{dist}` needs a data outcome")))?;
     Ok(v.iter().map(|&x| x as i64).collect())
+}
+
+/// log θ\[y\] per observation (−∞ when an entry of θ is negative).
+pub fn categorical(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
+    let theta = a[0];
+    let ys = labels(g, y, "categorical")?;
+    let picked = g.gather(theta, &ys)?;
+    let picked = if g.shape(y) == Shape::Scalar {
+        g.index(picked, 1)?
+    } else {
+        picked
+    };
+    let lp = g.unary(Fun1::Log, picked);
+    let c = non_negative(g, theta);
+    with_support(g, lp, &[c])
+}
+
+/// The class probabilities θ.
+pub fn probabilities_simplex(_g: &mut Graph, a: &[NodeId]) -> R {
+    Ok(a[0])
 }
 
 /// β\[y\] − log_sum_exp(β) per observation.
 pub fn categorical_logit(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let beta = a[0];
-    let ys = labels(g, y)?;
+    let ys = labels(g, y, "categorical_logit")?;
     match g.shape(beta) {
         Shape::Matrix(n, k) => {
             if ys.len() != n {

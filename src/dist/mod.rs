@@ -10,18 +10,32 @@
 
 pub mod bernoulli;
 pub mod beta;
+pub mod beta_binomial;
 pub mod binomial;
 pub mod categorical;
+pub mod chi_square;
+pub mod dirichlet;
+pub mod exp_mod_normal;
 pub mod exponential;
 pub mod gamma_cdf;
+pub mod gumbel;
 pub mod laplace;
+pub mod lkj;
 pub mod logistic;
 pub mod multi_normal;
+pub mod multinomial;
+pub mod neg_binomial;
 pub mod normal;
+pub mod ordered;
+pub mod pareto;
 pub mod poisson;
 pub mod registry;
+pub mod skew_normal;
 pub mod student_t;
 pub mod uniform;
+pub mod von_mises;
+pub mod weibull;
+pub mod wishart;
 
 pub use registry::{lookup, Entry, Outcome, DISTRIBUTIONS};
 
@@ -78,6 +92,60 @@ pub(crate) fn sum_all(g: &mut Graph, terms: &[NodeId]) -> R {
         out = g.binary(Fun2::Add, out, t)?;
     }
     Ok(out)
+}
+
+/// log(1 − eˣ) = log(−expm1(x)) for x ≤ 0 (−∞ at 0).
+pub fn log1m_exp(g: &mut Graph, x: NodeId) -> NodeId {
+    let e = f1(g, Fun1::Expm1, x);
+    let n = g.neg(e);
+    f1(g, Fun1::Log, n)
+}
+
+/// log(eᵃ − eᵇ) = a + log(1 − e^{b − a}) for a ≥ b.
+pub fn log_diff_exp(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let d = g.sub(b, a)?;
+    let l = log1m_exp(g, d);
+    g.add_nodes(a, l)
+}
+
+/// log(eᵃ + eᵇ) = a − log σ(a − b): smooth, and finite for any finite a and b.
+pub fn log_add_exp(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let d = g.sub(a, b)?;
+    let l = f1(g, Fun1::LogInvLogit, d);
+    g.sub(a, l)
+}
+
+/// log B(a, b) = lgamma(a) + lgamma(b) − lgamma(a + b).
+pub fn lbeta(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let ab = g.add_nodes(a, b)?;
+    let (la, lb, lab) = (
+        f1(g, Fun1::Lgamma, a),
+        f1(g, Fun1::Lgamma, b),
+        f1(g, Fun1::Lgamma, ab),
+    );
+    let s = g.add_nodes(la, lb)?;
+    g.sub(s, lab)
+}
+
+/// log C(n, k) = lgamma(n + 1) − lgamma(k + 1) − lgamma(n − k + 1).
+pub fn lchoose(g: &mut Graph, n: NodeId, k: NodeId) -> R {
+    let one = g.scalar(1.0);
+    let nk = g.sub(n, k)?;
+    let (n1, k1, nk1) = (g.add_nodes(n, one)?, g.add_nodes(k, one)?, g.add_nodes(nk, one)?);
+    let (a, b, c) = (
+        f1(g, Fun1::Lgamma, n1),
+        f1(g, Fun1::Lgamma, k1),
+        f1(g, Fun1::Lgamma, nk1),
+    );
+    let ab = g.sub(a, b)?;
+    g.sub(ab, c)
+}
+
+/// The diagonal of a square matrix as a vector.
+pub(crate) fn diagonal(g: &mut Graph, m: NodeId) -> R {
+    let n = g.shape(m).rows();
+    let idx = (0..n).map(|i| (i + i * n) as u32).collect();
+    g.gather_flat(m, idx, Shape::Vector(n))
 }
 
 fn entry(dist: &str) -> Result<&'static Entry, Error> {
@@ -282,4 +350,106 @@ pub fn check_outcome(dist: &str, values: &[f64]) -> Result<(), String> {
             i + 1
         )),
     }
+}
+
+/// log(eᵃ − eᵇ) with the difference b − a kept below −1e-300, so a cancelled difference
+/// (both log CDFs rounded to the same value) gives a large negative number with finite
+/// derivatives instead of −∞ and NaN adjoints.
+fn log_diff_exp_guarded(g: &mut Graph, a: NodeId, b: NodeId) -> R {
+    let d = g.sub(b, a)?;
+    let cap = g.scalar(-1e-300);
+    let d = g.binary(Fun2::Min, d, cap)?;
+    let l = log1m_exp(g, d);
+    g.add_nodes(a, l)
+}
+
+/// log P(L ≤ X ≤ U) of `dist(args)` for the bounds given (a scalar, or one per observation):
+/// −lccdf/−lcdf alone, and for both bounds the larger (the one not lost to cancellation) of
+/// log(F(U) − F(L)) and log(S(L) − S(U)), S = 1 − F. For counts P(X ≥ L) = S(L − 1).
+///
+/// # Errors
+/// [`Error::Dist`] when the family has no CDFs.
+pub fn log_truncation_mass(
+    g: &mut Graph,
+    dist: &str,
+    args: &[NodeId],
+    lower: Option<NodeId>,
+    upper: Option<NodeId>,
+) -> Result<Option<NodeId>, Error> {
+    let e = entry(dist)?;
+    check_arity(e, args)?;
+    let (Some(lcdf), Some(lccdf)) = (e.lcdf, e.lccdf) else {
+        return Err(Error::Dist(format!("`{dist}` has no CDF to truncate with")));
+    };
+    let discrete = matches!(e.outcome, Outcome::Count | Outcome::Binary | Outcome::Category);
+    let lower = match lower {
+        Some(l) if discrete => Some(affine(g, -1.0, 1.0, l)?),
+        l => l,
+    };
+    Ok(Some(match (lower, upper) {
+        (None, None) => return Ok(None),
+        (Some(l), None) => lccdf(g, l, args)?,
+        (None, Some(u)) => lcdf(g, u, args)?,
+        (Some(l), Some(u)) => {
+            let (fu, fl) = (lcdf(g, u, args)?, lcdf(g, l, args)?);
+            let below = log_diff_exp_guarded(g, fu, fl)?;
+            let (sl, su) = (lccdf(g, l, args)?, lccdf(g, u, args)?);
+            let above = log_diff_exp_guarded(g, sl, su)?;
+            g.binary(Fun2::Max, below, above)?
+        }
+    }))
+}
+
+/// `x ~ dist(args) T[lower, upper]`: the log density renormalised to the bounds, −∞ for an
+/// outcome outside them; summed (a scalar) or per observation (`pointwise`).
+///
+/// # Errors
+/// As [`pointwise`] and [`log_truncation_mass`].
+pub fn truncated(
+    g: &mut Graph,
+    dist: &str,
+    x: NodeId,
+    args: &[NodeId],
+    bounds: (Option<NodeId>, Option<NodeId>),
+    pointwise_out: bool,
+) -> R {
+    let (lower, upper) = bounds;
+    let mass = log_truncation_mass(g, dist, args, lower, upper)?;
+    let mut checks = Vec::new();
+    if let Some(l) = lower {
+        let d = g.sub(x, l)?;
+        checks.push(non_negative(g, d));
+    }
+    if let Some(u) = upper {
+        let d = g.sub(u, x)?;
+        checks.push(non_negative(g, d));
+    }
+    let lp = if pointwise_out {
+        let p = pointwise(g, dist, x, args)?;
+        match mass {
+            Some(m) => g.sub(p, m)?,
+            None => p,
+        }
+    } else {
+        let s = lpdf(g, dist, x, args)?;
+        match mass {
+            Some(m) if g.shape(m) == Shape::Scalar => {
+                // one mass per observation: as many as the broadcast outcome has entries
+                let n = std::iter::once(x)
+                    .chain(args.iter().copied())
+                    .map(|id| g.shape(id).size())
+                    .max()
+                    .unwrap_or(1);
+                let k = g.scalar(n as f64);
+                let nm = g.mul(k, m)?;
+                g.sub(s, nm)?
+            }
+            Some(m) => {
+                let sm = g.sum(m);
+                g.sub(s, sm)?
+            }
+            None => s,
+        }
+    };
+    with_support(g, lp, &checks)
 }

@@ -40,3 +40,26 @@ pub fn mean(_g: &mut Graph, a: &[NodeId]) -> R {
 pub fn mean_log(g: &mut Graph, a: &[NodeId]) -> R {
     Ok(f1(g, Fun1::Exp, a[0]))
 }
+
+/// log P(K ≤ k) = log Q(k + 1, λ) (`upper = false`) or log P(K > k) = log P(k + 1, λ).
+fn poisson_cdf(g: &mut Graph, k: NodeId, a: &[NodeId], upper: bool) -> R {
+    let k1 = super::affine(g, 1.0, 1.0, k)?;
+    let f = if upper {
+        crate::graph::Fun2::LogGammaP
+    } else {
+        crate::graph::Fun2::LogGammaQ
+    };
+    let lp = g.binary(f, k1, a[0])?;
+    let (c1, c2) = (super::positive(g, a[0]), super::non_negative(g, k));
+    super::with_support(g, lp, &[c1, c2])
+}
+
+/// log P(K ≤ k) = log Q(k + 1, λ), the regularised upper incomplete gamma function.
+pub fn poisson_lcdf(g: &mut Graph, k: NodeId, a: &[NodeId]) -> R {
+    poisson_cdf(g, k, a, false)
+}
+
+/// log P(K > k) = log P(k + 1, λ).
+pub fn poisson_lccdf(g: &mut Graph, k: NodeId, a: &[NodeId]) -> R {
+    poisson_cdf(g, k, a, true)
+}

@@ -2,8 +2,9 @@
 //! outcome support, log density, CDFs and predictive quantity.
 
 use super::{
-    bernoulli, beta, binomial, categorical, exponential, gamma_cdf, laplace, logistic, multi_normal, normal,
-    poisson, student_t, uniform, R,
+    bernoulli, beta, beta_binomial, binomial, categorical, chi_square, dirichlet, exp_mod_normal,
+    exponential, gamma_cdf, gumbel, laplace, lkj, logistic, multi_normal, multinomial, neg_binomial, normal,
+    ordered, pareto, poisson, skew_normal, student_t, uniform, von_mises, weibull, wishart, R,
 };
 use crate::graph::{Graph, NodeId};
 
@@ -231,7 +232,11 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         binomial::binomial_logit,
         binomial::probability_logit,
     ),
-    row("poisson", 1, Outcome::Count, poisson::poisson, poisson::mean),
+    cdfs(
+        row("poisson", 1, Outcome::Count, poisson::poisson, poisson::mean),
+        poisson::poisson_lcdf,
+        poisson::poisson_lccdf,
+    ),
     row(
         "poisson_log",
         1,
@@ -245,6 +250,175 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         Outcome::Category,
         categorical::categorical_logit,
         categorical::probabilities,
+    ),
+    // the families real models reach for next (LANGUAGE.md's second list)
+    cdfs(
+        row(
+            "neg_binomial_2",
+            2,
+            Outcome::Count,
+            neg_binomial::neg_binomial_2,
+            neg_binomial::mean,
+        ),
+        neg_binomial::neg_binomial_2_lcdf,
+        neg_binomial::neg_binomial_2_lccdf,
+    ),
+    row(
+        "neg_binomial_2_log",
+        2,
+        Outcome::Count,
+        neg_binomial::neg_binomial_2_log,
+        neg_binomial::mean_log,
+    ),
+    row(
+        "beta_binomial",
+        3,
+        Outcome::Count,
+        beta_binomial::beta_binomial,
+        beta_binomial::mean,
+    ),
+    row(
+        "categorical",
+        1,
+        Outcome::Category,
+        categorical::categorical,
+        categorical::probabilities_simplex,
+    ),
+    row(
+        "multinomial",
+        1,
+        Outcome::Count,
+        multinomial::multinomial,
+        multinomial::probabilities,
+    ),
+    row(
+        "dirichlet",
+        1,
+        Outcome::RealVector,
+        dirichlet::dirichlet,
+        dirichlet::mean,
+    ),
+    row(
+        "lkj_corr_cholesky",
+        1,
+        Outcome::RealVector,
+        lkj::lkj_corr_cholesky,
+        lkj::shape,
+    ),
+    row("lkj_corr", 1, Outcome::RealVector, lkj::lkj_corr, lkj::shape),
+    cdfs(
+        row(
+            "weibull",
+            2,
+            Outcome::NonNegative,
+            weibull::weibull,
+            weibull::mean,
+        ),
+        weibull::weibull_lcdf,
+        weibull::weibull_lccdf,
+    ),
+    cdfs(
+        row("gumbel", 2, Outcome::Real, gumbel::gumbel, gumbel::mean),
+        gumbel::gumbel_lcdf,
+        gumbel::gumbel_lccdf,
+    ),
+    cdfs(
+        row("pareto", 2, Outcome::Positive, pareto::pareto, pareto::mean),
+        pareto::pareto_lcdf,
+        pareto::pareto_lccdf,
+    ),
+    row(
+        "skew_normal",
+        3,
+        Outcome::Real,
+        skew_normal::skew_normal,
+        skew_normal::mean,
+    ),
+    row(
+        "von_mises",
+        2,
+        Outcome::Real,
+        von_mises::von_mises,
+        normal::location,
+    ),
+    cdfs(
+        row(
+            "chi_square",
+            1,
+            Outcome::Positive,
+            chi_square::chi_square,
+            chi_square::mean,
+        ),
+        chi_square::chi_square_lcdf,
+        chi_square::chi_square_lccdf,
+    ),
+    cdfs(
+        row(
+            "inv_chi_square",
+            1,
+            Outcome::Positive,
+            chi_square::inv_chi_square,
+            chi_square::inv_mean,
+        ),
+        chi_square::inv_chi_square_lcdf,
+        chi_square::inv_chi_square_lccdf,
+    ),
+    cdfs(
+        row(
+            "scaled_inv_chi_square",
+            2,
+            Outcome::Positive,
+            chi_square::scaled_inv_chi_square,
+            chi_square::scaled_mean,
+        ),
+        chi_square::scaled_inv_chi_square_lcdf,
+        chi_square::scaled_inv_chi_square_lccdf,
+    ),
+    cdfs(
+        row(
+            "exp_mod_normal",
+            3,
+            Outcome::Real,
+            exp_mod_normal::exp_mod_normal,
+            exp_mod_normal::mean,
+        ),
+        exp_mod_normal::exp_mod_normal_lcdf,
+        exp_mod_normal::exp_mod_normal_lccdf,
+    ),
+    row(
+        "ordered_logistic",
+        2,
+        Outcome::Category,
+        ordered::ordered_logistic,
+        ordered::location,
+    ),
+    row(
+        "ordered_probit",
+        2,
+        Outcome::Category,
+        ordered::ordered_probit,
+        ordered::location,
+    ),
+    row(
+        "wishart_cholesky",
+        2,
+        Outcome::RealVector,
+        wishart::wishart_cholesky,
+        wishart::dof,
+    ),
+    row(
+        "inv_wishart_cholesky",
+        2,
+        Outcome::RealVector,
+        wishart::inv_wishart_cholesky,
+        wishart::dof,
+    ),
+    row(
+        "multi_student_t",
+        3,
+        Outcome::RealVector,
+        multi_normal::multi_student_t,
+        multi_normal::location_t,
     ),
 ];
 

@@ -435,6 +435,7 @@ pub(crate) fn unary<T: Scalar>(f: Fun1, x: T) -> T {
         Fun1::Log1mInvLogit => log_inv_logit(-x),
         Fun1::Lgamma => x.lgamma(),
         Fun1::LogPhi => x.log_phi(),
+        Fun1::LogBesselI0 => x.log_bessel_i0(),
     }
 }
 

@@ -26,8 +26,36 @@ pub struct ParamInfo {
     pub shape: Shape,
     /// Its bounds.
     pub constraint: Constraint,
+    /// Its transform when it is not given by constant bounds: a constrained type (whose
+    /// value has other entries than its coordinates) or bounds that depend on other values.
+    pub structure: Option<Structure>,
     /// The node holding its constrained value.
     pub value: NodeId,
+}
+
+/// A declared value's transform beyond constant bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structure {
+    /// Bounds that depend on hypers or earlier params.
+    Dependent,
+    /// A constrained type (`simplex[K]`, …).
+    Type(super::transform::TypeKind),
+}
+
+impl ParamInfo {
+    /// The number of its coordinates in w (or θ): the value's entries, or a constrained
+    /// type's free coordinates.
+    pub fn free_len(&self) -> usize {
+        match self.structure {
+            Some(Structure::Type(k)) => (super::transform::entry(k).free)(self.shape.rows()),
+            _ => self.shape.size(),
+        }
+    }
+
+    /// Whether each value entry is its own coordinate of w, unchanged (no constraint).
+    pub fn is_identity(&self) -> bool {
+        self.constraint.is_none() && self.structure.is_none()
+    }
 }
 
 /// The log joint of one model with its data: graph, layout, and the `predict` graph.
@@ -47,8 +75,14 @@ pub struct LogJoint {
     pub predict: Option<Graph>,
 }
 
-/// Coordinate names of one declared value: `name`, `name.i` or `name.i.j`.
+/// Coordinate names of one declared value: `name`, `name.i` or `name.i.j`; the free
+/// coordinates of a constrained type are `name.free.i`.
 fn names_of(p: &ParamInfo) -> Vec<String> {
+    if let Some(Structure::Type(_)) = p.structure {
+        return (1..=p.free_len())
+            .map(|i| format!("{}.free.{i}", p.name))
+            .collect();
+    }
     match p.shape {
         Shape::Scalar => vec![p.name.clone()],
         Shape::Vector(n) => (1..=n).map(|i| format!("{}.{i}", p.name)).collect(),
@@ -170,15 +204,27 @@ impl LogDensity for LogJoint {
     fn coordinate_constraint(&self, i: usize) -> Option<super::Constraint> {
         self.params
             .iter()
-            .find(|p| (p.offset..p.offset + p.shape.size()).contains(&i))
+            .find(|p| (p.offset..p.offset + p.free_len()).contains(&i))
+            .filter(|p| p.structure.is_none())
             .map(|p| p.constraint)
     }
 
     fn param_blocks(&self) -> Vec<(String, usize, usize)> {
         self.params
             .iter()
-            .map(|p| (p.name.clone(), p.offset, p.shape.size()))
+            .map(|p| (p.name.clone(), p.offset, p.free_len()))
             .collect()
+    }
+
+    fn initial_point(&self) -> DVector<f64> {
+        let mut w = DVector::zeros(self.graph.dim);
+        for p in &self.params {
+            if let Some(Structure::Type(k)) = p.structure {
+                let u = super::transform::initial_free(k, p.shape.rows());
+                w.as_mut_slice()[p.offset..p.offset + u.len()].copy_from_slice(&u);
+            }
+        }
+        w
     }
 }
 
@@ -264,6 +310,7 @@ mod tests {
                 offset: 0,
                 shape: Shape::Scalar,
                 constraint: Constraint::NONE,
+                structure: None,
                 value: mu,
             },
             ParamInfo {
@@ -271,6 +318,7 @@ mod tests {
                 offset: 1,
                 shape: Shape::Scalar,
                 constraint: Constraint::lower(0.0),
+                structure: None,
                 value: sigma,
             },
         ];

@@ -18,6 +18,8 @@
 
 mod calls;
 mod exprs;
+mod slots;
+mod stan_fns;
 mod stmts;
 
 use std::collections::HashMap;
@@ -81,6 +83,8 @@ pub fn constraint_of(t: Transform) -> Constraint {
             upper: Some(b),
         },
         Transform::LowerUpper(a, b) => Constraint::interval(a, b),
+        // Their transforms are built by `slots.rs`, not from constant bounds.
+        Transform::Type(_) | Transform::Dependent => Constraint::NONE,
     }
 }
 
@@ -131,10 +135,7 @@ impl<'m> Lowerer<'m> {
         let mut hypers = Vec::new();
         for h in &self.model.hypers {
             let c = constraint_of(h.transform);
-            let v = self
-                .g
-                .hyper_slice(h.offset, graph_shape(h.shape), &c)
-                .map_err(|e| self.internal(Span::default(), e))?;
+            let v = self.slot_value(h, true)?;
             self.g.label(v, &h.name);
             self.globals.insert(h.name.clone(), v);
             hypers.push(info(h, c, v));
@@ -142,10 +143,7 @@ impl<'m> Lowerer<'m> {
         let mut params = Vec::new();
         for p in &self.model.params {
             let c = constraint_of(p.transform);
-            let v = self
-                .g
-                .param_slice(p.offset, graph_shape(p.shape), &c)
-                .map_err(|e| self.internal(Span::default(), e))?;
+            let v = self.slot_value(p, false)?;
             self.g.label(v, &p.name);
             self.globals.insert(p.name.clone(), v);
             params.push(info(p, c, v));
@@ -173,6 +171,7 @@ impl<'m> Lowerer<'m> {
                 offset: 0,
                 shape: graph_shape(e.shape),
                 constraint: Constraint::NONE,
+                structure: None,
                 value: self.globals[name],
             })
             .collect()
@@ -187,6 +186,10 @@ impl<'m> Lowerer<'m> {
                 (None, Some(e)) => self.const_values(e)?,
                 (None, None) => continue,
             };
+            if matches!(h.transform, Transform::Type(_) | Transform::Dependent) {
+                self.structured_theta0(h, &init, &mut theta)?;
+                continue;
+            }
             let c = constraint_of(h.transform);
             for i in 0..h.len {
                 let x = if init.len() == 1 { init[0] } else { init[i] };
@@ -364,6 +367,7 @@ fn info(s: &Slot, c: Constraint, v: NodeId) -> ParamInfo {
         offset: s.offset,
         shape: graph_shape(s.shape),
         constraint: c,
+        structure: slots::structure(s.transform),
         value: v,
     }
 }
@@ -399,6 +403,7 @@ mod tests {
             offset: 0,
             shape: Shape::Scalar,
             constraint: Constraint::NONE,
+            structure: None,
             value: x,
         };
         let (pruned, params, _, _) = prune(g, vec![p], Vec::new(), Vec::new());

@@ -84,6 +84,8 @@ pub enum Fun1 {
     Log1mInvLogit,
     Lgamma,
     LogPhi,
+    /// log I₀(x), the log modified Bessel function of order 0 (`von_mises`).
+    LogBesselI0,
 }
 
 /// Elementwise functions of two arguments (a scalar argument broadcasts).

@@ -80,7 +80,7 @@ impl Problem {
                 .joint
                 .hypers
                 .iter()
-                .find(|p| &p.name == name && p.shape.size() == 1)
+                .find(|p| &p.name == name && p.shape.size() == 1 && p.structure.is_none())
                 .ok_or_else(|| {
                     Diagnostic::plain(
                         "mvi::paper::unknown_hyper",

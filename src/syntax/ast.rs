@@ -117,10 +117,86 @@ pub struct TypeExpr {
     pub lower: Option<Expr>,
     /// `upper=` bound, if written.
     pub upper: Option<Expr>,
-    /// Size expressions in brackets, if written.
+    /// Size expressions in brackets, if written. A constrained matrix type (`cov_matrix[K]`)
+    /// is written with one size and stored with it twice, as `matrix[K, K]`.
     pub sizes: Vec<Expr>,
+    /// The constrained type (`simplex[K]` is a `vector[K]` with kind `Simplex`), if any.
+    pub kind: Option<TypeKind>,
     /// The whole type.
     pub span: Span,
+}
+
+/// A constrained type of Stan's: a `vector` or `matrix` whose values are restricted, with a
+/// transform from unconstrained coordinates (`graph::transform` holds one file per kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeKind {
+    /// `simplex[K]`: K non-negative entries summing to 1.
+    Simplex,
+    /// `ordered[K]`: strictly increasing.
+    Ordered,
+    /// `positive_ordered[K]`: strictly increasing and positive.
+    PositiveOrdered,
+    /// `unit_vector[K]`: Euclidean norm 1.
+    UnitVector,
+    /// `sum_to_zero_vector[K]`: entries summing to 0.
+    SumToZero,
+    /// `cholesky_corr[K]` (Stan's `cholesky_factor_corr`): the lower Cholesky factor of a
+    /// correlation matrix.
+    CholeskyCorr,
+    /// `cholesky_cov[K]` (Stan's `cholesky_factor_cov[K]`): lower triangular with a positive
+    /// diagonal.
+    CholeskyCov,
+    /// `corr_matrix[K]`: symmetric positive definite with a unit diagonal.
+    CorrMatrix,
+    /// `cov_matrix[K]`: symmetric positive definite.
+    CovMatrix,
+}
+
+impl TypeKind {
+    /// Every kind, in the order of the language reference.
+    pub const ALL: [TypeKind; 9] = [
+        TypeKind::Simplex,
+        TypeKind::Ordered,
+        TypeKind::PositiveOrdered,
+        TypeKind::UnitVector,
+        TypeKind::SumToZero,
+        TypeKind::CholeskyCorr,
+        TypeKind::CholeskyCov,
+        TypeKind::CorrMatrix,
+        TypeKind::CovMatrix,
+    ];
+
+    /// The type's name as written in `.mvi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TypeKind::Simplex => "simplex",
+            TypeKind::Ordered => "ordered",
+            TypeKind::PositiveOrdered => "positive_ordered",
+            TypeKind::UnitVector => "unit_vector",
+            TypeKind::SumToZero => "sum_to_zero_vector",
+            TypeKind::CholeskyCorr => "cholesky_corr",
+            TypeKind::CholeskyCov => "cholesky_cov",
+            TypeKind::CorrMatrix => "corr_matrix",
+            TypeKind::CovMatrix => "cov_matrix",
+        }
+    }
+
+    /// The kind a type name (or Stan's spelling, `cholesky_factor_corr`) stands for.
+    pub fn by_name(name: &str) -> Option<TypeKind> {
+        match name {
+            "cholesky_factor_corr" => Some(TypeKind::CholeskyCorr),
+            "cholesky_factor_cov" => Some(TypeKind::CholeskyCov),
+            _ => TypeKind::ALL.into_iter().find(|k| k.name() == name),
+        }
+    }
+
+    /// Whether its value is a K×K matrix (otherwise a vector of length K).
+    pub fn is_matrix(self) -> bool {
+        matches!(
+            self,
+            TypeKind::CholeskyCorr | TypeKind::CholeskyCov | TypeKind::CorrMatrix | TypeKind::CovMatrix
+        )
+    }
 }
 
 /// A block of statements (`model`, `predict`).
@@ -140,6 +216,17 @@ pub struct Let {
     /// Its value.
     pub value: Expr,
     /// The whole statement.
+    pub span: Span,
+}
+
+/// Stan's truncation `T[L, U]` of a `~` statement: the density renormalised to [L, U].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Truncation {
+    /// The lower bound L, if given.
+    pub lower: Option<Expr>,
+    /// The upper bound U, if given.
+    pub upper: Option<Expr>,
+    /// `T[L, U]`.
     pub span: Span,
 }
 
@@ -167,6 +254,8 @@ pub enum Stmt {
         dist: Ident,
         /// Its arguments.
         args: Vec<Expr>,
+        /// `T[L, U]` after the distribution, when present.
+        trunc: Option<Truncation>,
         /// The whole statement.
         span: Span,
     },

@@ -120,7 +120,12 @@ impl Dumper {
     }
 
     fn ty(&mut self, depth: usize, role: &str, t: &TypeExpr) {
-        self.line(depth, role, base_name(t.base), t.span);
+        self.line(
+            depth,
+            role,
+            t.kind.map_or_else(|| base_name(t.base), |k| k.name()),
+            t.span,
+        );
         if let Some(l) = &t.lower {
             self.expr(depth + 1, "lower", l);
         }
@@ -165,6 +170,7 @@ impl Dumper {
                 lhs,
                 dist,
                 args,
+                trunc,
                 span,
             } => {
                 self.line(depth, "", "Tilde", *span);
@@ -172,6 +178,15 @@ impl Dumper {
                 self.line(depth + 1, "dist", &dist.name, dist.span);
                 for a in args {
                     self.expr(depth + 1, "arg", a);
+                }
+                if let Some(t) = trunc {
+                    self.line(depth + 1, "", "Truncation", t.span);
+                    if let Some(l) = &t.lower {
+                        self.expr(depth + 2, "lower", l);
+                    }
+                    if let Some(u) = &t.upper {
+                        self.expr(depth + 2, "upper", u);
+                    }
                 }
             }
             Stmt::Target { value, span } => {

@@ -103,6 +103,8 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         decl_colon | range_colon => "`:`",
         decl_eq | let_eq | infer_eq => "`=`",
         tilde => "`~`",
+        truncation | trunc_t => "a truncation (`T[L, U]`)",
+        trunc_lower | trunc_upper => "a bound",
         plus_eq => "`+=`",
         cond_bar => "`|`",
         number | signed_number => "a number",

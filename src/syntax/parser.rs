@@ -202,18 +202,21 @@ enum SizeRule {
 fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
     let span = span_of(&pair);
     let base_text = must(&pair, Rule::base_type).as_str();
-    let (base, base_name, takes) = match base_text {
-        "int" => (BaseType::Int, "int", 0),
-        "real" => (BaseType::Real, "real", 0),
-        "vector" => (BaseType::Vector, "vector", 1),
-        "matrix" => (BaseType::Matrix, "matrix", 2),
+    let kind = TypeKind::by_name(base_text);
+    let (base, base_name, takes) = match (base_text, kind) {
+        ("int", _) => (BaseType::Int, "int", 0),
+        ("real", _) => (BaseType::Real, "real", 0),
+        ("vector", _) => (BaseType::Vector, "vector", 1),
+        ("matrix", _) => (BaseType::Matrix, "matrix", 2),
+        (_, Some(k)) if k.is_matrix() => (BaseType::Matrix, k.name(), 1),
+        (_, Some(k)) => (BaseType::Vector, k.name(), 1),
         _ => (BaseType::Ints, "ints", 1),
     };
     let (lower, upper) = match child(&pair, Rule::constraint) {
         Some(c) => build_constraint(c)?,
         None => (None, None),
     };
-    let sizes = match child(&pair, Rule::sizes) {
+    let mut sizes = match child(&pair, Rule::sizes) {
         Some(s) => s
             .into_inner()
             .filter(|p| p.as_rule() == Rule::nexpr)
@@ -222,11 +225,16 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         None => Vec::new(),
     };
     check_sizes(span, base_name, takes, sizes.len(), rule)?;
+    if base == BaseType::Matrix && takes == 1 {
+        // `cov_matrix[K]` is a `matrix[K, K]`.
+        sizes.extend(sizes.first().cloned());
+    }
     Ok(TypeExpr {
         base,
         lower,
         upper,
         sizes,
+        kind,
         span,
     })
 }
@@ -303,23 +311,26 @@ fn build_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
         }),
         Rule::expr_tilde_stmt => {
             let lhs = build_expr(must(&inner, Rule::expr))?;
-            build_tilde(lhs, must(&inner, Rule::dist_call), span)
+            build_tilde(lhs, &inner, must(&inner, Rule::dist_call), span)
         }
         _ => build_lvalue_stmt(inner),
     }
 }
 
-/// `lhs ~ dist(args)` from the statement's distribution call.
-fn build_tilde(lhs: Expr, call: Pair<'_, Rule>, span: Span) -> Result<Stmt, Error> {
+/// `lhs ~ dist(args) T[…]` from the statement (`stmt`, which holds the truncation) and its
+/// distribution call.
+fn build_tilde(lhs: Expr, stmt: &Pair<'_, Rule>, call: Pair<'_, Rule>, span: Span) -> Result<Stmt, Error> {
     let dist = ident(must(&call, Rule::dist_name));
     if let Some(bar) = child(&call, Rule::cond_bar) {
         return Err(Error::BarInTilde { span: span_of(&bar) });
     }
     let args = call_args(&call)?;
+    let trunc = child(stmt, Rule::truncation).map(build_truncation).transpose()?;
     Ok(Stmt::Tilde {
         lhs,
         dist,
         args,
+        trunc,
         span,
     })
 }
@@ -365,7 +376,7 @@ fn build_lvalue_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
     let span = span_of(&pair);
     let target = build_lvalue(must(&pair, Rule::lvalue))?;
     if let Some(call) = child(&pair, Rule::dist_call) {
-        return build_tilde(target, call, span);
+        return build_tilde(target, &pair, call, span);
     }
     let op = match must(&pair, Rule::assign_op).as_str() {
         "=" => AssignOp::Set,
@@ -379,6 +390,19 @@ fn build_lvalue_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
         op,
         value: build_expr(must(&pair, Rule::expr))?,
         span,
+    })
+}
+
+fn build_truncation(pair: Pair<'_, Rule>) -> Result<Truncation, Error> {
+    let bound = |rule| {
+        child(&pair, rule)
+            .map(|b| build_expr(must(&b, Rule::nexpr)))
+            .transpose()
+    };
+    Ok(Truncation {
+        lower: bound(Rule::trunc_lower)?,
+        upper: bound(Rule::trunc_upper)?,
+        span: span_of(&pair),
     })
 }
 

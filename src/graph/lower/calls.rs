@@ -70,7 +70,7 @@ impl Lowerer<'_> {
         let Err(msg) = checked else { return Ok(()) };
         let help = match entry.outcome {
             Outcome::Binary => format!("`{name}` takes labels 0 and 1; recode the data (e.g. labels 1/2 as 0/1)"),
-            Outcome::Count if name.starts_with("binomial") => {
+            Outcome::Count if name.starts_with("binomial") || name == "beta_binomial" => {
                 format!("`{name}` takes counts 0, 1, ..., N of its N trials; check the counts and the trials")
             }
             Outcome::Count => format!("`{name}` takes counts 0, 1, 2, …; check the data for negative or fractional values"),
@@ -79,6 +79,8 @@ impl Lowerer<'_> {
             Outcome::Unit => format!(
                 "`{name}` has density only strictly between 0 and 1; squeeze proportions of exactly 0 or 1 inwards (e.g. (y·(N − 1) + 0.5) / N)"
             ),
+            _ if name.starts_with("ordered_") => format!("`{name}` takes categories 1..K as in Stan (K − 1 the number of cutpoints); recode 0-based labels by adding 1"),
+            _ if name == "categorical" => format!("`{name}` takes categories 1..K as in Stan (K the length of the probability vector); recode 0-based labels by adding 1"),
             _ => format!("`{name}` takes categories 1..K as in Stan (K the number of logits); recode 0-based labels by adding 1"),
         };
         Err(Diagnostic::error(
@@ -95,15 +97,19 @@ impl Lowerer<'_> {
     /// Categories must also be at most K, the number of logits (columns of a matrix), and
     /// binomial counts at most their (data) number of trials.
     fn check_categories(&self, name: &str, values: &[f64], params: &[NodeId]) -> Result<(), String> {
-        if matches!(name, "binomial" | "binomial_logit") {
+        if matches!(name, "binomial" | "binomial_logit" | "beta_binomial") {
             return self.check_trials(name, values, params);
         }
-        let Some(&beta) = params.first().filter(|_| name == "categorical_logit") else {
-            return Ok(());
-        };
-        let k = match self.g.shape(beta) {
-            Shape::Matrix(_, k) => k,
-            s => s.size(),
+        let size = |i: usize| params.get(i).map(|&p| self.g.shape(p));
+        let k = match name {
+            "categorical_logit" => match size(0) {
+                Some(Shape::Matrix(_, k)) => k,
+                Some(s) => s.size(),
+                None => return Ok(()),
+            },
+            "categorical" => size(0).map_or(0, Shape::size),
+            "ordered_logistic" | "ordered_probit" => size(1).map_or(0, Shape::size) + 1,
+            _ => return Ok(()),
         };
         match values.iter().position(|&v| v > k as f64) {
             None => Ok(()),
@@ -165,7 +171,7 @@ fn builtin(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> Result<Node
         }
         ("append_col" | "append_row", [x, y]) => concat(g, name == "append_col", *x, *y, shape),
         ("sum", [x]) if g.shape(*x) == Shape::Scalar => Ok(*x),
-        _ => g.call(name, a),
+        _ => super::stan_fns::stan_function(g, name, a, shape),
     }
 }
 

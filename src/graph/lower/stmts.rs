@@ -34,7 +34,12 @@ impl Lowerer<'_> {
                 Ok(())
             }
             TStmt::Assign { target, op, value } => self.assign(target, *op, value),
-            TStmt::Tilde { lhs, dist, args } => self.tilde(lhs, dist, args),
+            TStmt::Tilde {
+                lhs,
+                dist,
+                args,
+                trunc,
+            } => self.tilde(lhs, dist, args, trunc.as_ref()),
             TStmt::Target(e) => {
                 let v = self.expr(e)?;
                 let v = if self.g.shape(v) == crate::graph::Shape::Scalar {
@@ -56,10 +61,22 @@ impl Lowerer<'_> {
         }
     }
 
-    fn tilde(&mut self, lhs: &TExpr, name: &str, args: &[TExpr]) -> Result<(), Diagnostic> {
+    fn tilde(
+        &mut self,
+        lhs: &TExpr,
+        name: &str,
+        args: &[TExpr],
+        trunc: Option<&(Option<TExpr>, Option<TExpr>)>,
+    ) -> Result<(), Diagnostic> {
         let x = self.expr(lhs)?;
         let ps = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
         self.check_outcome(name, lhs, x, &ps)?;
+        if let Some((lo, hi)) = trunc {
+            let lo = lo.as_ref().map(|e| self.expr(e)).transpose()?;
+            let hi = hi.as_ref().map(|e| self.expr(e)).transpose()?;
+            self.check_within_truncation(lhs, x, lo, hi)?;
+            return self.truncated_tilde(lhs, name, x, &ps, (lo, hi));
+        }
         if self.predict {
             let label = self
                 .model
@@ -77,6 +94,69 @@ impl Lowerer<'_> {
         }
         self.wrap(lhs, |g| dist::tilde(g, name, x, &ps).map(|()| x))
             .map(|_| ())
+    }
+
+    /// `x ~ dist(args) T[lo, hi]`: the renormalised density into the target, or in `predict`
+    /// per observation.
+    fn truncated_tilde(
+        &mut self,
+        lhs: &TExpr,
+        name: &str,
+        x: NodeId,
+        ps: &[NodeId],
+        bounds: (Option<NodeId>, Option<NodeId>),
+    ) -> Result<(), Diagnostic> {
+        if self.predict {
+            let label = self
+                .model
+                .source
+                .inner()
+                .get(lhs.span.start as usize..lhs.span.end as usize)
+                .unwrap_or(name)
+                .to_string();
+            let ll = self.wrap(lhs, |g| dist::truncated(g, name, x, ps, bounds, true))?;
+            self.g.add_pointwise(&label, ll, None);
+            return Ok(());
+        }
+        let lp = self.wrap(lhs, |g| dist::truncated(g, name, x, ps, bounds, false))?;
+        self.wrap(lhs, |g| g.add_target(lp).map(|()| lp)).map(|_| ())
+    }
+
+    /// Data outside constant truncation bounds can never be fitted: a diagnostic at the
+    /// outcome.
+    fn check_within_truncation(
+        &self,
+        lhs: &TExpr,
+        x: NodeId,
+        lo: Option<NodeId>,
+        hi: Option<NodeId>,
+    ) -> Result<(), Diagnostic> {
+        let Some(values) = self.g.const_value(x) else {
+            return Ok(());
+        };
+        let bound = |b: Option<NodeId>, i: usize| {
+            b.and_then(|b| self.g.const_value(b))
+                .map(|v| if v.len() == 1 { v[0] } else { v[i] })
+        };
+        for (i, &y) in values.iter().enumerate() {
+            let (l, u) = (bound(lo, i), bound(hi, i));
+            if l.is_some_and(|l| y < l) || u.is_some_and(|u| y > u) {
+                let show = |b: Option<f64>| b.map(|v| v.to_string()).unwrap_or_default();
+                return Err(Diagnostic::error(
+                    "mvi::lower::outside_truncation",
+                    format!(
+                        "outcome {y} (entry {}) is outside the truncation T[{}, {}]",
+                        i + 1,
+                        show(l),
+                        show(u)
+                    ),
+                    self.model.source.clone(),
+                )
+                .with_label(self.span(lhs), "these data")
+                .with_help("a truncated distribution has no density outside its bounds: check the data or widen the bounds"));
+            }
+        }
+        Ok(())
     }
 
     /// `name = v`, `name[idx] op= v`: the local gets a new node; an indexed update keeps the
@@ -159,11 +239,19 @@ fn observed_outcomes(
     let ints = || values.iter().map(|v| v.round() as i64).collect::<Vec<i64>>();
     match entry.outcome {
         Outcome::Binary => Observed::Binary(ints()),
+        // probabilities of each class are only built for `categorical_logit`
+        Outcome::Category if dist_name != "categorical_logit" => Observed::Other,
         Outcome::Category => Observed::Categorical {
             y: ints(),
             k: g.shape(q).cols(),
         },
-        Outcome::Count if dist_name.starts_with("binomial") => Observed::Other,
+        Outcome::Count
+            if dist_name.starts_with("binomial")
+                || dist_name == "beta_binomial"
+                || dist_name == "multinomial" =>
+        {
+            Observed::Other
+        }
         Outcome::RealVector => Observed::Other,
         _ => Observed::Continuous(values.to_vec()),
     }
