@@ -52,7 +52,8 @@ impl Method for MviMu {
         let start = vi::start(model, s, rng, obs)?;
         let family = MeanOnly::new(start.laplace.chol.clone(), &start.z);
         let run = vi::optimise(model, family, &start.laplace.mode.clone(), &start, s, obs);
-        Ok(vi::finish(self.name(), run, start, s, rng))
+        let family = |st: &vi::Start| MeanOnly::new(st.laplace.chol.clone(), &st.z);
+        Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }
 

@@ -31,7 +31,13 @@ pub struct ViSettings {
     /// evidence when `learn_hyper` is on; `given` (false here) starts from the `hyper`
     /// block's values, e.g. when they come from an earlier `laplace` run.
     pub laplace_hyper_search: bool,
+    /// Whether S may grow when the fit is over-fitted to its draws (see [`finish_growing`]):
+    /// true when `samples` is not given; an explicit `samples` keeps S fixed.
+    pub grow_samples: bool,
 }
+
+/// S grows at most to this multiple of its starting value.
+pub const MAX_SAMPLE_GROWTH: usize = 8;
 
 impl Default for ViSettings {
     fn default() -> Self {
@@ -39,6 +45,7 @@ impl Default for ViSettings {
             common: Common::default(),
             samples: 1000,
             laplace_hyper_search: true,
+            grow_samples: false,
         }
     }
 }
@@ -53,6 +60,7 @@ impl ViSettings {
             common: Common::read(r)?,
             samples: r.int("samples", 2, 1000)?,
             laplace_hyper_search: r.word("laplace_hyper", &["search", "given"], "search")? == "search",
+            grow_samples: !r.has("samples"),
         })
     }
 
@@ -67,6 +75,7 @@ impl ViSettings {
 }
 
 /// The Laplace fit and the fixed draws every VI method starts from.
+#[derive(Debug, Clone)]
 pub struct Start {
     /// The Laplace approximation (mean, θ, C).
     pub laplace: LaplaceFit,
@@ -204,6 +213,49 @@ pub fn optimise<'a, F: Family>(
     };
     outcome.x = elbo.pack(&phi, &theta);
     Run { elbo, outcome, trace }
+}
+
+/// [`finish`], then the remedy for over-fitting when `grow_samples` is on: while the ELBO
+/// on the S fixed draws exceeds its fresh-draw estimate by more than 3 standard errors, S
+/// doubles (new draws, up to [`MAX_SAMPLE_GROWTH`]·S) and the ELBO is re-optimised from
+/// the fit so far; a note says so. `family` builds the method's family on a start's draws.
+/// Where the first fit is not over-fitted nothing changes, the random stream included.
+pub fn finish_growing<'a, F: Family>(
+    name: &str,
+    mut run: Run<'a, F>,
+    mut start: Start,
+    settings: &ViSettings,
+    rng: &mut dyn RngCore,
+    obs: &mut dyn Observer,
+    family: impl Fn(&Start) -> F,
+) -> Posterior {
+    let model = run.elbo.model;
+    let mut s = *settings;
+    let mut grown: Vec<String> = Vec::new();
+    loop {
+        let (phi, theta) = run.elbo.unpack(&run.outcome.x);
+        let mut post = finish(name, run, start.clone(), &s, rng);
+        let train = post.objective.unwrap_or(f64::NAN);
+        let over = post
+            .fresh_elbo
+            .is_some_and(|(e, se)| train.is_finite() && e.is_finite() && train > e + 3.0 * se);
+        if !(s.grow_samples && over && s.samples * 2 <= settings.samples * MAX_SAMPLE_GROWTH) {
+            post.notes.extend(grown);
+            return post;
+        }
+        let (e, se) = post.fresh_elbo.expect("checked above");
+        grown.push(format!(
+            "over-fitted to S = {} fixed draws (ELBO {train:.3} on them, {e:.3} ± {se:.3} on fresh \
+             draws): re-optimised with S = {}",
+            s.samples,
+            2 * s.samples
+        ));
+        s.samples *= 2;
+        obs.phase(&format!("{name}: S = {}", s.samples));
+        start.z = standard_normal(model.dim(), s.samples, rng);
+        start.laplace.theta = theta;
+        run = optimise(model, family(&start), &phi, &start, &s, obs);
+    }
 }
 
 /// Turn a run into the method's posterior: fresh-draw ELBO from `rng` (S draws), notes.
