@@ -574,8 +574,8 @@ impl<'a> Run<'a> {
         for i in 0..p {
             for l in 0..m {
                 let col = i * m + l;
-                for (b, coords) in self.blocks.iter().enumerate() {
-                    let src = if b == j { i } else { subsets[b][l] };
+                for ((b, coords), subset) in self.blocks.iter().enumerate().zip(&subsets) {
+                    let src = if b == j { i } else { subset[l] };
                     for &c in coords {
                         w[(c, col)] = self.x[(c, src)];
                     }

@@ -310,7 +310,7 @@ mod tests {
         let lp = g.log_pdf(&DMatrix::zeros(d, 1)).expect("a density");
         let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
         assert!((lp[0] - (-want - d as f64 * half_log_2pi)).abs() < 1e-8, "{lp}");
-        assert_eq!(log_abs_det(&DMatrix::zeros(3, 3)), f64::NEG_INFINITY);
+        assert!(log_abs_det(&DMatrix::zeros(3, 3)).is_infinite());
     }
 
     #[test]
