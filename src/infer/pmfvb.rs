@@ -549,33 +549,15 @@ impl<'a> Run<'a> {
     }
 
     /// D × P·m columns: column i·m + l holds particle i of block j and, for every other
-    /// block b, its particle s_{b,l}: one subset of m particles per block, drawn at random
-    /// for this step and shared by every particle i.
-    ///
-    /// Shared, not drawn per particle: with a subset of its own, each particle's target is
-    /// centred where its own subset mean of the other blocks puts it, and that spread of
-    /// centres (the variance of a mean of m particles) adds to the spread of the particles.
-    /// On the correlated 3-D Gaussian, m = 10 inflated the variances by 8–39 %
-    /// over seeds. A shared subset moves every particle's target by the same amount, so
-    /// the noise shifts the block's particles together and leaves their spread alone (for a
-    /// Gaussian block, exactly).
+    /// block, a particle drawn at random (independently per column).
     fn mixed_columns(&self, j: usize, m: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
         let p = self.x.ncols();
-        let subsets: Vec<Vec<usize>> = (0..self.blocks.len())
-            .map(|b| {
-                if b == j {
-                    Vec::new()
-                } else {
-                    (0..m).map(|_| index_below(p, rng)).collect()
-                }
-            })
-            .collect();
         let mut w = DMatrix::zeros(self.x.nrows(), p * m);
         for i in 0..p {
             for l in 0..m {
                 let col = i * m + l;
-                for ((b, coords), subset) in self.blocks.iter().enumerate().zip(&subsets) {
-                    let src = if b == j { i } else { subset[l] };
+                for (b, coords) in self.blocks.iter().enumerate() {
+                    let src = if b == j { i } else { index_below(p, rng) };
                     for &c in coords {
                         w[(c, col)] = self.x[(c, src)];
                     }
