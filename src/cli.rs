@@ -238,14 +238,61 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// Write `text` to stdout and flush it. When the reader has gone (`mvi … | head`: EPIPE)
+/// the program ends quietly with exit code 0, as a pipeline expects; any other write error
+/// is one line on stderr and exit code 1. Every command's stdout goes through here, never
+/// through `print!`, which panics on a closed pipe.
+pub fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        err_out(&format!("mvi: cannot write to standard output: {e}\n"));
+        std::process::exit(1);
+    }
+}
+
+/// Write `text` to stderr, ignoring failure (there is nowhere left to report it).
+pub fn err_out(text: &str) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
+}
+
+/// Replace the panic message with one that names the bug and prints no backtrace (set
+/// `MVI_BACKTRACE=1` to get the default message with its backtrace, for a bug report).
+pub fn install_panic_hook() {
+    if std::env::var_os("MVI_BACKTRACE").is_some_and(|v| v != "0") {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".to_string());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        err_out(&format!(
+            "mvi: internal error{place}: {what}\n  this is a bug in mvi; please report it with the \
+             command that caused it (MVI_BACKTRACE=1 shows a backtrace)\n"
+        ));
+    }));
+}
+
 /// Print diagnostics to stderr, with colour only on a terminal.
 pub fn print_diagnostics(diags: &[Diagnostic]) {
     let color = std::io::stderr().is_terminal();
     for d in diags {
         if color {
-            eprintln!("{:?}", miette::Report::new(d.clone()));
+            err_out(&format!("{:?}\n", miette::Report::new(d.clone())));
         } else {
-            eprint!("{}", d.render_plain(100));
+            err_out(&d.render_plain(100));
         }
     }
 }
@@ -263,7 +310,7 @@ fn load_and_lower(m: &ModelArgs) -> Result<(TypedModel, LogJoint), Failure> {
 fn cmd_check(m: &ModelArgs) -> Result<(), Failure> {
     let typed = load(m)?;
     graph::lower_model(&typed)?;
-    print!("{}", check::layout_report(&typed));
+    out(&check::layout_report(&typed));
     Ok(())
 }
 
@@ -272,10 +319,10 @@ fn cmd_dump(form: DumpForm, m: &ModelArgs) -> Result<(), Failure> {
         DumpForm::Ast => {
             let text = std::fs::read_to_string(&m.model).map_err(|e| unreadable(&m.model, &e))?;
             let program = crate::syntax::parse_program(&text, &m.model.display().to_string())?;
-            print!("{}", crate::syntax::dump_ast(&program));
+            out(&crate::syntax::dump_ast(&program));
         }
-        DumpForm::Typed => print!("{}", check::dump_typed(&load(m)?)),
-        DumpForm::Graph => print!("{}", graph::dump_graph(&load_and_lower(m)?.1.graph)),
+        DumpForm::Typed => out(&check::dump_typed(&load(m)?)),
+        DumpForm::Graph => out(&graph::dump_graph(&load_and_lower(m)?.1.graph)),
     }
     Ok(())
 }
@@ -299,7 +346,7 @@ fn cmd_diagnose(a: &DiagnoseArgs) -> Result<(), Failure> {
         DVector::from_fn(d, |_, _| u.sample(&mut rng))
     };
     let rep = graph::diagnose(&joint, &joint.theta0, &w, graph::Tolerances::default());
-    print!("{rep}");
+    out(&rep.to_string());
     if rep.passed() {
         Ok(())
     } else {
@@ -387,9 +434,9 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     };
     // The summary is printed even when a file could not be written: the fit is not lost.
     if a.fit.json {
-        println!("{}", report::render_json(&report));
+        out(&format!("{}\n", report::render_json(&report)));
     } else {
-        print!("{}", report::render_summary(&report));
+        out(&report::render_summary(&report));
     }
     drop(t);
     timing::eprint();
@@ -398,14 +445,14 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
 
 fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {
     let outcome = crate::paper::run(a, interrupt_flag())?;
-    println!(
-        "{} fits run, {} results stored; report: {}",
+    out(&format!(
+        "{} fits run, {} results stored; report: {}\n",
         outcome.fits_run,
         outcome.records,
         outcome.report_path.display()
-    );
+    ));
     if outcome.interrupted {
-        eprintln!("interrupted: run the same command again to resume");
+        err_out("interrupted: run the same command again to resume\n");
         return Err(Failure::Code(130));
     }
     Ok(())
@@ -480,18 +527,18 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), Failure> {
     }
     if a.fit.json {
         let text = compare_json_with_failures(&reports, &failed, &not_run);
-        println!("{}", with_reference_json(text, reference.as_ref()));
+        out(&format!("{}\n", with_reference_json(text, reference.as_ref())));
     } else {
         if let Some(r) = &reference {
-            print!("{}", r.describe());
+            out(&r.describe());
         }
-        print!("{}", report::render_compare(&reports));
+        out(&report::render_compare(&reports));
         if !failed.is_empty() {
             let names: Vec<&str> = failed.iter().map(|(m, _)| m.as_str()).collect();
-            println!("failed: {} (diagnostics on stderr)", names.join(", "));
+            out(&format!("failed: {} (diagnostics on stderr)\n", names.join(", ")));
         }
         if !not_run.is_empty() {
-            println!("not run: {} (interrupted)", not_run.join(", "));
+            out(&format!("not run: {} (interrupted)\n", not_run.join(", ")));
         }
     }
     Ok(())

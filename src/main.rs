@@ -1,10 +1,11 @@
 //! The `mvi` command-line program: parses arguments and hands over to [`mvi::cli`].
 
 use clap::Parser;
-use mvi::cli::{execute, print_diagnostics, Cli, Failure, EXIT_USER_ERROR};
+use mvi::cli::{execute, install_panic_hook, print_diagnostics, Cli, Failure, EXIT_USER_ERROR};
 
 fn main() {
     mvi::run::tune_allocator();
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -63,7 +63,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         ":fit",
-        "                     fit the model (Ctrl-C stops at the next iteration)",
+        "[METHOD]             fit the model, with METHOD for this fit only (Ctrl-C stops at the next iteration)",
     ),
     (":summary", "                 the last fit's summary table"),
     (
@@ -238,7 +238,7 @@ impl Session {
             "data" | "d" => self.cmd_data(arg),
             "method" | "m" => self.cmd_method(arg),
             "set" => self.cmd_set(arg),
-            "fit" | "f" => self.cmd_fit(),
+            "fit" | "f" => self.cmd_fit(arg),
             "summary" | "s" => Ok(report::render_summary(&self.last_fit()?.report)),
             "compare" => self.cmd_compare(arg),
             "plot" => self.cmd_plot(arg),
@@ -284,16 +284,7 @@ impl Session {
         }
         if self.checked().is_none() && !check::infer_keys::METHODS.contains(&arg) {
             // no model to check against yet: at least the name is checked where it is typed
-            let help = crate::check::error::did_you_mean(arg, check::infer_keys::METHODS.iter().copied())
-                .map_or(String::new(), |h| format!("{h} "));
-            return Err(vec![Diagnostic::plain(
-                "mvi::check::unknown_method",
-                format!("unknown inference method `{arg}`"),
-            )
-            .with_help(format!(
-                "{help}known methods: {}",
-                check::infer_keys::METHODS.join(", ")
-            ))]);
+            return Err(vec![unknown_method(arg)]);
         }
         let previous = self.method.replace(arg.to_string());
         if let Err(d) = self.validate_options() {
@@ -327,8 +318,29 @@ impl Session {
         Ok(format!("{k} = {v}\n"))
     }
 
-    fn cmd_fit(&mut self) -> Result<String, Vec<Diagnostic>> {
-        let options = self.options()?;
+    /// `:fit` with the session's method, or `:fit NAME` with the named one for this fit only
+    /// (the session's `:set` options that NAME takes apply, as in `:compare`).
+    fn cmd_fit(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {
+        let options = match arg.split_whitespace().collect::<Vec<_>>()[..] {
+            [] => self.options()?,
+            [method] => {
+                if !check::infer_keys::METHODS.contains(&method) {
+                    return Err(vec![unknown_method(method)]);
+                }
+                let typed = &self.checked_or_err()?.0;
+                let overrides = overrides_for(&self.overrides_with(Some(method)), method);
+                check::infer_options(typed, &overrides).map_err(|d| vec![d])?
+            }
+            _ => {
+                return Err(vec![Diagnostic::plain(
+                    "mvi::repl::usage",
+                    "`:fit` takes at most one argument, a method name",
+                )
+                .with_help(
+                    "usage: `:fit [METHOD]`, e.g. `:fit laplace`; set options with `:set KEY=VALUE`",
+                )])
+            }
+        };
         let (posterior, report) = self.fit_with(&options)?;
         let line = fit_line(&report);
         self.last = Some(LastFit { posterior, report });
@@ -599,6 +611,20 @@ fn model_dir(path: &Path) -> PathBuf {
     path.parent()
         .filter(|p| !p.as_os_str().is_empty())
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// An unknown method name typed at the prompt, with the known ones.
+fn unknown_method(name: &str) -> Diagnostic {
+    let help = crate::check::error::did_you_mean(name, check::infer_keys::METHODS.iter().copied())
+        .map_or(String::new(), |h| format!("{h} "));
+    Diagnostic::plain(
+        "mvi::check::unknown_method",
+        format!("unknown inference method `{name}`"),
+    )
+    .with_help(format!(
+        "{help}known methods: {}",
+        check::infer_keys::METHODS.join(", ")
+    ))
 }
 
 /// One line after `:fit`: method, iterations, time and the headline number.

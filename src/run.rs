@@ -349,6 +349,7 @@ fn assemble(
     if let Some(m) = &mcmc {
         notes.extend(m.warnings(&columns));
     }
+    notes.extend(non_finite_notes(post, &lp, log_q.as_deref(), elbo_fresh));
     if let Some(r) = resampling.filter(|r| r.khat.is_some_and(|k| k > psis::KHAT_OK)) {
         notes.push(crate::report::summary::resampling_warning(&r));
     } else if let Some(k) = khat {
@@ -447,6 +448,54 @@ fn resampled_draws(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRn
         },
         elbo: draw_elbo(&lp, &log_q),
     })
+}
+
+/// Notes for what must not pass silently on a q with a density: log q that cannot be
+/// evaluated or is not finite at some draws, log p̃ not finite at some draws, and a fresh
+/// ELBO that is not finite. Each names its cause; k̂ and the ELBO are then not available.
+fn non_finite_notes(
+    post: &Posterior,
+    lp: &[f64],
+    log_q: Option<&[f64]>,
+    elbo: Option<Estimate>,
+) -> Vec<String> {
+    if matches!(post.approx, Approximation::Particles(_) | Approximation::Draws(_)) {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    let count = |x: &[f64]| x.iter().filter(|v| !v.is_finite()).count();
+    match log_q {
+        None => notes.push(
+            "log q is not available: the covariance root of q is singular (log det is −∞), so \
+             q has no density; the draws' log_q__, PSIS k̂ and the fresh ELBO are missing"
+                .to_string(),
+        ),
+        Some(lq) if count(lq) > 0 => notes.push(format!(
+            "log q is not finite at {} of {} draws (log_q__): PSIS k̂ and the fresh ELBO are not \
+             available",
+            count(lq),
+            lq.len()
+        )),
+        Some(_) => {}
+    }
+    let elbo_bad = elbo.is_some_and(|e| !e.value.is_finite());
+    if elbo_bad && count(lp) > 0 {
+        notes.push(format!(
+            "log p̃ is not finite at {} of {} draws of q (lp__): q puts mass where the model has \
+             none, so PSIS k̂ and the fresh ELBO are not available",
+            count(lp),
+            lp.len()
+        ));
+    }
+    if let Some(e) = elbo.filter(|e| !e.value.is_finite()) {
+        if notes.is_empty() && post.notes.iter().all(|n| !n.contains("ELBO is not finite")) {
+            notes.push(format!(
+                "the fresh-draw ELBO is {}: log p̃ − log q is not finite at some fresh draws of q",
+                e.value
+            ));
+        }
+    }
+    notes
 }
 
 fn uses_samples(method: &str) -> bool {
@@ -606,5 +655,50 @@ fn predict_metric(
         (0, _) => None,
         (_, true) => Some(PredictMetric::ErrorRate(errors / count as f64)),
         (_, false) => Some(PredictMetric::Mse(sq / count as f64)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::posterior::Gaussian;
+
+    fn post(root: DMatrix<f64>) -> Posterior {
+        Posterior {
+            method: "laplace".into(),
+            approx: Approximation::Gaussian(Gaussian {
+                mean: DVector::zeros(root.nrows()),
+                root,
+            }),
+            theta: DVector::zeros(0),
+            objective: None,
+            log_evidence: None,
+            trace: Vec::new(),
+            iterations: 0,
+            converged: true,
+            notes: Vec::new(),
+            fresh_elbo: None,
+            resampling: None,
+        }
+    }
+
+    #[test]
+    fn a_missing_or_non_finite_log_q_is_named_in_a_note() {
+        let ok = post(DMatrix::identity(2, 2));
+        assert!(non_finite_notes(&ok, &[-1.0, -2.0], Some(&[-1.0, -2.0]), None).is_empty());
+        let singular = post(DMatrix::zeros(2, 2));
+        let n = non_finite_notes(&singular, &[-1.0], None, None);
+        assert!(n.len() == 1 && n[0].contains("singular"), "{n:?}");
+        let n = non_finite_notes(&ok, &[-1.0, -2.0], Some(&[f64::NAN, -2.0]), None);
+        assert!(n.len() == 1 && n[0].contains("1 of 2 draws"), "{n:?}");
+        let bad = Some(Estimate {
+            value: f64::NEG_INFINITY,
+            se: f64::INFINITY,
+        });
+        let n = non_finite_notes(&ok, &[f64::NEG_INFINITY, -2.0], Some(&[-1.0, -2.0]), bad);
+        assert!(
+            n.len() == 1 && n[0].contains("log p̃ is not finite at 1 of 2"),
+            "{n:?}"
+        );
     }
 }

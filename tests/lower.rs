@@ -401,3 +401,25 @@ fn data_outside_a_new_family_support_or_a_truncation_is_a_diagnostic_at_the_outc
         assert_eq!(&src[label.offset()..label.offset() + label.len()], "y");
     }
 }
+
+/// `[z1, z2, z3] ~ multi_normal(…)` scores the vector literal as `let z = [z1, z2, z3]`
+/// followed by `z ~ …` does (no Jacobian), and any expression may stand on the left of `~`
+/// in `model`, as in Stan.
+#[test]
+fn a_tilde_on_a_vector_literal_or_an_expression_matches_the_let_form() {
+    let head = "param {\n  z1: real\n  z2: real\n  z3: real\n}\n";
+    let args = "[1.0, -2.0, 0.5], [[2.0, 1.2, 0.3], [1.2, 1.5, -0.4], [0.3, -0.4, 1.0]]";
+    let forms = [
+        format!("model {{\n  [z1, z2, z3] ~ multi_normal({args})\n  z1 + z2 ~ normal(0, 3)\n}}"),
+        format!(
+            "model {{\n  let z = [z1, z2, z3]\n  z ~ multi_normal({args})\n  let s = z1 + z2\n  s ~ normal(0, 3)\n}}"
+        ),
+    ];
+    let lowered: Vec<LogJoint> = forms
+        .iter()
+        .map(|m| lower(&format!("{head}{m}\n"), "{}"))
+        .collect();
+    for w in [[0.1, -0.3, 0.8], [1.0, 0.0, -2.0]] {
+        assert_close(value_at(&lowered[0], &w), value_at(&lowered[1], &w), TOL);
+    }
+}

@@ -755,3 +755,40 @@ fn mean_preconditioning_maps_coordinates_both_ways() {
     assert!((pre.from_inner(&phi) - psi).norm() < 1e-14);
     assert!(pre.from_inner(&mu0).norm() < 1e-14);
 }
+
+/// Over-fitting remedy: vi_full on a D = 12 conjugate regression with only S = 16 fixed
+/// draws is tuned to them (training ELBO above the fresh one by > 3 se). With
+/// `grow_samples` (the default when `samples` is not given) S doubles until the two agree
+/// (or 8·S), and the fresh ELBO is higher than the fixed-S fit's, with a note; with an
+/// explicit S nothing changes.
+#[test]
+fn growing_samples_remedies_over_fitting() {
+    use mvi::infer::vi::ViSettings;
+    use mvi::infer::vi_full::ViFull;
+    let model = LinReg::new(30, 12, 4, false);
+    let fit_with = |grow: bool| {
+        let m = ViFull {
+            settings: ViSettings {
+                samples: 16,
+                grow_samples: grow,
+                ..ViSettings::default()
+            },
+        };
+        m.fit(&model, &mut StdRng::seed_from_u64(2), &mut Silent)
+            .expect("vi_full fits")
+    };
+    let (fixed, grown) = (fit_with(false), fit_with(true));
+    let fresh = |p: &Posterior| p.fresh_elbo.expect("a fresh ELBO");
+    let (f, se) = fresh(&fixed);
+    assert!(
+        fixed.objective.unwrap() > f + 3.0 * se,
+        "not over-fitted: {:?}",
+        fixed.notes
+    );
+    assert!(
+        grown.notes.iter().any(|n| n.contains("re-optimised with S = 32")),
+        "{:?}",
+        grown.notes
+    );
+    assert!(fresh(&grown).0 > f + se, "{:?} vs {:?}", fresh(&grown), (f, se));
+}

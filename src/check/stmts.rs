@@ -198,18 +198,25 @@ impl Checker {
                 "here",
             );
         }
-        let Some((name, nspan)) = Self::root_name(lhs) else {
-            return self.fail(
-                "mvi::check::bad_tilde",
-                "the left of `~` must be a name, possibly indexed or sliced",
-                lhs.span,
-                "not a name",
-            );
-        };
-        let Some(sym) = self.lookup(name).cloned() else {
-            return Err(self.unknown_name(name, nspan));
-        };
-        self.check_tilde_target(name, &sym, nspan)?;
+        // A name (possibly indexed) must be something a `~` can score; any other expression
+        // (`[z1, z2] ~ …`, `a + b ~ …`) is scored like a `let` of it: no Jacobian.
+        match Self::root_name(lhs) {
+            Some((name, nspan)) => {
+                let Some(sym) = self.lookup(name).cloned() else {
+                    return Err(self.unknown_name(name, nspan));
+                };
+                self.check_tilde_target(name, &sym, nspan)?;
+            }
+            None if self.ctx == Ctx::Predict => {
+                return self.fail(
+                    "mvi::check::bad_tilde",
+                    "in `predict`, the left of `~` must be held-out data, possibly indexed",
+                    lhs.span,
+                    "not a name",
+                );
+            }
+            None => {}
+        }
         let Some(spec) = dists::lookup(&dist.name) else {
             let names = dists::DISTS.iter().map(|d| d.name);
             let help = did_you_mean(&dist.name, names).unwrap_or_else(|| {

@@ -471,10 +471,10 @@ pub struct Recorder<'a> {
 impl Observer for Recorder<'_> {
     fn iteration(&mut self, record: &IterRecord) -> bool {
         if timing::trace_enabled() {
-            eprintln!(
-                "iter {:5}  objective {:.12e}  |grad| {:.3e}",
+            crate::cli::err_out(&format!(
+                "iter {:5}  objective {:.12e}  |grad| {:.3e}\n",
                 record.iter, record.objective, record.grad_norm
-            );
+            ));
         }
         self.trace.push(*record);
         self.inner.iteration(record)

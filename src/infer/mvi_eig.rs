@@ -53,13 +53,13 @@ impl Method for MviEig {
         let start = vi::start(model, s, rng, obs)?;
         let eig = start.laplace.cov().symmetric_eigen();
         let log_r = eig.eigenvalues.map(|l| 0.5 * l.max(1e-300).ln());
-        let family = Scaled {
-            q: Some(eig.eigenvectors),
-            z: start.z.clone(),
+        let family = |st: &vi::Start| Scaled {
+            q: Some(eig.eigenvectors.clone()),
+            z: st.z.clone(),
         };
         let phi0 = stack(&start.laplace.mode, &log_r);
-        let run = vi::optimise(model, family, &phi0, &start, s, obs);
-        Ok(vi::finish(self.name(), run, start, s, rng))
+        let run = vi::optimise(model, family(&start), &phi0, &start, s, obs);
+        Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }
 

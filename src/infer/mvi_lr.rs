@@ -83,10 +83,10 @@ impl Method for MviLr {
         let d = model.dim();
         let k = self.settings.rank;
         let uv = standard_normal(2 * d * k, 1, rng) * INIT_SD;
-        let family = LowRank::new(start.laplace.chol.clone(), &start.z, k);
+        let family = |st: &vi::Start| LowRank::new(st.laplace.chol.clone(), &st.z, k);
         let phi0 = DVector::from_iterator(d + 2 * d * k, start.laplace.mode.iter().chain(uv.iter()).copied());
-        let run = vi::optimise(model, family, &phi0, &start, s, obs);
-        Ok(vi::finish(self.name(), run, start, s, rng))
+        let run = vi::optimise(model, family(&start), &phi0, &start, s, obs);
+        Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }
 
@@ -135,7 +135,7 @@ impl Family for LowRank {
     fn forward(&self, phi: &DVector<f64>) -> (DMatrix<f64>, f64) {
         let (mu, u, v) = self.split(phi);
         let a = &self.cz + (&self.c * &u) * v.tr_mul(&self.z);
-        let log_det = self.log_det_c + self.k_matrix(&u, &v).lu().determinant().abs().ln();
+        let log_det = self.log_det_c + crate::posterior::log_abs_det(&self.k_matrix(&u, &v));
         (points(&mu, &a), log_det)
     }
 

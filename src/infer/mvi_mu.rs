@@ -52,7 +52,8 @@ impl Method for MviMu {
         let start = vi::start(model, s, rng, obs)?;
         let family = MeanOnly::new(start.laplace.chol.clone(), &start.z);
         let run = vi::optimise(model, family, &start.laplace.mode.clone(), &start, s, obs);
-        Ok(vi::finish(self.name(), run, start, s, rng))
+        let family = |st: &vi::Start| MeanOnly::new(st.laplace.chol.clone(), &st.z);
+        Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }
 
@@ -66,7 +67,7 @@ pub struct MeanOnly {
 impl MeanOnly {
     /// The family for the fixed root C and draws Z (C Z is computed once).
     pub fn new(c: DMatrix<f64>, z: &DMatrix<f64>) -> Self {
-        let log_det = c.clone().lu().determinant().abs().ln();
+        let log_det = crate::posterior::log_abs_det(&c);
         MeanOnly {
             cz: &c * z,
             c,

@@ -222,7 +222,7 @@ fn fresh_elbo_chunked(
 ) -> (f64, f64) {
     let d = q.dim();
     let chunk = (chunk_entries / d.max(1)).clamp(1, n.max(1));
-    let log_det = q.root.clone().lu().determinant().abs().ln();
+    let log_det = crate::posterior::log_abs_det(&q.root);
     let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
     let mut ratios: Vec<f64> = Vec::with_capacity(n);
     while ratios.len() < n {

@@ -57,6 +57,11 @@ impl<'a> Reader<'a> {
         Ok(Reader { options, method })
     }
 
+    /// Whether `key` is given.
+    pub fn has(&self, key: &str) -> bool {
+        self.last(key).is_some()
+    }
+
     fn last(&self, key: &str) -> Option<&'a InferOption> {
         self.options.entries.iter().rev().find(|e| e.key == key)
     }

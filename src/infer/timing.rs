@@ -149,7 +149,7 @@ pub fn render(t: &Timings) -> String {
 /// When timing is enabled: print the records gathered so far on stderr and clear them.
 pub fn eprint() {
     if enabled() {
-        eprint!("{}", render(&take()));
+        crate::cli::err_out(&render(&take()));
     }
 }
 

@@ -31,7 +31,13 @@ pub struct ViSettings {
     /// evidence when `learn_hyper` is on; `given` (false here) starts from the `hyper`
     /// block's values, e.g. when they come from an earlier `laplace` run.
     pub laplace_hyper_search: bool,
+    /// Whether S may grow when the fit is over-fitted to its draws (see [`finish_growing`]):
+    /// true when `samples` is not given; an explicit `samples` keeps S fixed.
+    pub grow_samples: bool,
 }
+
+/// S grows at most to this multiple of its starting value.
+pub const MAX_SAMPLE_GROWTH: usize = 8;
 
 impl Default for ViSettings {
     fn default() -> Self {
@@ -39,6 +45,7 @@ impl Default for ViSettings {
             common: Common::default(),
             samples: 1000,
             laplace_hyper_search: true,
+            grow_samples: false,
         }
     }
 }
@@ -53,6 +60,7 @@ impl ViSettings {
             common: Common::read(r)?,
             samples: r.int("samples", 2, 1000)?,
             laplace_hyper_search: r.word("laplace_hyper", &["search", "given"], "search")? == "search",
+            grow_samples: !r.has("samples"),
         })
     }
 
@@ -67,6 +75,7 @@ impl ViSettings {
 }
 
 /// The Laplace fit and the fixed draws every VI method starts from.
+#[derive(Debug, Clone)]
 pub struct Start {
     /// The Laplace approximation (mean, θ, C).
     pub laplace: LaplaceFit,
@@ -206,6 +215,49 @@ pub fn optimise<'a, F: Family>(
     Run { elbo, outcome, trace }
 }
 
+/// [`finish`], then the remedy for over-fitting when `grow_samples` is on: while the ELBO
+/// on the S fixed draws exceeds its fresh-draw estimate by more than 3 standard errors, S
+/// doubles (new draws, up to [`MAX_SAMPLE_GROWTH`]·S) and the ELBO is re-optimised from
+/// the fit so far; a note says so. `family` builds the method's family on a start's draws.
+/// Where the first fit is not over-fitted nothing changes, the random stream included.
+pub fn finish_growing<'a, F: Family>(
+    name: &str,
+    mut run: Run<'a, F>,
+    mut start: Start,
+    settings: &ViSettings,
+    rng: &mut dyn RngCore,
+    obs: &mut dyn Observer,
+    family: impl Fn(&Start) -> F,
+) -> Posterior {
+    let model = run.elbo.model;
+    let mut s = *settings;
+    let mut grown: Vec<String> = Vec::new();
+    loop {
+        let (phi, theta) = run.elbo.unpack(&run.outcome.x);
+        let mut post = finish(name, run, start.clone(), &s, rng);
+        let train = post.objective.unwrap_or(f64::NAN);
+        let over = post
+            .fresh_elbo
+            .is_some_and(|(e, se)| train.is_finite() && e.is_finite() && train > e + 3.0 * se);
+        if !(s.grow_samples && over && s.samples * 2 <= settings.samples * MAX_SAMPLE_GROWTH) {
+            post.notes.extend(grown);
+            return post;
+        }
+        let (e, se) = post.fresh_elbo.expect("checked above");
+        grown.push(format!(
+            "over-fitted to S = {} fixed draws (ELBO {train:.3} on them, {e:.3} ± {se:.3} on fresh \
+             draws): re-optimised with S = {}",
+            s.samples,
+            2 * s.samples
+        ));
+        s.samples *= 2;
+        obs.phase(&format!("{name}: S = {}", s.samples));
+        start.z = standard_normal(model.dim(), s.samples, rng);
+        start.laplace.theta = theta;
+        run = optimise(model, family(&start), &phi, &start, &s, obs);
+    }
+}
+
 /// Turn a run into the method's posterior: fresh-draw ELBO from `rng` (S draws), notes.
 pub fn finish<F: Family>(
     name: &str,
@@ -226,6 +278,7 @@ pub fn finish<F: Family>(
         notes.push(not_converged(&format!("{name} ELBO optimisation"), &run.outcome));
     }
     let train = run.outcome.value;
+    notes.extend(non_finite_elbo_notes(&run.outcome, fresh, settings.samples));
     if train > fresh.0 + 3.0 * fresh.1 {
         notes.push(format!(
             "the ELBO on the fixed samples ({train:.3}) exceeds its fresh-draw estimate ({:.3} ± {:.3}) by more \
@@ -245,5 +298,66 @@ pub fn finish<F: Family>(
         notes,
         fresh_elbo: Some(fresh),
         resampling: None,
+    }
+}
+
+/// Notes naming the cause when the fixed-sample ELBO, its gradient or the fresh-draw ELBO is
+/// not finite: such a fit is not usable and must not pass for one.
+fn non_finite_elbo_notes(outcome: &Outcome, fresh: (f64, f64), samples: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !outcome.value.is_finite() {
+        notes.push(format!(
+            "the ELBO is not finite on the fixed samples ({}) after {} iterations: log p̃ or \
+             log q is not finite at some of the {samples} fixed draws (a draw outside the \
+             model's support, or a singular covariance root); the fit is not usable",
+            outcome.value, outcome.iterations
+        ));
+    } else if !outcome.grad_norm.is_finite() {
+        notes.push(format!(
+            "the ELBO gradient is not finite (norm {}) after {} iterations: the model's \
+             gradient overflows at some of the fixed draws; the fit is not usable",
+            outcome.grad_norm, outcome.iterations
+        ));
+    }
+    if !fresh.0.is_finite() {
+        notes.push(format!(
+            "the fresh-draw ELBO is not finite ({}): log p̃ − log q is not finite at some of \
+             the {samples} fresh draws of q, so it is not reported",
+            fresh.0
+        ));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(value: f64, grad_norm: f64) -> Outcome {
+        Outcome {
+            x: DVector::zeros(1),
+            value,
+            grad_norm,
+            iterations: 0,
+            converged: false,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn a_non_finite_elbo_or_gradient_is_named_in_a_note() {
+        assert!(non_finite_elbo_notes(&outcome(-3.0, 0.1), (-3.1, 0.1), 10).is_empty());
+        let n = non_finite_elbo_notes(&outcome(f64::NEG_INFINITY, f64::NAN), (-3.1, 0.1), 10);
+        assert!(
+            n.len() == 1 && n[0].contains("not finite on the fixed samples"),
+            "{n:?}"
+        );
+        let n = non_finite_elbo_notes(&outcome(-3.0, f64::NAN), (-3.1, 0.1), 10);
+        assert!(n.len() == 1 && n[0].contains("gradient is not finite"), "{n:?}");
+        let n = non_finite_elbo_notes(&outcome(-3.0, 0.1), (f64::NEG_INFINITY, f64::INFINITY), 10);
+        assert!(
+            n.len() == 1 && n[0].contains("fresh-draw ELBO is not finite"),
+            "{n:?}"
+        );
     }
 }

@@ -77,6 +77,10 @@ impl Method for ViDiag {
             }
         }
         let run = best.expect("two runs were made");
-        Ok(vi::finish(self.name(), run, start, s, rng))
+        let family = |st: &vi::Start| Scaled {
+            q: None,
+            z: st.z.clone(),
+        };
+        Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }

@@ -52,13 +52,13 @@ impl Method for ViFull {
         let s = &self.settings;
         let start = vi::start_or_fallback(model, s, rng, obs)?;
         let d = model.dim();
-        let family = Triangular {
-            z: start.z.clone(),
-            base: Some(start.laplace.chol.clone()),
+        let family = |st: &vi::Start| Triangular {
+            z: st.z.clone(),
+            base: Some(st.laplace.chol.clone()),
         };
-        let phi0 = family.pack(&start.laplace.mode, &DMatrix::identity(d, d));
-        let run = vi::optimise(model, family, &phi0, &start, s, obs);
-        Ok(vi::finish(self.name(), run, start, s, rng))
+        let phi0 = family(&start).pack(&start.laplace.mode, &DMatrix::identity(d, d));
+        let run = vi::optimise(model, family(&start), &phi0, &start, s, obs);
+        Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }
 

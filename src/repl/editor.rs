@@ -21,7 +21,7 @@ use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{CompletionType, Config, Context, Editor, Helper};
 
 use super::{ReplArgs, Session, COMMANDS};
-use crate::cli::Failure;
+use crate::cli::{out, Failure};
 use crate::diagnostic::Diagnostic;
 use crate::infer::registry::METHODS;
 
@@ -61,19 +61,19 @@ pub fn run_repl(args: &ReplArgs) -> Result<(), Failure> {
     let mut rl = editor()?;
     let mut session = Session::new(interrupt_flag(), super::use_color());
     if !args.data.is_empty() {
-        print!("{}", session.eval_line(&format!(":data {}", args.data.join(" "))));
+        out(&session.eval_line(&format!(":data {}", args.data.join(" "))));
     }
     if let Some(model) = &args.model {
-        print!("{}", session.eval_line(&format!(":load {}", model.display())));
+        out(&session.eval_line(&format!(":load {}", model.display())));
     }
     let history = history_path();
     if let Some(h) = &history {
         let _ = rl.load_history(h);
     }
-    println!(
-        "mvi {} — `:help` for commands, Ctrl-D to quit",
+    out(&format!(
+        "mvi {} — `:help` for commands, Ctrl-D to quit\n",
         env!("CARGO_PKG_VERSION")
-    );
+    ));
     loop {
         if let Some(h) = rl.helper_mut() {
             h.names = session.names();
@@ -83,7 +83,7 @@ pub fn run_repl(args: &ReplArgs) -> Result<(), Failure> {
                 if !line.trim().is_empty() {
                     let _ = rl.add_history_entry(line.as_str());
                 }
-                print!("{}", session.eval_line(&line));
+                out(&session.eval_line(&line));
                 if session.wants_quit() {
                     break;
                 }

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use miette::{LabeledSpan, NamedSource};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -98,8 +99,10 @@ fn lower_with_expr(text: &str, path: &Path, expr: &str, data: &DataSet) -> Resul
     let base = text.trim_end();
     let file = path.display().to_string();
     let dir = super::model_dir(path);
-    let plain = format!("{base}\nlet {EXPR_NAME} = {expr}\n");
-    let typed = check::check_source(&plain, &file, &dir, data)?;
+    let prefix = format!("{base}\nlet {EXPR_NAME} = ");
+    let plain = format!("{prefix}{expr}\n");
+    let typed =
+        check::check_source(&plain, &file, &dir, data).map_err(|d| at_input(d, prefix.len(), expr))?;
     let stage = typed
         .lets
         .iter()
@@ -115,10 +118,41 @@ fn lower_with_expr(text: &str, path: &Path, expr: &str, data: &DataSet) -> Resul
                 "the model has no parameters",
             )]);
         };
-        let tied = format!("{base}\nlet {EXPR_NAME} = ({expr}) + 0 * sum({})\n", first.name);
-        check::check_source(&tied, &file, &dir, data)?
+        let prefix = format!("{base}\nlet {EXPR_NAME} = (");
+        let tied = format!("{prefix}{expr}) + 0 * sum({})\n", first.name);
+        check::check_source(&tied, &file, &dir, data).map_err(|d| at_input(d, prefix.len(), expr))?
     };
     graph::lower_model(&typed).map_err(|d| vec![d])
+}
+
+/// Diagnostics of the extended model text shown against the user's own input: a diagnostic
+/// whose labels point into the expression (which starts at byte `offset` of the text) gets
+/// `<input>` as its source, with the labels moved into it (a label just past the end, where
+/// a parser expected more, stays at the input's end). Others are left as they are.
+fn at_input(diags: Vec<Diagnostic>, offset: usize, input: &str) -> Vec<Diagnostic> {
+    diags
+        .into_iter()
+        .map(|mut d| {
+            if d.labels.is_empty() || d.labels.iter().any(|l| l.offset() < offset) {
+                return d;
+            }
+            d.labels = d
+                .labels
+                .iter()
+                .map(|l| {
+                    let start = (l.offset() - offset).min(input.len());
+                    let len = l.len().min(input.len() - start);
+                    let label = l
+                        .label()
+                        .map(|t| t.replace("the end of the file", "the end of the input"));
+                    LabeledSpan::new(label, start, len)
+                })
+                .collect();
+            d.source_code = NamedSource::new("<input>", input.to_string());
+            d.message = d.message.replace(EXPR_NAME, "the expression");
+            d
+        })
+        .collect()
 }
 
 /// Mean, sd (n − 1) and the 5 % / 95 % quantiles (linear interpolation) of `x`.

@@ -238,3 +238,38 @@ fn entry_summary_interpolates_quantiles() {
     assert!((e.q05 - 5.0).abs() < 1e-12 && (e.q95 - 95.0).abs() < 1e-12);
     assert!((e.sd - 29.3002).abs() < 1e-4);
 }
+
+#[test]
+fn fit_with_a_method_name_fits_with_that_method_for_this_fit_only() {
+    let mut s = linear_session();
+    assert_eq!(s.eval_line(":method vi_diag"), "method = vi_diag\n");
+    let out = s.eval_line(":fit laplace");
+    assert!(out.starts_with("laplace: converged"), "{out}");
+    assert_eq!(s.last.as_ref().unwrap().report.method, "laplace");
+    let out = s.eval_line(":fit");
+    assert!(out.starts_with("vi_diag"), "{out}");
+    let out = s.eval_line(":fit laplaec");
+    assert!(
+        out.contains("unknown inference method `laplaec`") && out.contains("laplace"),
+        "{out}"
+    );
+    let out = s.eval_line(":fit laplace mvi_lr");
+    assert!(out.contains("at most one argument"), "{out}");
+}
+
+#[test]
+fn an_error_in_an_expression_points_into_the_typed_input() {
+    let mut s = fitted_session();
+    for input in ["nosuchname + 1", "sum(w) * nosuchname"] {
+        let out = s.eval_line(input);
+        assert!(out.contains("unknown name `nosuchname`"), "{out}");
+        assert!(out.contains("<input>") && out.contains(input), "{out}");
+        assert!(
+            !out.contains("__repl_expr") && !out.contains("linear_regression.mvi"),
+            "{out}"
+        );
+    }
+    // a syntax error too
+    let out = s.eval_line("w[1] +");
+    assert!(out.contains("<input>") && !out.contains("__repl_expr"), "{out}");
+}

@@ -111,7 +111,9 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         fn_param => "a parameter (`name: type`)",
         fn_ret => "`->`",
         decl => "a declaration (`name: type`)",
-        stmt | let_stmt | for_stmt | if_stmt | return_stmt | target_stmt | lvalue_stmt => "a statement",
+        stmt | let_stmt | for_stmt | if_stmt | return_stmt | target_stmt | lvalue_stmt | expr_tilde_stmt => {
+            "a statement"
+        }
         infer_entry => "an option (`key = value`)",
         infer_value | infer_list => "a value (a number, a word or a list)",
         type_expr | base_type => "a type (`int`, `real`, `vector`, `matrix` or `ints`)",

@@ -309,8 +309,30 @@ fn build_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
             value: build_expr(must(&inner, Rule::expr))?,
             span,
         }),
+        Rule::expr_tilde_stmt => {
+            let lhs = build_expr(must(&inner, Rule::expr))?;
+            build_tilde(lhs, &inner, must(&inner, Rule::dist_call), span)
+        }
         _ => build_lvalue_stmt(inner),
     }
+}
+
+/// `lhs ~ dist(args) T[…]` from the statement (`stmt`, which holds the truncation) and its
+/// distribution call.
+fn build_tilde(lhs: Expr, stmt: &Pair<'_, Rule>, call: Pair<'_, Rule>, span: Span) -> Result<Stmt, Error> {
+    let dist = ident(must(&call, Rule::dist_name));
+    if let Some(bar) = child(&call, Rule::cond_bar) {
+        return Err(Error::BarInTilde { span: span_of(&bar) });
+    }
+    let args = call_args(&call)?;
+    let trunc = child(stmt, Rule::truncation).map(build_truncation).transpose()?;
+    Ok(Stmt::Tilde {
+        lhs,
+        dist,
+        args,
+        trunc,
+        span,
+    })
 }
 
 fn build_for(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
@@ -354,19 +376,7 @@ fn build_lvalue_stmt(pair: Pair<'_, Rule>) -> Result<Stmt, Error> {
     let span = span_of(&pair);
     let target = build_lvalue(must(&pair, Rule::lvalue))?;
     if let Some(call) = child(&pair, Rule::dist_call) {
-        let dist = ident(must(&call, Rule::dist_name));
-        if let Some(bar) = child(&call, Rule::cond_bar) {
-            return Err(Error::BarInTilde { span: span_of(&bar) });
-        }
-        let args = call_args(&call)?;
-        let trunc = child(&pair, Rule::truncation).map(build_truncation).transpose()?;
-        return Ok(Stmt::Tilde {
-            lhs: target,
-            dist,
-            args,
-            trunc,
-            span,
-        });
+        return build_tilde(target, &pair, call, span);
     }
     let op = match must(&pair, Rule::assign_op).as_str() {
         "=" => AssignOp::Set,

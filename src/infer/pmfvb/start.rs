@@ -114,6 +114,7 @@ pub fn fallback(
         },
         samples: FALLBACK_SAMPLES,
         laplace_hyper_search: true,
+        grow_samples: false,
     };
     let z = standard_normal(d, FALLBACK_SAMPLES, rng);
     let chol = DMatrix::from_diagonal_element(d, d, FALLBACK_VARIANCE.sqrt());
