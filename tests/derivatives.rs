@@ -1275,6 +1275,14 @@ fn stan_cases() -> Vec<StanCase> {
             let c = stan_fn(g, "cumulative_sum", &[x], Shape::Vector(4));
             g.unary(Fun1::Square, c)
         }),
+        ("cumulative_sum_of_w_and_theta", |g, x, t| {
+            // the running sums carry both w and θ (the θ path's tangents), squared
+            let xt = g.mul(x, t).unwrap();
+            let v = g.add_nodes(xt, x).unwrap();
+            let c = stan_fn(g, "cumulative_sum", &[v], Shape::Vector(4));
+            let s = g.unary(Fun1::Sin, c);
+            g.mul(s, c).unwrap()
+        }),
         ("head_tail_segment_reverse", |g, x, t| {
             let h = stan_fn(g, "head", &[x, t], Shape::Vector(2));
             let tl = stan_fn(g, "tail", &[x, t], Shape::Vector(2));

@@ -212,6 +212,18 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             back_elementwise(tape, *ids, y, ybar, adj, |x, v, need| d_ternary(*f, x, v, need))
         }
         Op::MatMul(a, b) => back_matmul(tape, *a, *b, shape.rows(), shape.cols(), ybar, adj),
+        Op::CumSum(a) => {
+            // x̄ᵢ += Σ_{j ≥ i} ȳⱼ: the running sums of ȳ from the end
+            let n = shape.size();
+            let xbar = &mut adj[a.0];
+            for b in 0..s {
+                let mut acc = T::zero();
+                for i in (0..n).rev() {
+                    acc += ybar[b * n + i];
+                    xbar[b * n + i] += acc;
+                }
+            }
+        }
         Op::Transpose(a) => {
             let (r, c) = (shape.rows(), shape.cols());
             let xbar = &mut adj[a.0];

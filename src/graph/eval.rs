@@ -349,6 +349,18 @@ pub(crate) fn eval_op<'b, T: Scalar>(
         Op::Ternary(f, ids) => ternary_values(*f, ids.map(get), n, s),
         Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),
         Op::Transpose(a) => transpose_values(get(*a), shape, s),
+        Op::CumSum(a) => {
+            let a = get(*a);
+            let mut out = Vec::with_capacity(n * s);
+            for c in 0..s {
+                let mut acc = T::zero();
+                out.extend(a.col(c).iter().map(|&v| {
+                    acc += v;
+                    acc
+                }));
+            }
+            out
+        }
         Op::Gather(a, idx) => {
             let a = get(*a);
             let mut out = Vec::with_capacity(n * s);

@@ -197,6 +197,8 @@ pub enum Op {
     Assemble(Vec<NodeId>, Vec<(u32, u32)>),
     /// Sum of all entries.
     Sum(NodeId),
+    /// The running sums of a vector (x₁, x₁ + x₂, …): O(n) in value and adjoint.
+    CumSum(NodeId),
     /// log Σ exp of all entries.
     LogSumExp(NodeId),
     /// log Σ exp of each row of a matrix: a vector.
