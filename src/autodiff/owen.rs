@@ -255,4 +255,22 @@ mod tests {
             assert_relative_eq!(above, log_cdf_upper(z, a), max_relative = 1e-12);
         }
     }
+
+    #[test]
+    fn taylor_branch_joins_the_integrals() {
+        for &a in &[-3.0, 0.0, 2.0] {
+            let z = 1.0001e-5 / (1.0 + f64::abs(a));
+            // d/dz log F at 0: F′(0) = 2 φ(0) Φ(0) = φ(0), F(0) = 1/2 − arctan(α)/π
+            let slope = (0.5 / std::f64::consts::PI).sqrt() / (0.5 - f64::atan(a) / std::f64::consts::PI);
+            for s in [-1.0, 1.0] {
+                let (z_in, z_out) = (s * z * 0.9999, s * z * 1.0001);
+                let inside: f64 = log_skew_normal_cdf(z_in, a);
+                let outside: f64 = log_skew_normal_cdf(z_out, a);
+                // the smooth change across the gap is slope·Δz (~1e-9); a jump between the
+                // branches would show in what is left (the curvature term is ~1e-14)
+                let jump = (outside - inside) - slope * (z_out - z_in);
+                assert!(jump.abs() < 1e-12, "{a} {s}: {inside} {outside}, jump {jump:e}");
+            }
+        }
+    }
 }
