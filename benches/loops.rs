@@ -287,12 +287,18 @@ fn single_point(
     let t_hand = per_call(reps, || {
         black_box(hand(black_box(w.as_slice()), &mut g));
     });
+    // the batched path at one column: what value_grad ran before the compiled point path
+    let w1 = nalgebra::DMatrix::from_column_slice(w.len(), 1, w.as_slice());
+    let t_batch = per_call(reps, || {
+        black_box(lj.eval(&theta, black_box(&w1), mvi::density::Want::GRAD_W));
+    });
     println!(
-        "{name:<28} D = {:>4}  mvi {:>9.2} µs   hand-written {:>8.2} µs   ratio {:>6.1}×  (target ≤ 3×)",
+        "{name:<28} D = {:>4}  mvi {:>9.2} µs   hand-written {:>8.2} µs   ratio {:>6.1}×  (target ≤ 3×)   batch of one {:>9.2} µs",
         w.len(),
         t_mvi * 1e6,
         t_hand * 1e6,
-        t_mvi / t_hand
+        t_mvi / t_hand,
+        t_batch * 1e6
     );
 }
 
@@ -307,23 +313,27 @@ fn single_points() {
         eight_schools(w, &y, &sigma, g)
     });
 
+    // the example's returns (T = 1000), and their first 100 as a short series
     let sv = root().join("examples/data/stochastic_volatility.json");
-    let lj = load(&root().join("examples/stochastic_volatility.mvi"), &sv);
     let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sv).unwrap()).unwrap();
-    let y = vec_of(&d, "y");
-    let w = DVector::from_fn(lj.dim(), |i, _| {
-        if i < 3 {
-            [-1.0, 2.5, -1.2][i]
-        } else {
-            -1.0 + 0.3 * ((i as f64) * 0.1).sin()
-        }
-    });
-    single_point(
-        &format!("stochastic volatility T={}", y.len()),
-        &lj,
-        &w,
-        &mut |w, g| stochastic_volatility(w, &y, g),
-    );
+    let y_all = vec_of(&d, "y");
+    let short = write_json("sv_100.json", serde_json::json!({"T": 100, "y": &y_all[..100]}));
+    for (data, y) in [(short, y_all[..100].to_vec()), (sv, y_all.clone())] {
+        let lj = load(&root().join("examples/stochastic_volatility.mvi"), &data);
+        let w = DVector::from_fn(lj.dim(), |i, _| {
+            if i < 3 {
+                [-1.0, 2.5, -1.2][i]
+            } else {
+                -1.0 + 0.3 * ((i as f64) * 0.1).sin()
+            }
+        });
+        single_point(
+            &format!("stochastic volatility T={}", y.len()),
+            &lj,
+            &w,
+            &mut |w, g| stochastic_volatility(w, &y, g),
+        );
+    }
 
     let ad = arma_data(200);
     let lj = load(&root().join("benches/loops/arma11.mvi"), &ad);
@@ -393,8 +403,15 @@ fn fits() {
     }
 }
 
+/// The harness's own flag: only the single-point comparisons (no release binary, no fits).
+const SINGLE_POINTS_ONLY: &str = "--single-points";
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::args().any(|a| a == SINGLE_POINTS_ONLY) {
+        single_points();
         return;
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

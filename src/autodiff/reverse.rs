@@ -722,7 +722,7 @@ fn back_matmul<T: Scalar>(
 
 /// Adjoint of the Cholesky factor (input treated as symmetric):
 /// Ā = ½(S + Sᵀ), S = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, Φ = lower triangle with the diagonal halved.
-fn back_cholesky<T: Scalar>(y: Arg<'_, T>, ybar: &[T], abar: &mut [T], n: usize, s: usize) {
+pub(crate) fn back_cholesky<T: Scalar>(y: Arg<'_, T>, ybar: &[T], abar: &mut [T], n: usize, s: usize) {
     if abar.is_empty() {
         return;
     }

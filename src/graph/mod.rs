@@ -13,6 +13,7 @@ pub mod dump;
 pub mod eval;
 pub(crate) mod fused;
 pub mod logjoint;
+pub mod point;
 pub mod lower;
 pub mod predict;
 pub mod transform;
