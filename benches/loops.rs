@@ -280,6 +280,16 @@ fn single_point(
         gerr < 1e-8 && const_drift < 1e-7,
         "{name}: hand-written density differs (grad {gerr:.1e}, value {const_drift:.1e})"
     );
+    if let Ok(only) = std::env::var("LOOPS_PROFILE_POINT") {
+        // for a profiler: only the point path of the named model, for a few seconds
+        if name.starts_with(only.as_str()) {
+            let t0 = Instant::now();
+            while t0.elapsed().as_secs_f64() < 5.0 {
+                black_box(value_grad(lj, &theta, black_box(w)));
+            }
+        }
+        return;
+    }
     let reps = (200_000 / w.len()).max(20);
     let t_mvi = per_call(reps, || {
         black_box(value_grad(lj, &theta, black_box(w)));

@@ -106,6 +106,9 @@ pub struct PointEval {
     aux_len: usize,
     /// The longest fused likelihood (scratch for its per-observation terms).
     tmp_len: usize,
+    /// Per fused `normal`/`cauchy` node with a constant vector of scales: their logs,
+    /// computed once by the kernel the batched path calls on every evaluation.
+    log_sigma: Vec<Option<Box<[f64]>>>,
     /// The graph's size when compiled (a graph changed since is compiled again).
     fingerprint: (usize, usize),
 }
@@ -129,6 +132,7 @@ impl PointEval {
         }
         let mut image = vec![0.0; off as usize];
         let (mut aux_off, mut aux_len, mut tmp_len) = (vec![0u32; g.nodes.len()], 0usize, 0usize);
+        let mut log_sigma: Vec<Option<Box<[f64]>>> = vec![None; g.nodes.len()];
         let mut ins = Vec::with_capacity(g.nodes.len());
         for (k, node) in g.nodes.iter().enumerate() {
             let out = slots[k].off;
@@ -165,12 +169,23 @@ impl PointEval {
                     });
                 }
                 Op::LikPoint(..) => return None,
-                Op::LikSum(_, ids) => {
+                Op::LikSum(lik, ids) => {
                     let n = ids.iter().map(|i| slots[i.0].size as usize).max().unwrap_or(0);
                     let blocks = ids.iter().filter(|i| !slots[i.0].constant).count();
                     aux_off[k] = u32::try_from(aux_len).ok()?;
                     aux_len += blocks * n;
                     tmp_len = tmp_len.max(n);
+                    let scale = match lik {
+                        Lik::Normal | Lik::Cauchy => ids.get(2).and_then(|&i| g.const_value(i)),
+                        _ => None,
+                    };
+                    if let Some(sd) = scale {
+                        if sd.len() > 1 {
+                            let mut logs = sd.to_vec();
+                            f64::map_in_place(Fun1::Log, &mut logs);
+                            log_sigma[k] = Some(logs.into_boxed_slice());
+                        }
+                    }
                     ins.push(Ins::Node(k as u32));
                 }
                 _ => ins.push(Ins::Node(k as u32)),
@@ -200,6 +215,7 @@ impl PointEval {
             aux_off,
             aux_len,
             tmp_len,
+            log_sigma,
             fingerprint: (g.nodes.len(), g.targets.len()),
         })
     }
@@ -327,6 +343,19 @@ impl PointEval {
                 }
             }
             Op::Sum(a) => out[0] = get(*a).data.iter().copied().sum(),
+            Op::Support {
+                x,
+                lower: lo,
+                upper: hi,
+                strict,
+            } => {
+                let inside = |v: f64| if *strict { *lo < v && v < *hi } else { *lo <= v && v <= *hi };
+                out[0] = if get(*x).data.iter().all(|&v| inside(v)) {
+                    0.0
+                } else {
+                    f64::NEG_INFINITY
+                };
+            }
             Op::MatMul(a, b) => {
                 let (a, b) = (get(*a), get(*b));
                 let (m, nc) = (node.shape.rows(), node.shape.cols());
@@ -344,7 +373,8 @@ impl PointEval {
                 let na = fused::obs_count(&args);
                 let blocks = args.iter().filter(|a| !a.constant).count();
                 let a0 = self.aux_off[k] as usize;
-                out[0] = location_scale(args, terms, &mut aux[a0..a0 + blocks * na], tmp);
+                let logs = self.log_sigma[k].as_deref();
+                out[0] = location_scale(args, terms, logs, &mut aux[a0..a0 + blocks * na], tmp);
             }
             Op::LikSum(lik, ids) => {
                 let args: Vec<Arg<f64>> = ids.iter().map(|&i| get(i)).collect();
@@ -727,7 +757,13 @@ fn cauchy_terms(z: &mut [f64], ls: f64, inv: f64, dx: &mut [f64], ds: &mut [f64]
 
 /// `fused::location_scale` at one column, with the partials, on scratch buffers: the summed
 /// log density, the partials of the non-constant operands written to `aux` in operand order.
-fn location_scale(args: [Arg<'_, f64>; 3], terms: Terms, aux: &mut [f64], tmp: &mut [f64]) -> f64 {
+fn location_scale(
+    args: [Arg<'_, f64>; 3],
+    terms: Terms,
+    log_sigma: Option<&[f64]>,
+    aux: &mut [f64],
+    tmp: &mut [f64],
+) -> f64 {
     let [x, mu, sigma] = args;
     let n = fused::obs_count(&args);
     let sc = sigma.data;
@@ -758,8 +794,13 @@ fn location_scale(args: [Arg<'_, f64>; 3], terms: Terms, aux: &mut [f64], tmp: &
     } else {
         z.iter_mut().zip(sc).for_each(|(z, &sd)| *z /= sd);
         terms(z, 0.0, 1.0, dx, ds);
-        ls.copy_from_slice(sc);
-        f64::map_in_place(Fun1::Log, ls);
+        match log_sigma {
+            Some(logs) => ls.copy_from_slice(logs),
+            None => {
+                ls.copy_from_slice(sc);
+                f64::map_in_place(Fun1::Log, ls);
+            }
+        }
         for (v, &l) in z.iter_mut().zip(ls.iter()) {
             *v -= l;
         }
