@@ -53,7 +53,11 @@ fn compare(name: &str, lj: &LogJoint) -> usize {
     let mut finite = 0;
     for (k, scale) in [0.0, 0.3, 1.0, 4.0].into_iter().enumerate() {
         let w = DVector::from_fn(d, |i, _| centre[i] + scale * noise(i + 1000 * k));
-        let batched = lj.eval(&theta, &DMatrix::from_column_slice(d, 1, w.as_slice()), Want::GRAD_W);
+        let batched = lj.eval(
+            &theta,
+            &DMatrix::from_column_slice(d, 1, w.as_slice()),
+            Want::GRAD_W,
+        );
         let gb = batched.grad_w.expect("asked for");
         let mut g = vec![f64::NAN; d];
         let v = lj.value_grad_into(&theta, w.as_slice(), &mut g);
@@ -68,7 +72,11 @@ fn compare(name: &str, lj: &LogJoint) -> usize {
             batched.values[0]
         );
         for (i, (a, b)) in g.iter().zip(gb.iter()).enumerate() {
-            assert_eq!(a.to_bits(), b.to_bits(), "{name}, point {k}: ∂/∂w{i} {a} against {b}");
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "{name}, point {k}: ∂/∂w{i} {a} against {b}"
+            );
         }
         finite += usize::from(v.is_finite());
     }
@@ -79,7 +87,11 @@ fn compare(name: &str, lj: &LogJoint) -> usize {
 fn point_path_equals_the_batched_path_on_every_example() {
     let mut seen = 0;
     for model in common::mvi_files("examples") {
-        let stem = model.file_stem().expect("a file name").to_string_lossy().to_string();
+        let stem = model
+            .file_stem()
+            .expect("a file name")
+            .to_string_lossy()
+            .to_string();
         let data = root().join("examples/data").join(format!("{stem}.json"));
         let data: Vec<PathBuf> = if data.exists() { vec![data] } else { vec![] };
         let lj = load(&model, &data);
@@ -116,7 +128,10 @@ fn point_path_equals_the_batched_path_on_the_loop_benchmarks() {
     let series = tmp.join("series.json");
     std::fs::write(&series, format!(r#"{{"T": 60, "y": [{y}], "sigma1": 1.0}}"#)).expect("written");
     for stem in ["arma11", "garch11"] {
-        let lj = load(&root().join(format!("benches/loops/{stem}.mvi")), std::slice::from_ref(&series));
+        let lj = load(
+            &root().join(format!("benches/loops/{stem}.mvi")),
+            std::slice::from_ref(&series),
+        );
         assert!(compare(stem, &lj) >= 1, "{stem}: no finite point");
     }
     std::fs::remove_dir_all(&tmp).ok();

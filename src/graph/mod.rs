@@ -13,8 +13,8 @@ pub mod dump;
 pub mod eval;
 pub(crate) mod fused;
 pub mod logjoint;
-pub mod point;
 pub mod lower;
+pub mod point;
 pub mod predict;
 pub mod transform;
 

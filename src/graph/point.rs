@@ -57,16 +57,28 @@ struct Bin1 {
 #[derive(Debug, Clone, Copy)]
 enum Ins {
     /// w[w .. w + n] into the node at `out`.
-    Param { out: u32, w: u32, n: u32 },
+    Param {
+        out: u32,
+        w: u32,
+        n: u32,
+    },
     /// θ[t .. t + n] into the node at `out`.
-    Hyper { out: u32, t: u32, n: u32 },
+    Hyper {
+        out: u32,
+        t: u32,
+        n: u32,
+    },
     /// `+`, `−`, `*`, `/` of two single values (the nodes of an unrolled recursion).
     Add1(Bin1),
     Sub1(Bin1),
     Mul1(Bin1),
     Div1(Bin1),
     /// Any other function of two single values.
-    Scalar2 { f: Fun2, op: Bin1, b_const: bool },
+    Scalar2 {
+        f: Fun2,
+        op: Bin1,
+        b_const: bool,
+    },
     /// Any other node, by its index in the graph.
     Node(u32),
 }
@@ -279,7 +291,15 @@ impl PointEval {
         }
     }
 
-    fn forward(&self, g: &Graph, theta: &[f64], w: &[f64], vals: &mut [f64], aux: &mut [f64], tmp: &mut [f64]) {
+    fn forward(
+        &self,
+        g: &Graph,
+        theta: &[f64],
+        w: &[f64],
+        vals: &mut [f64],
+        aux: &mut [f64],
+        tmp: &mut [f64],
+    ) {
         for ins in &self.ins {
             match *ins {
                 Ins::Param { out, w: o, n } => {
@@ -349,7 +369,13 @@ impl PointEval {
                 upper: hi,
                 strict,
             } => {
-                let inside = |v: f64| if *strict { *lo < v && v < *hi } else { *lo <= v && v <= *hi };
+                let inside = |v: f64| {
+                    if *strict {
+                        *lo < v && v < *hi
+                    } else {
+                        *lo <= v && v <= *hi
+                    }
+                };
                 out[0] = if get(*x).data.iter().all(|&v| inside(v)) {
                     0.0
                 } else {
@@ -418,7 +444,8 @@ impl PointEval {
                         adj[o.a as usize] += yb * 1.0;
                     }
                     if o.db {
-                        adj[o.b as usize] += yb * -1.0;
+                        // −ȳ: the same bits as ȳ · (−1)
+                        adj[o.b as usize] += -yb;
                     }
                 }
                 Ins::Mul1(o) => {
@@ -488,12 +515,12 @@ impl PointEval {
             Op::Ternary(f, ids) => {
                 let args = ids.map(get);
                 let need = ids.map(|id| self.slots[id.0].batched);
-                for i in 0..n {
+                for (i, &yb) in ybar.iter().enumerate() {
                     let d = d_ternary(*f, broadcast_at(&args, i, 0), y.data[i], need);
                     for q in 0..3 {
                         if need[q] {
                             let iq = if args[q].size == 1 { 0 } else { i };
-                            lower[self.slots[ids[q].0].off as usize + iq] += ybar[i] * d[q];
+                            lower[self.slots[ids[q].0].off as usize + iq] += yb * d[q];
                         }
                     }
                 }
@@ -503,10 +530,28 @@ impl PointEval {
                 let (m, nc) = (node.shape.rows(), node.shape.cols());
                 let kk = aa.size / m.max(1);
                 if bb.batched {
-                    f64::gemm(true, false, kk, nc, m, aa.data, ybar, &mut lower[self.slots[b.0].range()]);
+                    f64::gemm(
+                        true,
+                        false,
+                        kk,
+                        nc,
+                        m,
+                        aa.data,
+                        ybar,
+                        &mut lower[self.slots[b.0].range()],
+                    );
                 }
                 if aa.batched {
-                    f64::gemm(false, true, m, kk, nc, ybar, bb.data, &mut lower[self.slots[a.0].range()]);
+                    f64::gemm(
+                        false,
+                        true,
+                        m,
+                        kk,
+                        nc,
+                        ybar,
+                        bb.data,
+                        &mut lower[self.slots[a.0].range()],
+                    );
                 }
             }
             Op::Transpose(a) => {
@@ -603,7 +648,11 @@ impl PointEval {
                 }
             }
             Op::LikSum(_, ids) => {
-                let na = ids.iter().map(|i| self.slots[i.0].size as usize).max().unwrap_or(0);
+                let na = ids
+                    .iter()
+                    .map(|i| self.slots[i.0].size as usize)
+                    .max()
+                    .unwrap_or(0);
                 let mut part = &aux[self.aux_off[k] as usize..];
                 for id in ids {
                     let s = self.slots[id.0];
@@ -632,7 +681,16 @@ impl PointEval {
 
     /// The reverse rule of an elementwise `Fun2` of any sizes (`back_binary` at one column).
     #[allow(clippy::too_many_arguments)]
-    fn back_binary(&self, f: Fun2, a: NodeId, b: NodeId, vals: &[f64], y: Arg<'_, f64>, ybar: &[f64], lower: &mut [f64]) {
+    fn back_binary(
+        &self,
+        f: Fun2,
+        a: NodeId,
+        b: NodeId,
+        vals: &[f64],
+        y: Arg<'_, f64>,
+        ybar: &[f64],
+        lower: &mut [f64],
+    ) {
         let (aa, bb) = (self.arg(vals, a), self.arg(vals, b));
         let n = y.size;
         let special = matches!(f, Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf);
@@ -640,12 +698,12 @@ impl PointEval {
             let args = [aa, bb];
             let need = [aa.batched, bb.batched];
             let offs = [self.slots[a.0].off as usize, self.slots[b.0].off as usize];
-            for i in 0..n {
+            for (i, &yb) in ybar.iter().enumerate() {
                 let d = d_special2(f, broadcast_at(&args, i, 0), y.data[i], need);
                 for q in 0..2 {
                     if need[q] {
                         let iq = if args[q].size == 1 { 0 } else { i };
-                        lower[offs[q] + iq] += ybar[i] * d[q];
+                        lower[offs[q] + iq] += yb * d[q];
                     }
                 }
             }
@@ -685,12 +743,12 @@ impl PointEval {
                 }
                 continue;
             }
-            for i in 0..n {
+            for (i, &yb) in ybar.iter().enumerate() {
                 let ia = if aa.size == 1 { 0 } else { i };
                 let ib = if bb.size == 1 { 0 } else { i };
                 let (da, db) = d_binary(f, aa.data[ia], bb.data[ib], y.data[i], bb.constant);
                 let (idx, d) = if first { (ia, da) } else { (ib, db) };
-                out[idx] += ybar[i] * d;
+                out[idx] += yb * d;
             }
         }
     }
@@ -720,8 +778,14 @@ fn zip_into(a: Arg<'_, f64>, b: Arg<'_, f64>, out: &mut [f64], op: impl Fn(f64, 
             .iter_mut()
             .zip(a.data[..n].iter().zip(&b.data[..n]))
             .for_each(|(o, (&x, &y))| *o = op(x, y)),
-        (true, false) => out.iter_mut().zip(&b.data[..n]).for_each(|(o, &y)| *o = op(a.data[0], y)),
-        (false, true) => out.iter_mut().zip(&a.data[..n]).for_each(|(o, &x)| *o = op(x, b.data[0])),
+        (true, false) => out
+            .iter_mut()
+            .zip(&b.data[..n])
+            .for_each(|(o, &y)| *o = op(a.data[0], y)),
+        (false, true) => out
+            .iter_mut()
+            .zip(&a.data[..n])
+            .for_each(|(o, &x)| *o = op(x, b.data[0])),
         (true, true) => out.iter_mut().for_each(|o| *o = op(a.data[0], b.data[0])),
     }
 }
