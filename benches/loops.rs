@@ -12,7 +12,8 @@
 //!
 //! The NumPyro side (the same models with `jax.lax.scan`) is `benches/loops_vs_numpyro.py`.
 //!
-//! Run: `cargo bench --bench loops` (builds the release binary first). Data are simulated
+//! Run: `cargo bench --bench loops` (builds the release binary first); `cargo bench --bench
+//! loops -- --single-points` runs part 1 only. Data are simulated
 //! here (seeded) into target/bench-loops/.
 
 use std::hint::black_box;
