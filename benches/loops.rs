@@ -2,8 +2,11 @@
 //!
 //! 1. single-point value + gradient (the path L-BFGS and NUTS use, `density::value_grad`)
 //!    against hand-written Rust log densities and gradients of the same models: eight
-//!    schools (examples/eight_schools.mvi), stochastic volatility (the example, T = 1000)
-//!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×;
+//!    schools (examples/eight_schools.mvi), stochastic volatility (the example at T = 100 and 1000)
+//!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×; the batched path at
+//!    one column is timed beside (what the call cost before `graph::point`). With the
+//!    environment variable `LOOPS_PROFILE_POINT=<name prefix>` only that model's point path
+//!    runs, for 5 s (for `perf record`);
 //! 2. whole `mvi run` processes (release binary, wall time and peak RSS from
 //!    `/usr/bin/time`): ARMA(1,1) with `vi_diag` at T = 200, 1600 and 12 800 (targets:
 //!    time(1600)/time(200) ≤ 10, peak memory at 1600 ≤ 500 MB), and `laplace`, `vi_diag`
