@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::eval::{argext, batched_mask, binary, broadcast_at, eval_op, tri_solve_t, Arg};
 use super::fused::{self, Output};
 use super::{Fun1, Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
-use crate::autodiff::reverse::{back_cholesky, d_binary, d_special2, d_ternary, d_unary};
+use crate::autodiff::reverse::{back_cholesky, d_binary, d_special2, d_ternary, d_unary, is_special2};
 use crate::autodiff::Scalar;
 use crate::dist::HALF_LOG_2PI;
 
@@ -469,7 +469,7 @@ impl PointEval {
                 Ins::Scalar2 { f, op: o, b_const } => {
                     let (a, b, out) = (o.a as usize, o.b as usize, o.out as usize);
                     let (x, y, v, yb) = (vals[a], vals[b], vals[out], adj[out]);
-                    if matches!(f, Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf) {
+                    if is_special2(f) {
                         let d = d_special2(f, [x, y], v, [o.da, o.db]);
                         if o.da {
                             adj[a] += yb * d[0];
@@ -623,6 +623,15 @@ impl PointEval {
                     }
                 }
             }
+            Op::CumSum(a) => {
+                // x̄ᵢ += Σ_{j ≥ i} ȳⱼ, the running sums of ȳ from the end
+                let xbar = &mut lower[self.slots[a.0].range()];
+                let mut acc = 0.0;
+                for i in (0..n).rev() {
+                    acc += ybar[i];
+                    xbar[i] += acc;
+                }
+            }
             Op::Cholesky(a) => {
                 back_cholesky(y, ybar, &mut lower[self.slots[a.0].range()], node.shape.rows(), 1);
             }
@@ -693,7 +702,7 @@ impl PointEval {
     ) {
         let (aa, bb) = (self.arg(vals, a), self.arg(vals, b));
         let n = y.size;
-        let special = matches!(f, Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf);
+        let special = is_special2(f);
         if special {
             let args = [aa, bb];
             let need = [aa.batched, bb.batched];
