@@ -132,7 +132,10 @@ fn laplace_evidence_gradient_through_the_centres_matches_finite_differences() {
             [t.sin() * 1.3, (1.7 * t).cos() - 0.2]
         })
         .collect();
-    let y: Vec<i32> = x.iter().map(|p| i32::from(p[0] * p[1] + 0.3 * p[0] > 0.0)).collect();
+    let y: Vec<i32> = x
+        .iter()
+        .map(|p| i32::from(p[0] * p[1] + 0.3 * p[0] > 0.0))
+        .collect();
     let data = serde_json::json!({
         "X": x, "y": y,
         "C": [[0.5, 0.5], [-0.8, 0.1], [0.2, -0.9]],
@@ -147,7 +150,10 @@ fn laplace_evidence_gradient_through_the_centres_matches_finite_differences() {
     let mut lj = mvi::graph::lower_model(&typed).expect("the example lowers");
     assert_eq!(lj.theta0.len(), 8);
     // away from the k-means start and from α = r = 1, so that no entry is special
-    for (i, v) in [-0.3, 0.2, 0.45, -0.6, 0.25, 0.55, 0.05, -0.85].iter().enumerate() {
+    for (i, v) in [-0.3, 0.2, 0.45, -0.6, 0.25, 0.55, 0.05, -0.85]
+        .iter()
+        .enumerate()
+    {
         lj.theta0[i] = *v;
     }
     let common = Common {
@@ -165,7 +171,11 @@ fn laplace_evidence_gradient_through_the_centres_matches_finite_differences() {
     let fit = fit_laplace(&lj, &common, &mut rng, &mut mvi::infer::Silent).expect("laplace fits");
     let (l, log_det) = curvature(&lj, &theta, &fit.mode).expect("−H is positive definite");
     let (value, grad) = evidence_gradient(&lj, &theta, &fit.mode, fit.log_p, &l, log_det);
-    assert!((value - fit.log_evidence).abs() < 1e-10, "{value} vs {}", fit.log_evidence);
+    assert!(
+        (value - fit.log_evidence).abs() < 1e-10,
+        "{value} vs {}",
+        fit.log_evidence
+    );
     let h = 1e-5;
     for j in 0..theta.len() {
         let mut up = lj.clone();
@@ -184,7 +194,10 @@ fn laplace_evidence_gradient_through_the_centres_matches_finite_differences() {
 #[test]
 fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     let out = scratch("tiny");
-    let first = bench(&out, &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"]);
+    let first = bench(
+        &out,
+        &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"],
+    );
     assert!(first.status.success(), "stderr:\n{}", text(&first.stderr));
     // 1 search of 3 Laplace fits + 5 methods for thyroid, 5 for iris, 5 for cauchy.
     assert!(
@@ -222,7 +235,10 @@ fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     let lines = std::fs::read_to_string(out.join("results.jsonl")).expect("the store exists");
     assert_eq!(lines.lines().count(), 16);
 
-    let second = bench(&out, &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"]);
+    let second = bench(
+        &out,
+        &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"],
+    );
     assert!(second.status.success(), "stderr:\n{}", text(&second.stderr));
     assert!(
         text(&second.stdout).starts_with("0 fits run, 16 results stored"),

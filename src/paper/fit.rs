@@ -85,7 +85,10 @@ impl Problem {
                 crate::graph::Shape::Vector(n) => vec![n],
                 crate::graph::Shape::Matrix(r, c) => vec![r, c],
             };
-            for (i, name) in crate::report::cmdstan_names(&p.name, &dims).into_iter().enumerate() {
+            for (i, name) in crate::report::cmdstan_names(&p.name, &dims)
+                .into_iter()
+                .enumerate()
+            {
                 slots.insert(name, (p.offset + i, p.constraint));
             }
         }

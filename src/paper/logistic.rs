@@ -266,7 +266,9 @@ mod tests {
     fn uniform_pairs_are_seeded_and_inside_the_unit_square() {
         let p = uniform_pairs(50, 3);
         assert_eq!(p, uniform_pairs(50, 3));
-        assert!(p.iter().all(|&(r, a)| (1e-3..1.0).contains(&r) && (1e-3..1.0).contains(&a)));
+        assert!(p
+            .iter()
+            .all(|&(r, a)| (1e-3..1.0).contains(&r) && (1e-3..1.0).contains(&a)));
         assert!(p.iter().any(|&(r, _)| r < 0.5) && p.iter().any(|&(r, _)| r > 0.5));
     }
 

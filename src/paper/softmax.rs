@@ -80,7 +80,9 @@ fn run_split_rbf(ctx: &mut Ctx, set: &str, i: usize, ds: &Dataset, s: &Split) ->
     if rec.failed.is_some() {
         return Ok(Flow::Continue);
     }
-    let m = rec.centres.unwrap_or(logistic::CENTRES[logistic::CENTRES.len() - 1]);
+    let m = rec
+        .centres
+        .unwrap_or(logistic::CENTRES[logistic::CENTRES.len() - 1]);
     let c = logistic::centres(&xs, set, i, m);
     let mut problem = Problem::new(model.0, model.1, &model_data_rbf(ds, s, &c))?;
     ctx.fit_methods(Table::V, set, i, &mut problem, &rec.theta, Some(m))
