@@ -116,6 +116,9 @@ pub fn model_of(protocol: Protocol) -> (&'static str, &'static str) {
     }
 }
 
+/// Hyperparameter values by (CmdStan) name.
+type Theta = Vec<(String, f64)>;
+
 fn theta(alpha: f64, r: f64) -> Vec<(String, f64)> {
     vec![("alpha".to_string(), alpha), ("r".to_string(), r)]
 }
@@ -141,7 +144,8 @@ pub fn search(
     let started = std::time::Instant::now();
     let protocol = ctx.plan.protocol;
     let (text, file) = model;
-    let mut best: Option<(f64, usize, Vec<(String, f64)>)> = None;
+    // (log evidence, M, θ)
+    let mut best: Option<(f64, usize, Theta)> = None;
     for m in ctx.centres.clone() {
         let c = centres(x, set, split, m);
         let mut problem = Problem::new(text, file, &data(&c))?;
