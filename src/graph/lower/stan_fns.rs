@@ -40,14 +40,7 @@ pub fn stan_function(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> R
             dist::log_add_exp(g, a, b)
         }
         ("log_mix", [t, lps]) => log_mix(g, *t, *lps),
-        ("cumulative_sum", [x]) => {
-            let n = g.shape(*x).size();
-            let lower = (0..n * n)
-                .map(|k| if k % n >= k / n { 1.0 } else { 0.0 })
-                .collect();
-            let l = g.constant(Shape::Matrix(n, n), lower);
-            g.matmul(l, *x)
-        }
+        ("cumulative_sum", [x]) => Ok(g.cumsum(*x)),
         ("head", [x, _]) => pick(g, *x, 0, shape),
         ("tail", [x, _]) => {
             let start = g.shape(*x).size() - shape.size();
@@ -128,6 +121,12 @@ fn phi_approx(g: &mut Graph, x: NodeId) -> R {
 fn log_mix(g: &mut Graph, theta: NodeId, lps: NodeId) -> R {
     let lt = g.unary(Fun1::Log, theta);
     match g.shape(lps) {
+        Shape::Matrix(..) if g.shape(theta) == g.shape(lps) => {
+            // one row of weights per row of log densities
+            let s = g.add_nodes(lt, lps)?;
+            let rows = g.log_sum_exp_rows(s);
+            Ok(g.sum(rows))
+        }
         Shape::Matrix(n, _) => {
             let ones = g.constant(Shape::Matrix(n, 1), vec![1.0; n]);
             let ltt = g.transpose(lt);
