@@ -1275,6 +1275,14 @@ fn stan_cases() -> Vec<StanCase> {
             let c = stan_fn(g, "cumulative_sum", &[x], Shape::Vector(4));
             g.unary(Fun1::Square, c)
         }),
+        ("cumulative_sum_of_w_and_theta", |g, x, t| {
+            // the running sums carry both w and θ (the θ path's tangents), squared
+            let xt = g.mul(x, t).unwrap();
+            let v = g.add_nodes(xt, x).unwrap();
+            let c = stan_fn(g, "cumulative_sum", &[v], Shape::Vector(4));
+            let s = g.unary(Fun1::Sin, c);
+            g.mul(s, c).unwrap()
+        }),
         ("head_tail_segment_reverse", |g, x, t| {
             let h = stan_fn(g, "head", &[x, t], Shape::Vector(2));
             let tl = stan_fn(g, "tail", &[x, t], Shape::Vector(2));
@@ -1447,6 +1455,137 @@ fn stan_distributions_and_functions_agree_three_ways() {
         }
     }
     assert!(failed.is_empty(), "failed: {failed:?}");
+}
+
+/// c₁ ∘ v + c₀ for constant vectors (c₀ omitted when `None`).
+fn affine_vec(g: &mut Graph, v: NodeId, c1: &[f64], c0: Option<&[f64]>) -> NodeId {
+    let a = data(g, c1);
+    let av = g.mul(a, v).unwrap();
+    match c0 {
+        Some(c) => {
+            let b = data(g, c);
+            g.add_nodes(av, b).unwrap()
+        }
+        None => av,
+    }
+}
+
+/// The log CDF plus the log complementary CDF of a two-argument special function.
+fn both2(g: &mut Graph, f: Fun2, g2: Fun2, a: NodeId, b: NodeId) -> NodeId {
+    let l = g.binary(f, a, b).unwrap();
+    let u = g.binary(g2, a, b).unwrap();
+    let s = g.add_nodes(l, u).unwrap();
+    g.sum(s)
+}
+
+/// The CDFs of `skew_normal`, `von_mises`, `binomial` and `beta_binomial` in every branch of
+/// their algorithms, and truncation by each, every argument depending on w or θ.
+fn new_cdf_cases() -> Vec<StanCase> {
+    vec![
+        ("skew_normal_cdf_tails_and_bulk", |g, x, t| {
+            // z < 0 and z > 0 with shapes of both signs, small and large
+            let z = affine_vec(g, x, &[0.1; 4], Some(&[-6.0, -0.7, 0.4, 5.0]));
+            let ones = data(g, &[1.0; 4]);
+            let tv = g.binary(Fun2::Mul, t, ones).unwrap();
+            let a = affine_vec(g, tv, &[-8.0, 1.0, -2.0, 40.0], None);
+            both2(g, Fun2::LogSkewNormalCdf, Fun2::LogSkewNormalCcdf, z, a)
+        }),
+        ("skew_normal_cdf_near_zero", |g, x, t| {
+            // |z|(1 + |α|) on both sides of the Taylor polynomial's 1e-5
+            let z = affine_vec(g, x, &[1e-6, 3e-6, 1e-5, 2e-6], None);
+            let ones = data(g, &[1.0; 4]);
+            let tv = g.binary(Fun2::Mul, t, ones).unwrap();
+            let a = affine_vec(g, tv, &[-3.0, 0.5, 2.0, 0.1], None);
+            both2(g, Fun2::LogSkewNormalCdf, Fun2::LogSkewNormalCcdf, z, a)
+        }),
+        ("truncated_skew_normal", |g, x, t| {
+            let y = data(g, &[-0.5, 0.3, 1.2, 2.0]);
+            let (xi, om) = (g_idx(g, x, 1), pos_idx(g, x, 2));
+            let al = {
+                let a = g_idx(g, x, 3);
+                let k = g.scalar(2.0);
+                g.mul(k, a).unwrap()
+            };
+            let lo = {
+                let one = g.scalar(-0.6);
+                g.sub(one, t).unwrap()
+            };
+            let hi = g.scalar(3.0);
+            dist::truncated(g, "skew_normal", y, &[xi, om, al], (Some(lo), Some(hi)), false).unwrap()
+        }),
+        ("von_mises_cdf_series_blend_and_normal", |g, x, t| {
+            // κ in the series (< 49), the blend (49..50) and the normal approximation (≥ 50);
+            // outcomes within three sds of μ, where Stan's algorithm (absolute accuracy, by
+            // cancellation in the series) keeps the relative accuracy this check needs
+            let y = affine_vec(g, x, &[0.1; 4], Some(&[-2.0, 0.3, 0.0, -0.2]));
+            let mu = {
+                let m = g_idx(g, x, 1);
+                let k = g.scalar(0.5);
+                g.mul(k, m).unwrap()
+            };
+            let ones = data(g, &[1.0; 4]);
+            let tv = g.binary(Fun2::Mul, t, ones).unwrap();
+            let kappa = affine_vec(g, tv, &[1.0, 10.0, 0.5, 80.0], Some(&[0.0, 0.0, 49.3, 0.0]));
+            let l = cdf(g, "von_mises", y, &[mu, kappa], false);
+            let u = cdf(g, "von_mises", y, &[mu, kappa], true);
+            g.add_nodes(l, u).unwrap()
+        }),
+        ("truncated_von_mises", |g, x, t| {
+            let y = data(g, &[-1.0, 0.2, 1.5, 2.8]);
+            let (mu, k) = (g_idx(g, x, 1), pos_idx(g, x, 2));
+            let lo = g.neg(t);
+            let lo = {
+                let c = g.scalar(-1.2);
+                g.add_nodes(lo, c).unwrap()
+            };
+            let hi = g.scalar(3.0);
+            dist::truncated(g, "von_mises", y, &[mu, k], (Some(lo), Some(hi)), false).unwrap()
+        }),
+        ("binomial_cdfs", |g, x, _| {
+            let k = data(g, &[0.0, 3.0, 9.0, 7.0]);
+            let (n, p) = (g.scalar(10.0), g.unary(Fun1::InvLogit, x));
+            let l = cdf(g, "binomial", k, &[n, p], false);
+            let u = cdf(g, "binomial", k, &[n, p], true);
+            g.add_nodes(l, u).unwrap()
+        }),
+        ("truncated_binomial", |g, x, _| {
+            let y = data(g, &[1.0, 3.0, 2.0, 6.0]);
+            let (n, p) = (g.scalar(10.0), {
+                let v = g_idx(g, x, 1);
+                g.unary(Fun1::InvLogit, v)
+            });
+            let (lo, hi) = (g.scalar(1.0), g.scalar(8.0));
+            dist::truncated(g, "binomial", y, &[n, p], (Some(lo), Some(hi)), false).unwrap()
+        }),
+        ("beta_binomial_cdfs", |g, x, t| {
+            let k = data(g, &[0.0, 3.0, 9.0, 7.0]);
+            let (n, a) = (g.scalar(10.0), g.unary(Fun1::Exp, x));
+            let l = cdf(g, "beta_binomial", k, &[n, a, t], false);
+            let u = cdf(g, "beta_binomial", k, &[n, a, t], true);
+            g.add_nodes(l, u).unwrap()
+        }),
+        ("truncated_beta_binomial", |g, x, t| {
+            let y = data(g, &[1.0, 3.0, 2.0, 6.0]);
+            let (n, a) = (g.scalar(10.0), pos_idx(g, x, 1));
+            let (lo, hi) = (g.scalar(1.0), g.scalar(8.0));
+            dist::truncated(g, "beta_binomial", y, &[n, a, t], (Some(lo), Some(hi)), false).unwrap()
+        }),
+    ]
+}
+
+#[test]
+fn skew_normal_von_mises_and_binomial_cdfs_agree_three_ways() {
+    let mut failed = Vec::new();
+    for (w, t) in STAN_POINTS {
+        for (name, build) in new_cdf_cases() {
+            let g = graph_with(4, build);
+            if let Err(e) = std::panic::catch_unwind(|| check_all(&g, &[t], &w)) {
+                let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+                failed.push(format!("{name} at {w:?}: {msg}"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "failed:\n{}", failed.join("\n"));
 }
 
 // ------------------------------------------------------------ constrained types

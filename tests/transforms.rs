@@ -200,3 +200,101 @@ proptest! {
         check(kind, k, &u);
     }
 }
+
+/// `cholesky_cov[M, N]` (Stan's `cholesky_factor_cov[M, N]`, M > N) at free coordinates u:
+/// the graph's M×N value and log-Jacobian equal the loops, the value is lower trapezoidal
+/// with a positive diagonal and passes its own check, the inverse gives u back, the free
+/// coordinates fill it row by row as Stan's do, and the log-Jacobian is log |det J| of the
+/// map from u to the trapezoid's entries.
+fn check_two_size(m: usize, n: usize, u: &[f64]) {
+    use mvi::graph::transform::lower_type_of;
+    let e = entry(TypeKind::CholeskyCov);
+    let shape = Shape::Matrix(m, n);
+    assert_eq!(e.free_of(shape), n * (n + 1) / 2 + (m - n) * n);
+    assert_eq!(u.len(), e.free_of(shape));
+    let x = e.constrain_of(u, shape);
+    // Stan's order: row by row, the diagonal as its log, the rows past N full
+    let mut p = 0;
+    for i in 0..m {
+        for j in 0..n {
+            let v = x[i + j * m];
+            if j > i {
+                assert_eq!(v, 0.0, "[{m}, {n}] entry ({i}, {j}) above the diagonal");
+                continue;
+            }
+            let want = if i == j { u[p].exp() } else { u[p] };
+            assert!(
+                (v - want).abs() < 1e-15,
+                "[{m}, {n}] entry ({i}, {j}): {v} vs {want}"
+            );
+            p += 1;
+        }
+    }
+    let mut g = Graph::new(u.len(), 0);
+    let w = g.nodes.len();
+    g.nodes.push(mvi::graph::Node {
+        op: Op::Param { offset: 0 },
+        shape: Shape::Vector(u.len()),
+    });
+    let (xn, lj) = lower_type_of(&mut g, mvi::graph::NodeId(w), TypeKind::CholeskyCov, shape).unwrap();
+    assert_eq!(g.shape(xn), shape);
+    let lj = lj.unwrap();
+    let out = eval_nodes(&g, &[], &DMatrix::from_column_slice(u.len(), 1, u), &[xn, lj]);
+    for (a, b) in x.iter().zip(out[0].as_slice()) {
+        assert!((a - b).abs() <= EXACT_TOL, "[{m}, {n}]: graph {b} vs loop {a}");
+    }
+    let ljv = e.log_jacobian_of(u, shape);
+    assert!((ljv - out[1][0]).abs() <= EXACT_TOL * ljv.abs().max(1.0));
+    assert_eq!(e.validate_of(&x, shape), Ok(()));
+    for (a, b) in e.unconstrain_of(&x, shape).iter().zip(u) {
+        assert!(
+            (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+            "[{m}, {n}]: inverse {a} vs {b}"
+        );
+    }
+    let rows: Vec<usize> = (0..m)
+        .flat_map(|i| (0..=i.min(n - 1)).map(move |j| i + j * m))
+        .collect();
+    let mut jac = DMatrix::zeros(u.len(), u.len());
+    for (r, &row) in rows.iter().enumerate() {
+        let f = |v: &[f64]| e.constrain_of(v, shape)[row];
+        jac.set_row(r, &finite_diff::gradient(&f, u, 1e-6).transpose());
+    }
+    let numeric = log_abs_det(&jac);
+    assert!(
+        (numeric - ljv).abs() <= FD_TOL * numeric.abs().max(1.0),
+        "[{m}, {n}]: log-Jacobian {ljv} vs log |det J| {numeric}"
+    );
+}
+
+#[test]
+fn two_size_cholesky_cov_matches_its_loops_inverse_and_jacobian() {
+    let raw = [0.3, -1.1, 0.7, 1.9, -0.4, 0.05, -2.2, 0.9, 1.3, -0.6];
+    for (m, n) in [(2, 1), (3, 1), (4, 2), (5, 3), (3, 3)] {
+        let k = n * (n + 1) / 2 + (m - n) * n;
+        let u: Vec<f64> = raw.iter().cycle().take(k).copied().collect();
+        check_two_size(m, n, &u);
+    }
+    // a value with an entry above the diagonal, or a diagonal entry ≤ 0, is refused
+    let e = entry(TypeKind::CholeskyCov);
+    let shape = Shape::Matrix(3, 2);
+    let good = e.constrain_of(&[0.1, 0.2, -0.3, 0.4, 0.5], shape);
+    let mut above = good.clone();
+    above[3] = 0.5; // (0, 1)
+    assert_eq!(e.validate_of(&above, shape).unwrap_err().entry, Some(3));
+    let mut negative = good;
+    negative[4] = -1.0; // (1, 1)
+    assert_eq!(e.validate_of(&negative, shape).unwrap_err().entry, Some(4));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    #[test]
+    fn two_size_cholesky_cov_round_trips_with_its_jacobian(
+        (m, n) in (1usize..6).prop_flat_map(|n| (n..7usize, Just(n))),
+        raw in prop::collection::vec(-2.0f64..2.0, 30),
+    ) {
+        let k = n * (n + 1) / 2 + (m - n) * n;
+        check_two_size(m, n, &raw[..k]);
+    }
+}

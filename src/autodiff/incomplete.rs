@@ -282,6 +282,43 @@ pub fn log_beta_inc_c<D: Real>(x: D, a: D, b: D) -> D {
     log_beta_inc_xy(x, D::one() - x, a, b, true)
 }
 
+/// log P(K ≤ k) (`upper = false`) or log P(K > k) for K ~ binomial(n, p) and a whole k:
+/// log(1 − I_p(k + 1, n − k)) or log I_p(k + 1, n − k) for 0 ≤ k < n; below 0 the CDF is 0,
+/// from n on it is 1. An invalid p (outside [0, 1], NaN) gives −∞.
+fn log_binomial_cdf_upper<D: Real>(k: D, n: D, p: D, upper: bool) -> D {
+    let (rk, rn, rp) = (re(k), re(n), re(p));
+    if rk.is_nan() || rn.is_nan() || rp.is_nan() || !(0.0..=1.0).contains(&rp) {
+        return neg_inf();
+    }
+    // which end is certain: below 0 the CDF is 0, from n on it is 1
+    let edge = if rk < 0.0 {
+        Some(false)
+    } else if rk >= rn {
+        Some(true)
+    } else {
+        None
+    };
+    if let Some(one) = edge {
+        return if one != upper { D::zero() } else { neg_inf() };
+    }
+    let (a, b) = (k + 1.0, n - k);
+    if upper {
+        log_beta_inc(p, a, b)
+    } else {
+        log_beta_inc_c(p, a, b)
+    }
+}
+
+/// log P(K ≤ k) for K ~ binomial(n, p).
+pub fn log_binomial_cdf<D: Real>(k: D, n: D, p: D) -> D {
+    log_binomial_cdf_upper(k, n, p, false)
+}
+
+/// log P(K > k) for K ~ binomial(n, p).
+pub fn log_binomial_ccdf<D: Real>(k: D, n: D, p: D) -> D {
+    log_binomial_cdf_upper(k, n, p, true)
+}
+
 /// log F(t) for the standard Student-t with ν degrees of freedom.
 ///
 /// With s = ν + t², x = ν/s and y = t²/s: F(t) = ½ I_x(ν/2, ½) for t < 0 and 1 − ½ I_x(ν/2, ½)

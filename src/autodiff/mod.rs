@@ -9,10 +9,12 @@
 pub mod dual;
 pub mod finite_diff;
 pub mod incomplete;
+pub mod owen;
 pub mod reverse;
 pub mod special;
 pub mod theta;
 pub mod vmath;
+pub mod von_mises_cdf;
 
 use std::borrow::Cow;
 

@@ -17,7 +17,7 @@ use crate::graph::eval::{
 };
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
-use super::incomplete;
+use super::{incomplete, owen, von_mises_cdf};
 
 use super::Scalar;
 
@@ -212,6 +212,18 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             back_elementwise(tape, *ids, y, ybar, adj, |x, v, need| d_ternary(*f, x, v, need))
         }
         Op::MatMul(a, b) => back_matmul(tape, *a, *b, shape.rows(), shape.cols(), ybar, adj),
+        Op::CumSum(a) => {
+            // x̄ᵢ += Σ_{j ≥ i} ȳⱼ: the running sums of ȳ from the end
+            let n = shape.size();
+            let xbar = &mut adj[a.0];
+            for b in 0..s {
+                let mut acc = T::zero();
+                for i in (0..n).rev() {
+                    acc += ybar[b * n + i];
+                    xbar[b * n + i] += acc;
+                }
+            }
+        }
         Op::Transpose(a) => {
             let (r, c) = (shape.rows(), shape.cols());
             let xbar = &mut adj[a.0];
@@ -376,7 +388,11 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
                 (one, zero)
             }
         }
-        Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf => {
+        Fun2::LogGammaP
+        | Fun2::LogGammaQ
+        | Fun2::LogStudentTCdf
+        | Fun2::LogSkewNormalCdf
+        | Fun2::LogSkewNormalCcdf => {
             let [da, db] = d_special2(f, [a, b], y, [true; 2]);
             (da, db)
         }
@@ -385,7 +401,14 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
 
 /// Whether `f` is a special function with costly partials ([`d_special2`]).
 fn is_special2(f: Fun2) -> bool {
-    matches!(f, Fun2::LogGammaP | Fun2::LogGammaQ | Fun2::LogStudentTCdf)
+    matches!(
+        f,
+        Fun2::LogGammaP
+            | Fun2::LogGammaQ
+            | Fun2::LogStudentTCdf
+            | Fun2::LogSkewNormalCdf
+            | Fun2::LogSkewNormalCcdf
+    )
 }
 
 /// The partials of the incomplete-gamma and Student-t CDF ops given y = f(a, b); only those
@@ -394,6 +417,18 @@ fn is_special2(f: Fun2) -> bool {
 /// (exact at every order, so forward-over-reverse stays exact).
 pub(crate) fn d_special2<T: Scalar>(f: Fun2, [a, b]: [T; 2], y: T, need: [bool; 2]) -> [T; 2] {
     let pick = |yes: bool, d: &dyn Fn() -> T| if yes { d() } else { T::zero() };
+    if matches!(f, Fun2::LogSkewNormalCdf | Fun2::LogSkewNormalCcdf) {
+        // (z, α): both by nested-dual passes of the quadrature
+        let g: fn([Dual<T>; 2]) -> Dual<T> = if f == Fun2::LogSkewNormalCcdf {
+            |v| owen::log_skew_normal_ccdf(v[0], v[1])
+        } else {
+            |v| owen::log_skew_normal_cdf(v[0], v[1])
+        };
+        return [
+            pick(need[0], &|| incomplete::partial(g, [a, b], 0)),
+            pick(need[1], &|| incomplete::partial(g, [a, b], 1)),
+        ];
+    }
     if f == Fun2::LogStudentTCdf {
         // (t, ν)
         return [
@@ -420,15 +455,18 @@ pub(crate) fn d_special2<T: Scalar>(f: Fun2, [a, b]: [T; 2], y: T, need: [bool; 
 /// marked in `need` are computed (the others are 0). As [`d_special2`]: x in closed form,
 /// the shapes by nested-dual passes.
 pub(crate) fn d_ternary<T: Scalar>(f: Fun3, args: [T; 3], y: T, need: [bool; 3]) -> [T; 3] {
-    let upper = f == Fun3::LogBetaIncC;
-    let g: fn([Dual<T>; 3]) -> Dual<T> = if upper {
-        |v| incomplete::log_beta_inc_c(v[0], v[1], v[2])
-    } else {
-        |v| incomplete::log_beta_inc(v[0], v[1], v[2])
+    let g: fn([Dual<T>; 3]) -> Dual<T> = match f {
+        Fun3::LogBetaInc => |v| incomplete::log_beta_inc(v[0], v[1], v[2]),
+        Fun3::LogBetaIncC => |v| incomplete::log_beta_inc_c(v[0], v[1], v[2]),
+        Fun3::LogVonMisesCdf => |v| von_mises_cdf::log_von_mises_cdf(v[0], v[1], v[2]),
+        Fun3::LogVonMisesCcdf => |v| von_mises_cdf::log_von_mises_ccdf(v[0], v[1], v[2]),
+        Fun3::LogBinomialCdf => |v| incomplete::log_binomial_cdf(v[0], v[1], v[2]),
+        Fun3::LogBinomialCcdf => |v| incomplete::log_binomial_ccdf(v[0], v[1], v[2]),
     };
+    let beta = matches!(f, Fun3::LogBetaInc | Fun3::LogBetaIncC);
     std::array::from_fn(|i| match i {
         _ if !need[i] => T::zero(),
-        0 => incomplete::dlog_beta_inc_dx(args[0], args[1], args[2], y, upper),
+        0 if beta => incomplete::dlog_beta_inc_dx(args[0], args[1], args[2], y, f == Fun3::LogBetaIncC),
         _ => incomplete::partial(g, args, i),
     })
 }

@@ -134,6 +134,15 @@ fn tangent_op<T: Scalar>(tape: &Tape<'_, T>, t: &[Vec<T>], k: usize, op: &Op, n:
                 }
             }
         }
+        Op::CumSum(a) => {
+            for q in 0..p {
+                let mut acc = T::zero();
+                for i in 0..n {
+                    acc += at(t, *a, n, i, q);
+                    out[i + q * n] = acc;
+                }
+            }
+        }
         Op::Transpose(a) => {
             let shape = tape.graph.nodes[k].shape;
             let (r, c) = (shape.rows(), shape.cols());

@@ -69,10 +69,24 @@ impl Checker {
             return Err(self.report(d));
         }
         let e = entry(kind);
-        let k = match shape {
-            Shape::Vector(k) | Shape::Matrix(k, _) => k,
+        let (k, cols) = match shape {
+            Shape::Vector(k) => (k, 1),
+            Shape::Matrix(k, n) => (k, n),
             _ => unreachable!("the parser gives a constrained type a vector or matrix base"),
         };
+        if kind.is_matrix() && cols > k {
+            let d = self
+                .diag(
+                    "mvi::check::type_too_wide",
+                    format!("`{name}[{k}, {cols}]` has more columns than rows"),
+                )
+                .with_label(d.ty.span, format!("{k} rows, {cols} columns"))
+                .with_help(format!(
+                    "a `{name}[M, N]` is M×N with M ≥ N (Stan's `cholesky_factor_cov[M, N]`): \
+                     swap the sizes, or use one size for a square factor"
+                ));
+            return Err(self.report(d));
+        }
         if k < e.min_size {
             let d = self
                 .diag(
@@ -86,7 +100,12 @@ impl Checker {
                 .with_help(type_help(kind));
             return Err(self.report(d));
         }
-        Ok((Transform::Type(kind), None, (e.free)(k)))
+        let graph_shape = if kind.is_matrix() {
+            crate::graph::Shape::Matrix(k, cols)
+        } else {
+            crate::graph::Shape::Vector(k)
+        };
+        Ok((Transform::Type(kind), None, e.free_of(graph_shape)))
     }
 
     /// A bound that names the declared value itself or a hyper or param declared after it.

@@ -1,7 +1,9 @@
-//! `binomial(n, p)` and `binomial_logit(n, η)` for counts 0 ≤ k ≤ n (n data).
+//! `binomial(n, p)` and `binomial_logit(n, η)` for counts 0 ≤ k ≤ n (n data); the log CDFs
+//! of `binomial` through the regularised incomplete beta function,
+//! P(K ≤ k) = 1 − I_p(k + 1, n − k).
 
 use super::{f1, sum_all, with_support, R};
-use crate::graph::{Fun1, Graph, NodeId};
+use crate::graph::{Fun1, Fun3, Graph, NodeId};
 
 /// log C(n, k) = lgamma(n+1) − lgamma(k+1) − lgamma(n−k+1) (constant-folded for data), and
 /// the check 0 ≤ k ≤ n.
@@ -48,6 +50,26 @@ pub fn binomial_logit(g: &mut Graph, k: NodeId, a: &[NodeId]) -> R {
     let t2 = g.mul(nk, l2)?;
     let lp = sum_all(g, &[lc, t1, t2])?;
     with_support(g, lp, &[check])
+}
+
+/// log P(K ≤ k) (`upper = false`) or log P(K > k): 0 or −∞ below 0 and from n on.
+fn binomial_cdf(g: &mut Graph, k: NodeId, a: &[NodeId], upper: bool) -> R {
+    let f = if upper {
+        Fun3::LogBinomialCcdf
+    } else {
+        Fun3::LogBinomialCdf
+    };
+    g.ternary(f, [k, a[0], a[1]])
+}
+
+/// log P(K ≤ k).
+pub fn binomial_lcdf(g: &mut Graph, k: NodeId, a: &[NodeId]) -> R {
+    binomial_cdf(g, k, a, false)
+}
+
+/// log P(K > k).
+pub fn binomial_lccdf(g: &mut Graph, k: NodeId, a: &[NodeId]) -> R {
+    binomial_cdf(g, k, a, true)
 }
 
 /// The success probability p.

@@ -218,12 +218,16 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         bernoulli::bernoulli_logit,
         bernoulli::probability_logit,
     ),
-    row(
-        "binomial",
-        2,
-        Outcome::Count,
-        binomial::binomial,
-        binomial::probability,
+    cdfs(
+        row(
+            "binomial",
+            2,
+            Outcome::Count,
+            binomial::binomial,
+            binomial::probability,
+        ),
+        binomial::binomial_lcdf,
+        binomial::binomial_lccdf,
     ),
     row(
         "binomial_logit",
@@ -270,12 +274,16 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         neg_binomial::neg_binomial_2_log,
         neg_binomial::mean_log,
     ),
-    row(
-        "beta_binomial",
-        3,
-        Outcome::Count,
-        beta_binomial::beta_binomial,
-        beta_binomial::mean,
+    cdfs(
+        row(
+            "beta_binomial",
+            3,
+            Outcome::Count,
+            beta_binomial::beta_binomial,
+            beta_binomial::mean,
+        ),
+        beta_binomial::beta_binomial_lcdf,
+        beta_binomial::beta_binomial_lccdf,
     ),
     row(
         "categorical",
@@ -327,19 +335,27 @@ pub const DISTRIBUTIONS: &[Entry] = &[
         pareto::pareto_lcdf,
         pareto::pareto_lccdf,
     ),
-    row(
-        "skew_normal",
-        3,
-        Outcome::Real,
-        skew_normal::skew_normal,
-        skew_normal::mean,
+    cdfs(
+        row(
+            "skew_normal",
+            3,
+            Outcome::Real,
+            skew_normal::skew_normal,
+            skew_normal::mean,
+        ),
+        skew_normal::skew_normal_lcdf,
+        skew_normal::skew_normal_lccdf,
     ),
-    row(
-        "von_mises",
-        2,
-        Outcome::Real,
-        von_mises::von_mises,
-        normal::location,
+    cdfs(
+        row(
+            "von_mises",
+            2,
+            Outcome::Real,
+            von_mises::von_mises,
+            normal::location,
+        ),
+        von_mises::von_mises_lcdf,
+        von_mises::von_mises_lccdf,
     ),
     cdfs(
         row(

@@ -1,8 +1,9 @@
 //! `skew_normal(ξ, ω, α)` (location ξ, scale ω, shape α), as in Stan:
-//! 2/ω · φ(z) · Φ(αz) with z = (y − ξ)/ω.
+//! 2/ω · φ(z) · Φ(αz) with z = (y − ξ)/ω; its log CDFs through Owen's T function
+//! ([`crate::autodiff::owen`]).
 
 use super::{f1, positive, sum_all, with_support, z_score, HALF_LOG_2PI, R};
-use crate::graph::{Fun1, Graph, NodeId};
+use crate::graph::{Fun1, Fun2, Graph, NodeId};
 
 /// log 2 − ½ log 2π − log ω − ½z² + log Φ(αz).
 pub fn skew_normal(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
@@ -17,6 +18,30 @@ pub fn skew_normal(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let lp = sum_all(g, &[q, lo, lphi])?;
     let c = positive(g, omega);
     with_support(g, lp, &[c])
+}
+
+/// log F(z; α) (`upper = false`) or log(1 − F(z; α)) at z = (y − ξ)/ω, with ω > 0.
+fn skew_normal_cdf(g: &mut Graph, y: NodeId, a: &[NodeId], upper: bool) -> R {
+    let (xi, omega, alpha) = (a[0], a[1], a[2]);
+    let z = z_score(g, y, xi, omega)?;
+    let f = if upper {
+        Fun2::LogSkewNormalCcdf
+    } else {
+        Fun2::LogSkewNormalCdf
+    };
+    let lp = g.binary(f, z, alpha)?;
+    let c = positive(g, omega);
+    with_support(g, lp, &[c])
+}
+
+/// log P(Y ≤ y).
+pub fn skew_normal_lcdf(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
+    skew_normal_cdf(g, y, a, false)
+}
+
+/// log P(Y > y).
+pub fn skew_normal_lccdf(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
+    skew_normal_cdf(g, y, a, true)
 }
 
 /// The mean ξ + ω δ √(2/π) with δ = α/√(1 + α²).

@@ -14,6 +14,7 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         | Op::Transpose(a)
         | Op::Gather(a, _)
         | Op::Sum(a)
+        | Op::CumSum(a)
         | Op::LogSumExp(a)
         | Op::LogSumExpRows(a)
         | Op::Max(a)
@@ -35,6 +36,7 @@ pub(crate) fn each_input(op: &Op, mut f: impl FnMut(NodeId)) {
         | Op::Transpose(a)
         | Op::Gather(a, _)
         | Op::Sum(a)
+        | Op::CumSum(a)
         | Op::LogSumExp(a)
         | Op::LogSumExpRows(a)
         | Op::Max(a)
@@ -469,6 +471,15 @@ impl Graph {
     /// `log_sum_exp(x)`.
     pub fn log_sum_exp(&mut self, a: NodeId) -> NodeId {
         self.add(Op::LogSumExp(a), Shape::Scalar)
+    }
+
+    /// The running sums of a vector, `cumulative_sum(x)` (a scalar is its own).
+    pub fn cumsum(&mut self, a: NodeId) -> NodeId {
+        let s = self.shape(a);
+        if s == Shape::Scalar {
+            return a;
+        }
+        self.add(Op::CumSum(a), s)
     }
 
     /// log Σ exp over each row of a matrix.

@@ -84,6 +84,7 @@ fn op_text(op: &Op) -> String {
         Op::Max(a) => format!("max %{}", a.0),
         Op::Min(a) => format!("min %{}", a.0),
         Op::Cholesky(a) => format!("cholesky %{}", a.0),
+        Op::CumSum(a) => format!("cumsum %{}", a.0),
         Op::TriSolve(l, b) => format!("tri_solve %{} %{}", l.0, b.0),
         Op::Support {
             x,

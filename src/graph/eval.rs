@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 
 use super::{Fun1, Fun2, Fun3, Graph, NodeId, Op, Shape, GATHER_ZERO};
-use crate::autodiff::incomplete;
 use crate::autodiff::Scalar;
+use crate::autodiff::{incomplete, owen, von_mises_cdf};
 
 /// Batch columns evaluated together; chunks bound memory and are spread over threads.
 pub const CHUNK: usize = 256;
@@ -349,6 +349,18 @@ pub(crate) fn eval_op<'b, T: Scalar>(
         Op::Ternary(f, ids) => ternary_values(*f, ids.map(get), n, s),
         Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),
         Op::Transpose(a) => transpose_values(get(*a), shape, s),
+        Op::CumSum(a) => {
+            let a = get(*a);
+            let mut out = Vec::with_capacity(n * s);
+            for c in 0..s {
+                let mut acc = T::zero();
+                out.extend(a.col(c).iter().map(|&v| {
+                    acc += v;
+                    acc
+                }));
+            }
+            out
+        }
         Op::Gather(a, idx) => {
             let a = get(*a);
             let mut out = Vec::with_capacity(n * s);
@@ -519,6 +531,8 @@ pub(crate) fn binary<T: Scalar>(f: Fun2, a: T, b: T, b_const: bool) -> T {
         Fun2::LogGammaP => incomplete::log_gamma_p(a, b),
         Fun2::LogGammaQ => incomplete::log_gamma_q(a, b),
         Fun2::LogStudentTCdf => incomplete::log_student_t_cdf(a, b),
+        Fun2::LogSkewNormalCdf => owen::log_skew_normal_cdf(a, b),
+        Fun2::LogSkewNormalCcdf => owen::log_skew_normal_ccdf(a, b),
     }
 }
 
@@ -527,6 +541,10 @@ pub(crate) fn ternary<T: Scalar>(f: Fun3, [x, a, b]: [T; 3]) -> T {
     match f {
         Fun3::LogBetaInc => incomplete::log_beta_inc(x, a, b),
         Fun3::LogBetaIncC => incomplete::log_beta_inc_c(x, a, b),
+        Fun3::LogVonMisesCdf => von_mises_cdf::log_von_mises_cdf(x, a, b),
+        Fun3::LogVonMisesCcdf => von_mises_cdf::log_von_mises_ccdf(x, a, b),
+        Fun3::LogBinomialCdf => incomplete::log_binomial_cdf(x, a, b),
+        Fun3::LogBinomialCcdf => incomplete::log_binomial_ccdf(x, a, b),
     }
 }
 

@@ -47,7 +47,7 @@ impl ParamInfo {
     /// type's free coordinates.
     pub fn free_len(&self) -> usize {
         match self.structure {
-            Some(Structure::Type(k)) => (super::transform::entry(k).free)(self.shape.rows()),
+            Some(Structure::Type(k)) => super::transform::entry(k).free_of(self.shape),
             _ => self.shape.size(),
         }
     }
@@ -220,7 +220,7 @@ impl LogDensity for LogJoint {
         let mut w = DVector::zeros(self.graph.dim);
         for p in &self.params {
             if let Some(Structure::Type(k)) = p.structure {
-                let u = super::transform::initial_free(k, p.shape.rows());
+                let u = super::transform::initial_free(k, p.shape);
                 w.as_mut_slice()[p.offset..p.offset + u.len()].copy_from_slice(&u);
             }
         }

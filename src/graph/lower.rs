@@ -404,6 +404,7 @@ fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
         Op::Max(a) => Op::Max(m(a)),
         Op::Min(a) => Op::Min(m(a)),
         Op::Cholesky(a) => Op::Cholesky(m(a)),
+        Op::CumSum(a) => Op::CumSum(m(a)),
         Op::TriSolve(a, b) => Op::TriSolve(m(a), m(b)),
         Op::Support {
             x,

@@ -105,6 +105,10 @@ pub enum Fun2 {
     LogGammaQ,
     /// log F(t) of the standard Student-t with ν degrees of freedom (t first).
     LogStudentTCdf,
+    /// log F(z; α) of the standard skew normal (z first), through Owen's T function.
+    LogSkewNormalCdf,
+    /// log(1 − F(z; α)) of the standard skew normal (z first).
+    LogSkewNormalCcdf,
 }
 
 /// Elementwise functions of three arguments (a scalar argument broadcasts).
@@ -114,6 +118,14 @@ pub enum Fun3 {
     LogBetaInc,
     /// log(1 − I_x(a, b)), of (x, a, b).
     LogBetaIncC,
+    /// log F(x; μ, κ) of `von_mises` on [−π, π], of (x, μ, κ).
+    LogVonMisesCdf,
+    /// log(1 − F(x; μ, κ)) of `von_mises` on [−π, π], of (x, μ, κ).
+    LogVonMisesCcdf,
+    /// log P(K ≤ k) of K ~ binomial(n, p), of (k, n, p).
+    LogBinomialCdf,
+    /// log P(K > k) of K ~ binomial(n, p), of (k, n, p).
+    LogBinomialCcdf,
 }
 
 /// A likelihood whose summed log density is one fused node ([`Op::LikSum`]): one pass over
@@ -185,6 +197,8 @@ pub enum Op {
     Assemble(Vec<NodeId>, Vec<(u32, u32)>),
     /// Sum of all entries.
     Sum(NodeId),
+    /// The running sums of a vector (x₁, x₁ + x₂, …): O(n) in value and adjoint.
+    CumSum(NodeId),
     /// log Σ exp of all entries.
     LogSumExp(NodeId),
     /// log Σ exp of each row of a matrix: a vector.

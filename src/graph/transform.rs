@@ -87,6 +87,87 @@ pub struct TypeEntry {
     pub log_jacobian: fn(&[f64], usize) -> f64,
     /// Whether a value (column-major) is of the type, within [`TOLERANCE`].
     pub validate: fn(&[f64], usize) -> Result<(), Invalid>,
+    /// The same maps for an M×N value, for a matrix type that may be written with two sizes
+    /// (`cholesky_cov[M, N]`); `None` for the others.
+    pub two_size: Option<TwoSize>,
+}
+
+/// The maps of a constrained matrix type with two sizes M and N (M rows, N columns), as the
+/// fields of [`TypeEntry`] with K = M = N.
+pub struct TwoSize {
+    /// The number of unconstrained coordinates for M, N.
+    pub free: fn(usize, usize) -> usize,
+    /// Build the value node and the log-Jacobian node from the free coordinates `u`.
+    lower: fn(&mut Graph, NodeId, usize, usize) -> Result<Lowered, Error>,
+    /// The value (column-major) at free coordinates u.
+    pub constrain: fn(&[f64], usize, usize) -> Vec<f64>,
+    /// The free coordinates of a valid value.
+    pub unconstrain: fn(&[f64], usize, usize) -> Vec<f64>,
+    /// The log-Jacobian at free coordinates u.
+    pub log_jacobian: fn(&[f64], usize, usize) -> f64,
+    /// Whether a value (column-major) is of the type.
+    pub validate: fn(&[f64], usize, usize) -> Result<(), Invalid>,
+}
+
+impl TypeEntry {
+    /// The two sizes of a value of this type and shape, when they differ (an M×N
+    /// `cholesky_cov` with M ≠ N); `None` for one size K.
+    fn two(&self, shape: Shape) -> Option<(&TwoSize, usize, usize)> {
+        match (shape, &self.two_size) {
+            (Shape::Matrix(m, n), Some(t)) if m != n => Some((t, m, n)),
+            _ => None,
+        }
+    }
+
+    /// The number of unconstrained coordinates of a value of this shape.
+    pub fn free_of(&self, shape: Shape) -> usize {
+        match self.two(shape) {
+            Some((t, m, n)) => (t.free)(m, n),
+            None => (self.free)(shape.rows()),
+        }
+    }
+
+    /// The value (column-major) of this shape at free coordinates u.
+    pub fn constrain_of(&self, u: &[f64], shape: Shape) -> Vec<f64> {
+        match self.two(shape) {
+            Some((t, m, n)) => (t.constrain)(u, m, n),
+            None => (self.constrain)(u, shape.rows()),
+        }
+    }
+
+    /// The free coordinates of a valid value of this shape.
+    pub fn unconstrain_of(&self, x: &[f64], shape: Shape) -> Vec<f64> {
+        match self.two(shape) {
+            Some((t, m, n)) => (t.unconstrain)(x, m, n),
+            None => (self.unconstrain)(x, shape.rows()),
+        }
+    }
+
+    /// The log-Jacobian at free coordinates u of a value of this shape.
+    pub fn log_jacobian_of(&self, u: &[f64], shape: Shape) -> f64 {
+        match self.two(shape) {
+            Some((t, m, n)) => (t.log_jacobian)(u, m, n),
+            None => (self.log_jacobian)(u, shape.rows()),
+        }
+    }
+
+    /// Whether a value (column-major) of this shape is of the type.
+    ///
+    /// # Errors
+    /// Why it is not.
+    pub fn validate_of(&self, x: &[f64], shape: Shape) -> Result<(), Invalid> {
+        match self.two(shape) {
+            Some((t, m, n)) => (t.validate)(x, m, n),
+            None => (self.validate)(x, shape.rows()),
+        }
+    }
+
+    fn lower_of(&self, g: &mut Graph, u: NodeId, shape: Shape) -> Result<Lowered, Error> {
+        match self.two(shape) {
+            Some((t, m, n)) => (t.lower)(g, u, m, n),
+            None => (self.lower)(g, u, shape.rows()),
+        }
+    }
 }
 
 /// The constrained types, in the order of the language reference.
@@ -112,10 +193,10 @@ pub fn entry(kind: TypeKind) -> &'static TypeEntry {
 
 /// The free coordinates of the initial point w = 0: zeros, except for a unit vector, which
 /// has no direction at 0 and starts at 1/√K in every coordinate (the unit sphere).
-pub fn initial_free(kind: TypeKind, k: usize) -> Vec<f64> {
-    let n = (entry(kind).free)(k);
+pub fn initial_free(kind: TypeKind, shape: Shape) -> Vec<f64> {
+    let n = entry(kind).free_of(shape);
     let v = if kind == TypeKind::UnitVector {
-        1.0 / (k as f64).sqrt()
+        1.0 / (shape.rows() as f64).sqrt()
     } else {
         0.0
     };
@@ -145,18 +226,32 @@ impl Graph {
         k: usize,
         hyper: bool,
     ) -> Result<NodeId, Error> {
+        self.typed_slice_of(offset, kind, value_shape(kind, k), hyper)
+    }
+
+    /// [`Graph::typed_slice`] for a value of the given shape (an M×N `cholesky_cov`).
+    ///
+    /// # Errors
+    /// As [`Graph::typed_slice`].
+    pub fn typed_slice_of(
+        &mut self,
+        offset: usize,
+        kind: TypeKind,
+        shape: Shape,
+        hyper: bool,
+    ) -> Result<NodeId, Error> {
         let e = entry(kind);
-        let n = (e.free)(k);
+        let n = e.free_of(shape);
         if n == 0 {
-            let x = (e.constrain)(&[], k);
-            return Ok(self.constant(value_shape(kind, k), x));
+            let x = e.constrain_of(&[], shape);
+            return Ok(self.constant(shape, x));
         }
         let u = if hyper {
             self.push(Op::Hyper { offset }, Shape::Vector(n))
         } else {
             self.push(Op::Param { offset }, Shape::Vector(n))
         };
-        let (x, lj) = (e.lower)(self, u, k)?;
+        let (x, lj) = e.lower_of(self, u, shape)?;
         if let (Some(lj), false) = (lj, hyper) {
             self.add_target(lj)?;
         }
@@ -170,6 +265,14 @@ impl Graph {
 /// As [`Graph::typed_slice`].
 pub fn lower_type(g: &mut Graph, u: NodeId, kind: TypeKind, k: usize) -> Result<Lowered, Error> {
     (entry(kind).lower)(g, u, k)
+}
+
+/// [`lower_type`] for a value of the given shape (an M×N `cholesky_cov`).
+///
+/// # Errors
+/// As [`Graph::typed_slice`].
+pub fn lower_type_of(g: &mut Graph, u: NodeId, kind: TypeKind, shape: Shape) -> Result<Lowered, Error> {
+    entry(kind).lower_of(g, u, shape)
 }
 
 /// A constant matrix times a vector node, as a vector (also when the matrix has one row).

@@ -224,8 +224,12 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
             .collect::<Result<Vec<_>, _>>()?,
         None => Vec::new(),
     };
-    check_sizes(span, base_name, takes, sizes.len(), rule)?;
-    if base == BaseType::Matrix && takes == 1 {
+    // `cholesky_cov[M, N]` (Stan's `cholesky_factor_cov[M, N]`) may give both sizes
+    let two_sizes = kind == Some(TypeKind::CholeskyCov) && sizes.len() == 2;
+    if !two_sizes {
+        check_sizes(span, base_name, takes, sizes.len(), rule)?;
+    }
+    if base == BaseType::Matrix && takes == 1 && !two_sizes {
         // `cov_matrix[K]` is a `matrix[K, K]`.
         sizes.extend(sizes.first().cloned());
     }

@@ -23,8 +23,15 @@ impl Binder<'_> {
                 )));
         }
         let k = dims.first().copied().unwrap_or(0);
+        let cols = if kind.is_matrix() {
+            dims.get(1).copied().unwrap_or(0)
+        } else {
+            1
+        };
         let cells = &e.value.cells;
-        if kind.is_matrix() && dims != [k, k] {
+        // an M×N Cholesky factor of a covariance (M ≥ N) need not be square
+        let trapezoid = kind == TypeKind::CholeskyCov && cols <= k;
+        if kind.is_matrix() && !trapezoid && dims != [k, k] {
             return Err(self.data_error(
                 e,
                 "mvi::data::not_square",
@@ -38,9 +45,20 @@ impl Binder<'_> {
             ));
         }
         // Cells are row by row; the checks read column-major.
-        let col_major = |i: usize| if kind.is_matrix() { (i % k) * k + i / k } else { i };
+        let col_major = |i: usize| {
+            if kind.is_matrix() {
+                (i % k) * cols + i / k
+            } else {
+                i
+            }
+        };
         let x: Vec<f64> = (0..cells.len()).map(|i| cells[col_major(i)].value).collect();
-        let Err(bad) = (entry(kind).validate)(&x, k) else {
+        let shape = if kind.is_matrix() {
+            crate::graph::Shape::Matrix(k, cols)
+        } else {
+            crate::graph::Shape::Vector(k)
+        };
+        let Err(bad) = entry(kind).validate_of(&x, shape) else {
             return Ok(());
         };
         let file = &self.set.sources[e.source].0;

@@ -27,7 +27,7 @@ impl Lowerer<'_> {
     pub(super) fn slot_value(&mut self, s: &Slot, hyper: bool) -> Result<NodeId, Diagnostic> {
         let shape = graph_shape(s.shape);
         let r = match s.transform {
-            Transform::Type(kind) => self.g.typed_slice(s.offset, kind, shape.rows(), hyper),
+            Transform::Type(kind) => self.g.typed_slice_of(s.offset, kind, shape, hyper),
             Transform::Dependent => return self.dependent_value(s, hyper),
             t if hyper => self.g.hyper_slice(s.offset, shape, &constraint_of(t)),
             t => self.g.param_slice(s.offset, shape, &constraint_of(t)),
@@ -92,13 +92,13 @@ impl Lowerer<'_> {
         x: &[f64],
     ) -> Result<Vec<f64>, Diagnostic> {
         let e = entry(kind);
-        let k = graph_shape(h.shape).rows();
-        let u = match (e.validate)(x, k) {
-            Ok(()) => Some((e.unconstrain)(x, k)).filter(|u| u.iter().all(|v| v.is_finite())),
+        let k = graph_shape(h.shape);
+        let u = match e.validate_of(x, k) {
+            Ok(()) => Some(e.unconstrain_of(x, k)).filter(|u| u.iter().all(|v| v.is_finite())),
             Err(_) => None,
         };
         u.ok_or_else(|| {
-            let why = (e.validate)(x, k).err().map_or_else(
+            let why = e.validate_of(x, k).err().map_or_else(
                 || "it is on the boundary, where the transform has no preimage".to_string(),
                 |i| i.reason,
             );

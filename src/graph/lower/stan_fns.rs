@@ -40,14 +40,7 @@ pub fn stan_function(g: &mut Graph, name: &str, a: &[NodeId], shape: Shape) -> R
             dist::log_add_exp(g, a, b)
         }
         ("log_mix", [t, lps]) => log_mix(g, *t, *lps),
-        ("cumulative_sum", [x]) => {
-            let n = g.shape(*x).size();
-            let lower = (0..n * n)
-                .map(|k| if k % n >= k / n { 1.0 } else { 0.0 })
-                .collect();
-            let l = g.constant(Shape::Matrix(n, n), lower);
-            g.matmul(l, *x)
-        }
+        ("cumulative_sum", [x]) => Ok(g.cumsum(*x)),
         ("head", [x, _]) => pick(g, *x, 0, shape),
         ("tail", [x, _]) => {
             let start = g.shape(*x).size() - shape.size();

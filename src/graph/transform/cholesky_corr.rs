@@ -28,6 +28,7 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     unconstrain,
     log_jacobian,
     validate,
+    two_size: None,
 };
 
 /// L (column-major) from free coordinates in row-major order, and Stan's log-Jacobian.

@@ -1,74 +1,140 @@
-//! `cholesky_cov[K]` (Stan's `cholesky_factor_cov[K]`): a K×K lower-triangular matrix with a
-//! positive diagonal, from K(K + 1)/2 free coordinates filling the lower triangle row by
-//! row, each diagonal entry as its log ((1,1), (2,1), (2,2), (3,1), …; Stan's
-//! `cholesky_factor_constrain`). Log-Jacobian: the sum of the diagonal's coordinates.
+//! `cholesky_cov[K]` and `cholesky_cov[M, N]` (Stan's `cholesky_factor_cov[K]` and
+//! `cholesky_factor_cov[M, N]`, M ≥ N): an M×N lower-trapezoidal matrix with a positive
+//! diagonal, from N(N + 1)/2 + (M − N)N free coordinates filling it row by row, each
+//! diagonal entry as its log ((1,1), (2,1), (2,2), (3,1), …; the rows below the N-th are
+//! full; Stan's `cholesky_factor_constrain`). Log-Jacobian: the sum of the diagonal's
+//! coordinates.
 
 use super::{
-    check_lower_triangular, pick, scatter, Error, Fun1, Fun2, Graph, Lowered, NodeId, TypeEntry, TypeKind,
+    check_lower_triangular, pick, scatter, Error, Fun1, Fun2, Graph, Invalid, Lowered, NodeId, TwoSize,
+    TypeEntry, TypeKind,
 };
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::CholeskyCov,
     min_size: 1,
-    free: |k| k * (k + 1) / 2,
-    lower,
-    constrain,
+    free: |k| free(k, k),
+    lower: |g, u, k| lower(g, u, k, k),
+    constrain: |u, k| constrain(u, k, k),
     unconstrain,
-    log_jacobian: |u, k| diagonal(k).iter().map(|&p| u[p]).sum(),
+    log_jacobian: |u, k| log_jacobian(u, k, k),
     validate: check_lower_triangular,
+    two_size: Some(TwoSize {
+        free,
+        lower,
+        constrain,
+        unconstrain: unconstrain_mn,
+        log_jacobian,
+        validate,
+    }),
 };
 
-/// The lower triangle with the diagonal, row by row.
-pub(super) fn lower_rows(k: usize) -> Vec<(usize, usize)> {
-    (0..k).flat_map(|i| (0..=i).map(move |j| (i, j))).collect()
+/// N(N + 1)/2 + (M − N)N.
+fn free(m: usize, n: usize) -> usize {
+    n * (n + 1) / 2 + (m - n) * n
 }
 
-/// The positions of the diagonal's coordinates among the free ones.
+fn log_jacobian(u: &[f64], _m: usize, n: usize) -> f64 {
+    diagonal(n).iter().map(|&p| u[p]).sum()
+}
+
+/// The entries of an M×N lower-trapezoidal matrix, row by row.
+fn trapezoid_rows(m: usize, n: usize) -> Vec<(usize, usize)> {
+    (0..m)
+        .flat_map(|i| (0..=i.min(n - 1)).map(move |j| (i, j)))
+        .collect()
+}
+
+/// The positions of the diagonal's coordinates among the free ones (the first N rows are
+/// those of a K×K factor).
 pub(super) fn diagonal(k: usize) -> Vec<usize> {
     (0..k).map(|i| i * (i + 3) / 2).collect()
 }
 
-fn constrain(u: &[f64], k: usize) -> Vec<f64> {
-    let mut l = vec![0.0; k * k];
-    for (p, (i, j)) in lower_rows(k).into_iter().enumerate() {
-        l[i + j * k] = if i == j { u[p].exp() } else { u[p] };
+fn constrain(u: &[f64], m: usize, n: usize) -> Vec<f64> {
+    let mut l = vec![0.0; m * n];
+    for (p, (i, j)) in trapezoid_rows(m, n).into_iter().enumerate() {
+        l[i + j * m] = if i == j { u[p].exp() } else { u[p] };
     }
     l
 }
 
 pub(super) fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
-    lower_rows(k)
+    unconstrain_mn(x, k, k)
+}
+
+fn unconstrain_mn(x: &[f64], m: usize, n: usize) -> Vec<f64> {
+    trapezoid_rows(m, n)
         .into_iter()
-        .map(|(i, j)| if i == j { x[i + j * k].ln() } else { x[i + j * k] })
+        .map(|(i, j)| if i == j { x[i + j * m].ln() } else { x[i + j * m] })
         .collect()
 }
 
-/// L and the diagonal's coordinates as nodes.
-pub(super) fn factor(g: &mut Graph, u: NodeId, k: usize) -> Result<(NodeId, NodeId), Error> {
-    let rows = lower_rows(k);
-    let diag_pos = diagonal(k);
-    let off: Vec<(usize, usize)> = rows
-        .iter()
-        .map(|&(i, j)| if i == j { (k, k) } else { (i, j) })
-        .collect();
-    // Gather u into the strict lower triangle (diagonal coordinates are skipped), then add
-    // exp of the diagonal's coordinates on the diagonal.
-    let mut idx = vec![super::GATHER_ZERO; k * k];
-    for (p, &(i, j)) in off.iter().enumerate() {
-        if i < k {
-            idx[i + j * k] = p as u32;
+/// Check that a column-major M×N matrix is lower trapezoidal with a positive diagonal.
+fn validate(x: &[f64], m: usize, n: usize) -> Result<(), Invalid> {
+    for j in 0..n {
+        for i in 0..j {
+            if x[i + j * m] != 0.0 {
+                return Err(Invalid::at(
+                    i + j * m,
+                    format!(
+                        "it is not lower triangular: entry [{}, {}] is {}",
+                        i + 1,
+                        j + 1,
+                        x[i + j * m]
+                    ),
+                ));
+            }
+        }
+        if x[j + j * m].partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            return Err(Invalid::at(
+                j + j * m,
+                format!(
+                    "its diagonal entry [{}, {}] is {}, not positive",
+                    j + 1,
+                    j + 1,
+                    x[j + j * m]
+                ),
+            ));
         }
     }
-    let l_off = g.gather_flat(u, idx, super::Shape::Matrix(k, k))?;
-    let d = pick(g, u, diag_pos)?;
+    Ok(())
+}
+
+/// L and the diagonal's coordinates as nodes, for a K×K factor.
+pub(super) fn factor(g: &mut Graph, u: NodeId, k: usize) -> Result<(NodeId, NodeId), Error> {
+    factor_mn(g, u, k, k)
+}
+
+/// L (M×N) and the diagonal's coordinates as nodes.
+fn factor_mn(g: &mut Graph, u: NodeId, m: usize, n: usize) -> Result<(NodeId, NodeId), Error> {
+    // Gather u into the strictly lower part (diagonal coordinates are skipped), then add
+    // exp of the diagonal's coordinates on the diagonal.
+    let mut idx = vec![super::GATHER_ZERO; m * n];
+    for (p, (i, j)) in trapezoid_rows(m, n).into_iter().enumerate() {
+        if i != j {
+            idx[i + j * m] = p as u32;
+        }
+    }
+    let shape = super::Shape::Matrix(m, n);
+    let l_off = g.gather_flat(u, idx, shape)?;
+    let d = pick(g, u, diagonal(n))?;
     let e = g.unary(Fun1::Exp, d);
-    let at: Vec<(usize, usize)> = (0..k).map(|i| (i, i)).collect();
-    let l_diag = scatter(g, e, k, &at)?;
+    let l_diag = if m == n {
+        let at: Vec<(usize, usize)> = (0..n).map(|i| (i, i)).collect();
+        scatter(g, e, n, &at)?
+    } else {
+        let mut at = vec![super::GATHER_ZERO; m * n];
+        for i in 0..n {
+            at[i + i * m] = i as u32;
+        }
+        g.gather_flat(e, at, shape)?
+    };
     Ok((g.binary(Fun2::Add, l_off, l_diag)?, d))
 }
 
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let (l, d) = factor(g, u, k)?;
+fn lower(g: &mut Graph, u: NodeId, m: usize, n: usize) -> Result<Lowered, Error> {
+    let (l, d) = factor_mn(g, u, m, n)?;
     Ok((l, Some(g.sum(d))))
 }

@@ -23,6 +23,7 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     unconstrain,
     log_jacobian,
     validate,
+    two_size: None,
 };
 
 /// Stan's column-by-column order of the strict lower triangle.

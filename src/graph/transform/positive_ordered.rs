@@ -15,6 +15,7 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     unconstrain,
     log_jacobian: |u, _| u.iter().sum(),
     validate,
+    two_size: None,
 };
 
 fn constrain(u: &[f64], _k: usize) -> Vec<f64> {

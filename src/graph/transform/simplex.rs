@@ -21,6 +21,7 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     unconstrain,
     log_jacobian,
     validate,
+    two_size: None,
 };
 
 fn log_softmax(z: &[f64]) -> Vec<f64> {

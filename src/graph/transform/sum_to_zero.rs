@@ -20,6 +20,7 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     unconstrain,
     log_jacobian: |_, _| 0.0,
     validate,
+    two_size: None,
 };
 
 /// Stan's loop: for i = K − 1 down to 1, w = uᵢ / √(i(i + 1)); x₁..ᵢ += w, xᵢ₊₁ −= i·w.

@@ -18,6 +18,7 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     unconstrain: |x, _| x.to_vec(),
     log_jacobian: |u, _| -0.5 * u.iter().map(|v| v * v).sum::<f64>(),
     validate,
+    two_size: None,
 };
 
 fn constrain(u: &[f64], _k: usize) -> Vec<f64> {
