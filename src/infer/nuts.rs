@@ -270,12 +270,14 @@ fn uniform(rng: &mut dyn RngCore) -> f64 {
 
 /// The settings every nuts-rs NUTS flavour shares, set from ours.
 macro_rules! nuts_settings {
-    ($default:expr, $s:expr) => {{
-        let mut n = $default;
-        n.num_tune = $s.warmup as u64;
-        n.num_draws = $s.draws as u64;
-        n.maxdepth = $s.max_depth;
-        n.num_chains = $s.chains;
+    ($kind:ident, $s:expr) => {{
+        let mut n = $kind {
+            num_tune: $s.warmup as u64,
+            num_draws: $s.draws as u64,
+            maxdepth: $s.max_depth,
+            num_chains: $s.chains,
+            ..$kind::default()
+        };
         n.adapt_options.step_size_settings.target_accept = $s.target_accept;
         n
     }};
@@ -298,7 +300,7 @@ fn run_chain(
     let mut rng = nuts_rs::rand::rngs::StdRng::seed_from_u64(seed);
     match s.mass_matrix {
         MassMatrix::Diag => {
-            let settings = nuts_settings!(DiagNutsSettings::default(), s);
+            let settings = nuts_settings!(DiagNutsSettings, s);
             match settings.new_chain(chain as u64, math, &mut rng) {
                 Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
                     (
@@ -312,7 +314,7 @@ fn run_chain(
             }
         }
         MassMatrix::LowRank => {
-            let settings = nuts_settings!(LowRankNutsSettings::default(), s);
+            let settings = nuts_settings!(LowRankNutsSettings, s);
             match settings.new_chain(chain as u64, math, &mut rng) {
                 Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
                     (
