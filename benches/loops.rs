@@ -2,8 +2,11 @@
 //!
 //! 1. single-point value + gradient (the path L-BFGS and NUTS use, `density::value_grad`)
 //!    against hand-written Rust log densities and gradients of the same models: eight
-//!    schools (examples/eight_schools.mvi), stochastic volatility (the example, T = 1000)
-//!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×;
+//!    schools (examples/eight_schools.mvi), stochastic volatility (the example at T = 100 and 1000)
+//!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×; the batched path at
+//!    one column is timed beside (what the call cost before `graph::point`). With the
+//!    environment variable `LOOPS_PROFILE_POINT=<name prefix>` only that model's point path
+//!    runs, for 5 s (for `perf record`);
 //! 2. whole `mvi run` processes (release binary, wall time and peak RSS from
 //!    `/usr/bin/time`): ARMA(1,1) with `vi_diag` at T = 200, 1600 and 12 800 (targets:
 //!    time(1600)/time(200) ≤ 10, peak memory at 1600 ≤ 500 MB), and `laplace`, `vi_diag`
@@ -12,7 +15,8 @@
 //!
 //! The NumPyro side (the same models with `jax.lax.scan`) is `benches/loops_vs_numpyro.py`.
 //!
-//! Run: `cargo bench --bench loops` (builds the release binary first). Data are simulated
+//! Run: `cargo bench --bench loops` (builds the release binary first); `cargo bench --bench
+//! loops -- --single-points` runs part 1 only. Data are simulated
 //! here (seeded) into target/bench-loops/.
 
 use std::hint::black_box;
@@ -280,6 +284,16 @@ fn single_point(
         gerr < 1e-8 && const_drift < 1e-7,
         "{name}: hand-written density differs (grad {gerr:.1e}, value {const_drift:.1e})"
     );
+    if let Ok(only) = std::env::var("LOOPS_PROFILE_POINT") {
+        // for a profiler: only the point path of the named model, for a few seconds
+        if name.starts_with(only.as_str()) {
+            let t0 = Instant::now();
+            while t0.elapsed().as_secs_f64() < 5.0 {
+                black_box(value_grad(lj, &theta, black_box(w)));
+            }
+        }
+        return;
+    }
     let reps = (200_000 / w.len()).max(20);
     let t_mvi = per_call(reps, || {
         black_box(value_grad(lj, &theta, black_box(w)));
@@ -287,12 +301,18 @@ fn single_point(
     let t_hand = per_call(reps, || {
         black_box(hand(black_box(w.as_slice()), &mut g));
     });
+    // the batched path at one column: what value_grad ran before the compiled point path
+    let w1 = nalgebra::DMatrix::from_column_slice(w.len(), 1, w.as_slice());
+    let t_batch = per_call(reps, || {
+        black_box(lj.eval(&theta, black_box(&w1), mvi::density::Want::GRAD_W));
+    });
     println!(
-        "{name:<28} D = {:>4}  mvi {:>9.2} µs   hand-written {:>8.2} µs   ratio {:>6.1}×  (target ≤ 3×)",
+        "{name:<28} D = {:>4}  mvi {:>9.2} µs   hand-written {:>8.2} µs   ratio {:>6.1}×  (target ≤ 3×)   batch of one {:>9.2} µs",
         w.len(),
         t_mvi * 1e6,
         t_hand * 1e6,
-        t_mvi / t_hand
+        t_mvi / t_hand,
+        t_batch * 1e6
     );
 }
 
@@ -307,23 +327,27 @@ fn single_points() {
         eight_schools(w, &y, &sigma, g)
     });
 
+    // the example's returns (T = 1000), and their first 100 as a short series
     let sv = root().join("examples/data/stochastic_volatility.json");
-    let lj = load(&root().join("examples/stochastic_volatility.mvi"), &sv);
     let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sv).unwrap()).unwrap();
-    let y = vec_of(&d, "y");
-    let w = DVector::from_fn(lj.dim(), |i, _| {
-        if i < 3 {
-            [-1.0, 2.5, -1.2][i]
-        } else {
-            -1.0 + 0.3 * ((i as f64) * 0.1).sin()
-        }
-    });
-    single_point(
-        &format!("stochastic volatility T={}", y.len()),
-        &lj,
-        &w,
-        &mut |w, g| stochastic_volatility(w, &y, g),
-    );
+    let y_all = vec_of(&d, "y");
+    let short = write_json("sv_100.json", serde_json::json!({"T": 100, "y": &y_all[..100]}));
+    for (data, y) in [(short, y_all[..100].to_vec()), (sv, y_all.clone())] {
+        let lj = load(&root().join("examples/stochastic_volatility.mvi"), &data);
+        let w = DVector::from_fn(lj.dim(), |i, _| {
+            if i < 3 {
+                [-1.0, 2.5, -1.2][i]
+            } else {
+                -1.0 + 0.3 * ((i as f64) * 0.1).sin()
+            }
+        });
+        single_point(
+            &format!("stochastic volatility T={}", y.len()),
+            &lj,
+            &w,
+            &mut |w, g| stochastic_volatility(w, &y, g),
+        );
+    }
 
     let ad = arma_data(200);
     let lj = load(&root().join("benches/loops/arma11.mvi"), &ad);
@@ -393,8 +417,15 @@ fn fits() {
     }
 }
 
+/// The harness's own flag: only the single-point comparisons (no release binary, no fits).
+const SINGLE_POINTS_ONLY: &str = "--single-points";
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::args().any(|a| a == SINGLE_POINTS_ONLY) {
+        single_points();
         return;
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

@@ -66,6 +66,17 @@ pub trait LogDensity: Sync {
     /// Evaluate log p̃ at the S columns of `w` (D×S), with the gradients `want` asks for.
     fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated;
 
+    /// log p̃(w | θ) at one point, with ∇_w written to `grad` (length D): what L-BFGS,
+    /// Pathfinder and NUTS call. The default evaluates a batch of one column; `LogJoint`
+    /// overrides it with a compiled single-point tape (`graph::point`) that gives the same
+    /// numbers without the batch machinery.
+    fn value_grad_into(&self, theta: &DVector<f64>, w: &[f64], grad: &mut [f64]) -> f64 {
+        let e = self.eval(theta, &DMatrix::from_column_slice(w.len(), 1, w), Want::GRAD_W);
+        let g = e.grad_w.expect("Want::GRAD_W asks for the gradient");
+        grad.copy_from_slice(g.as_slice());
+        e.values[0]
+    }
+
     /// The Hessian ∇²_w log p̃ at one point (D×D, symmetric).
     fn hessian(&self, theta: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64>;
 
@@ -105,14 +116,11 @@ pub trait LogDensity: Sync {
 }
 
 /// Convenience: evaluate at a single point and return (value, gradient).
+/// ([`LogDensity::value_grad_into`]).
 pub fn value_grad(model: &dyn LogDensity, theta: &DVector<f64>, w: &DVector<f64>) -> (f64, DVector<f64>) {
-    let e = model.eval(
-        theta,
-        &DMatrix::from_column_slice(w.len(), 1, w.as_slice()),
-        Want::GRAD_W,
-    );
-    let g = e.grad_w.expect("Want::GRAD_W asks for the gradient");
-    (e.values[0], g.column(0).into_owned())
+    let mut g = DVector::zeros(w.len());
+    let v = model.value_grad_into(theta, w.as_slice(), g.as_mut_slice());
+    (v, g)
 }
 
 /// How much work a method asked of the log density: the Pathfinder paper's cost measure.
@@ -186,6 +194,11 @@ impl LogDensity for Counting<'_> {
             self.gradient.fetch_add(s, Ordering::Relaxed);
         }
         self.inner.eval(theta, w, want)
+    }
+    fn value_grad_into(&self, theta: &DVector<f64>, w: &[f64], grad: &mut [f64]) -> f64 {
+        self.density.fetch_add(1, Ordering::Relaxed);
+        self.gradient.fetch_add(1, Ordering::Relaxed);
+        self.inner.value_grad_into(theta, w, grad)
     }
     fn hessian(&self, theta: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
         self.hessian.fetch_add(1, Ordering::Relaxed);

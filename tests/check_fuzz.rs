@@ -13,12 +13,17 @@ const SOURCES: &[&str] = &[
     // truncation and the second list's distributions and functions
     "data {\n  J: int\n  y: vector[J]\n  sigma: vector[J]\n}\nparam {\n  mu: real\n  tau: real<lower=0>\n  c: vector[2]\n}\nmodel {\n  mu ~ normal(0, 5) T[-10, 10]\n  tau ~ weibull(2, 1) T[, 5]\n  y ~ normal(mu, sigma) T[-3, ]\n  c ~ gumbel(0, 1)\n  target += log_mix(0.5, normal_lpdf(mu | 0, 1), normal_lpdf(mu | 1, 2))\n}\n",
     CONSTRAINED,
+    NEW_CDFS,
 ];
+
+/// The CDFs of skew_normal, von_mises, binomial and beta_binomial in truncations, a
+/// two-size Cholesky factor, and log_mix with weights per observation.
+const NEW_CDFS: &str = "data {\n  k: ints[3]\n  a: vector[3]\n  W: matrix[3, 2]\n}\nparam {\n  p: real<lower=0, upper=1>\n  xi: real\n  L: cholesky_factor_cov[3, 2]\n}\nmodel {\n  k ~ binomial(12, p) T[1, 10]\n  k ~ beta_binomial(12, 2, 3) T[, 9]\n  a ~ von_mises(xi, 2) T[-2, 2.5]\n  xi ~ skew_normal(0, 1, 3) T[-1, ]\n  target += log_mix(W, L) + skew_normal_lccdf(xi | 0, 1, 2) + von_mises_lcdf(xi | 0, 1)\n}\n";
 
 /// Every constrained type, and bounds that depend on hypers and earlier params.
 const CONSTRAINED: &str = "data {\n  y: vector[N]\n  w: simplex[3]\n}\nhyper {\n  lo: real = -1.0\n  P: simplex[2] = [0.5, 0.5]\n}\nparam {\n  theta: simplex[3]\n  mu: ordered[2]\n  pos: positive_ordered[2]\n  u: unit_vector[2]\n  z: sum_to_zero_vector[3]\n  L: cholesky_corr[2]\n  Lc: cholesky_cov[2]\n  R: corr_matrix[2]\n  S: cov_matrix[2]\n  a: real<lower=0, upper=1>\n  b: real<lower=lo, upper=1 - a>\n  c: vector<lower=mu[1]>[2]\n}\nmodel {\n  y ~ normal(theta[1] * mu[2] + z[1], S[1, 1])\n  target += sum(log(theta)) + L[2, 1] + R[1, 2] + Lc[2, 2] + u[1] + a + b + sum(c) + P[1] + sum(w) + pos[2]\n}\n";
 
-const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3, "w": [0.2, 0.3, 0.5]}"#;
+const DATA: &str = r#"{"J": 3, "y": [1, -2, 0.5], "sigma": [1, 2, 1], "K": 2, "X": [[1, 2], [0, 1], [2, 2]], "X_test": [[1, 1]], "y_test": [2], "N": 3, "T": 3, "w": [0.2, 0.3, 0.5], "k": [1, 4, 9], "a": [-1.5, 0.2, 2.1], "W": [[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]]}"#;
 
 const TOKENS: &[&str] = &[
     "[",
@@ -65,6 +70,12 @@ const TOKENS: &[&str] = &[
     "<lower=a>",
     "<upper=1 - a>",
     "<lower=theta[1]>",
+    "cholesky_factor_cov[2, 3]",
+    "cholesky_cov[3, 2]",
+    " T[-1, 1]",
+    "skew_normal",
+    "von_mises",
+    "beta_binomial",
 ];
 
 fn mutate(src: &str, edits: &[(usize, usize, usize)]) -> String {
@@ -186,6 +197,15 @@ fn swap_words(src: &str, swaps: &[(usize, usize)]) -> String {
         out.replace_range(a..b, w);
     }
     out
+}
+
+#[test]
+fn the_new_cdfs_source_checks_and_lowers() {
+    let mut set = DataSet::default();
+    add_json_text(&mut set, "data.json", DATA.to_string()).unwrap();
+    let typed = check_source(NEW_CDFS, "fuzz.mvi", Path::new(env!("CARGO_MANIFEST_DIR")), &set)
+        .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
+    mvi::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
 }
 
 #[test]

@@ -1241,6 +1241,18 @@ fn stan_cases() -> Vec<StanCase> {
             let m = mat(g, 2, 4, items);
             stan_fn(g, "log_mix", &[th, m], Shape::Scalar)
         }),
+        ("log_mix_weight_rows", |g, x, t| {
+            // one row of weights per row of log densities: softmax(x) and softmax(t·x)
+            let s1 = g.softmax(x).unwrap();
+            let tx = g.mul(x, t).unwrap();
+            let s2 = g.softmax(tx).unwrap();
+            let w: Vec<NodeId> = (1..=4).flat_map(|k| [g_idx(g, s1, k), g_idx(g, s2, k)]).collect();
+            let th = g.pack(Shape::Matrix(2, 4), w).unwrap();
+            let sq = g.unary(Fun1::Square, x);
+            let l: Vec<NodeId> = (1..=4).flat_map(|k| [g_idx(g, x, k), g_idx(g, sq, k)]).collect();
+            let m = g.pack(Shape::Matrix(2, 4), l).unwrap();
+            stan_fn(g, "log_mix", &[th, m], Shape::Scalar)
+        }),
         ("log_diff_exp", |g, x, t| {
             let a = pos(g, x);
             let b = g.sub(x, a).unwrap();

@@ -468,3 +468,23 @@ fn cumulative_sum_is_linear_in_the_length_and_exact() {
         );
     }
 }
+
+/// `log_mix(theta, lps)` with one row of mixing weights per observation equals
+/// Σₙ log Σₖ θₙₖ e^{lpₙₖ} written out by hand.
+#[test]
+fn log_mix_with_weights_per_observation_matches_the_sum_by_hand() {
+    let src = "data {\n  y: vector[3]\n  W: matrix[3, 2]\n}\nparam {\n  mu: vector[2]\n}\nmodel {\n  target += log_mix(W, append_col(normal_lpdf_rows(y, mu[1]), normal_lpdf_rows(y, mu[2])))\n}\nfn normal_lpdf_rows(y: vector, m: real) -> vector {\n  return -0.5 * (y - m) .* (y - m) - 0.9189385332046727\n}\n";
+    let y = [0.3, -1.2, 2.0];
+    let w = [[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]];
+    let lj = lower(src, &format!(r#"{{"y": {y:?}, "W": {w:?}}}"#));
+    let mu = [-0.5, 1.5];
+    let want: f64 = (0..3)
+        .map(|n| {
+            (0..2)
+                .map(|k| w[n][k] * log_normal(y[n], mu[k], 1.0).exp())
+                .sum::<f64>()
+                .ln()
+        })
+        .sum();
+    assert_close(value_at(&lj, &mu), want, TOL);
+}

@@ -60,10 +60,144 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The store's records as JSON values.
+fn records(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("results.jsonl"))
+        .expect("the store exists")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record is JSON"))
+        .collect()
+}
+
+/// The default protocol learns the RBF centres: on thyroid (Table III) and iris (Table V,
+/// softmax on RBF features) with M = 3 and one (r, α) pair, every split has a search
+/// record and five methods, all with θ = (α, r, centres) and finite test LPDs; the
+/// centres moved from their k-means start during the search; and the same `--out` then
+/// refuses the other protocol.
+#[test]
+fn learned_centres_is_the_default_and_learns_the_centres() {
+    let out = scratch("learned");
+    let o = bench(
+        &out,
+        &["--only", "thyroid,iris", "--tables", "III,V", "--centres", "3"],
+    );
+    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
+    // per set: 1 search fit (1 pair × 1 M) and 5 methods; stored: search + 5 methods
+    assert!(
+        text(&o.stdout).starts_with("12 fits run, 12 results stored"),
+        "{}",
+        text(&o.stdout)
+    );
+    let recs = records(&out);
+    for (set, q) in [("thyroid", 5), ("iris", 4)] {
+        for r in recs.iter().filter(|r| r["set"] == set) {
+            assert!(r["failed"].is_null(), "{r}");
+            assert_eq!(r["centres"], 3, "{r}");
+            let theta = r["theta"].as_array().expect("θ is stored");
+            assert_eq!(theta.len(), 2 + 3 * q, "{set}: {r}");
+            assert!(theta.iter().any(|t| t[0] == "centres.3.1"), "{r}");
+            if r["method"] != "search" {
+                assert!(r["lpd"].as_f64().is_some_and(f64::is_finite), "{r}");
+            }
+        }
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md is written");
+    assert!(report.contains("`learned-centres`"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("protocol.txt")).expect("the protocol is marked"),
+        "learned-centres\n"
+    );
+    let o = bench(&out, &["--only", "thyroid", "--protocol", "fixed-centres"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("`learned-centres` protocol"),
+        "{}",
+        text(&o.stderr)
+    );
+    std::fs::remove_dir_all(&out).expect("scratch directory removed");
+}
+
+/// The gradient of the Laplace log evidence with respect to θ = (α, r, centres), as the θ
+/// search uses it (`evidence_gradient`: traces by second differences, the mode's move
+/// with θ included), against central differences of the evidence itself, each a full
+/// Laplace fit at fixed θ. Tiny data: N = 16, Q = 2, M = 3 (P = 8, D = 4).
+#[test]
+fn laplace_evidence_gradient_through_the_centres_matches_finite_differences() {
+    use mvi::infer::laplace::{curvature, evidence_gradient, fit_laplace};
+    use mvi::infer::settings::Common;
+    use rand::SeedableRng;
+    let x: Vec<[f64; 2]> = (0..16)
+        .map(|i| {
+            let t = f64::from(i) * 0.7;
+            [t.sin() * 1.3, (1.7 * t).cos() - 0.2]
+        })
+        .collect();
+    let y: Vec<i32> = x
+        .iter()
+        .map(|p| i32::from(p[0] * p[1] + 0.3 * p[0] > 0.0))
+        .collect();
+    let data = serde_json::json!({
+        "X": x, "y": y,
+        "C": [[0.5, 0.5], [-0.8, 0.1], [0.2, -0.9]],
+        "X_test": [[0.1, 0.2], [1.0, -1.0]], "y_test": [1, 0],
+    });
+    let mut set = mvi::data::DataSet::default();
+    mvi::data::add_json_text(&mut set, "d.json", data.to_string()).expect("the data parse");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let text = include_str!("../examples/logistic_rbf_centres.mvi");
+    let typed = mvi::check::check_source(text, "logistic_rbf_centres.mvi", &dir, &set)
+        .unwrap_or_else(|_| panic!("the example checks"));
+    let mut lj = mvi::graph::lower_model(&typed).expect("the example lowers");
+    assert_eq!(lj.theta0.len(), 8);
+    // away from the k-means start and from α = r = 1, so that no entry is special
+    for (i, v) in [-0.3, 0.2, 0.45, -0.6, 0.25, 0.55, 0.05, -0.85]
+        .iter()
+        .enumerate()
+    {
+        lj.theta0[i] = *v;
+    }
+    let common = Common {
+        learn_hyper: false,
+        ..Common::default()
+    };
+    let evidence = |lj: &mvi::graph::LogJoint| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        fit_laplace(lj, &common, &mut rng, &mut mvi::infer::Silent)
+            .expect("laplace fits")
+            .log_evidence
+    };
+    let theta = lj.theta0.clone();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let fit = fit_laplace(&lj, &common, &mut rng, &mut mvi::infer::Silent).expect("laplace fits");
+    let (l, log_det) = curvature(&lj, &theta, &fit.mode).expect("−H is positive definite");
+    let (value, grad) = evidence_gradient(&lj, &theta, &fit.mode, fit.log_p, &l, log_det);
+    assert!(
+        (value - fit.log_evidence).abs() < 1e-10,
+        "{value} vs {}",
+        fit.log_evidence
+    );
+    let h = 1e-5;
+    for j in 0..theta.len() {
+        let mut up = lj.clone();
+        up.theta0[j] += h;
+        let mut down = lj.clone();
+        down.theta0[j] -= h;
+        let fd = (evidence(&up) - evidence(&down)) / (2.0 * h);
+        assert!(
+            (grad[j] - fd).abs() <= 1e-4 * fd.abs().max(1.0),
+            "θ[{j}]: gradient {} against finite differences {fd}",
+            grad[j]
+        );
+    }
+}
+
 #[test]
 fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     let out = scratch("tiny");
-    let first = bench(&out, &["--only", "thyroid,iris,cauchy"]);
+    let first = bench(
+        &out,
+        &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"],
+    );
     assert!(first.status.success(), "stderr:\n{}", text(&first.stderr));
     // 1 search of 3 Laplace fits + 5 methods for thyroid, 5 for iris, 5 for cauchy.
     assert!(
@@ -101,7 +235,10 @@ fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     let lines = std::fs::read_to_string(out.join("results.jsonl")).expect("the store exists");
     assert_eq!(lines.lines().count(), 16);
 
-    let second = bench(&out, &["--only", "thyroid,iris,cauchy"]);
+    let second = bench(
+        &out,
+        &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"],
+    );
     assert!(second.status.success(), "stderr:\n{}", text(&second.stderr));
     assert!(
         text(&second.stdout).starts_with("0 fits run, 16 results stored"),

@@ -246,14 +246,30 @@ mod tests {
     }
 
     #[test]
+    fn taylor_branch_agrees_with_the_integrals_where_it_is_used() {
+        for &a in &[-3.0, 0.0, 2.0] {
+            let z = 0.9e-5 / (1.0 + f64::abs(a));
+            let below: f64 = log_skew_normal_cdf(-z, a);
+            let above: f64 = log_skew_normal_cdf(z, a);
+            assert_relative_eq!(below, log_cdf_lower(-z, a), max_relative = 1e-12);
+            assert_relative_eq!(above, log_cdf_upper(z, a), max_relative = 1e-12);
+        }
+    }
+
+    #[test]
     fn taylor_branch_joins_the_integrals() {
         for &a in &[-3.0, 0.0, 2.0] {
             let z = 1.0001e-5 / (1.0 + f64::abs(a));
+            // d/dz log F at 0: F′(0) = 2 φ(0) Φ(0) = φ(0), F(0) = 1/2 − arctan(α)/π
+            let slope = (0.5 / std::f64::consts::PI).sqrt() / (0.5 - f64::atan(a) / std::f64::consts::PI);
             for s in [-1.0, 1.0] {
-                let inside: f64 = log_skew_normal_cdf(s * z * 0.9999, a);
-                let outside: f64 = log_skew_normal_cdf(s * z * 1.0001, a);
-                // F′ ≤ φ(0)·2 and F ≥ 0.1 here: a jump would exceed 1e-10
-                assert!((inside - outside).abs() < 1e-9, "{a} {s}: {inside} {outside}");
+                let (z_in, z_out) = (s * z * 0.9999, s * z * 1.0001);
+                let inside: f64 = log_skew_normal_cdf(z_in, a);
+                let outside: f64 = log_skew_normal_cdf(z_out, a);
+                // the smooth change across the gap is slope·Δz (~1e-9); a jump between the
+                // branches would show in what is left (the curvature term is ~1e-14)
+                let jump = (outside - inside) - slope * (z_out - z_in);
+                assert!(jump.abs() < 1e-12, "{a} {s}: {inside} {outside}, jump {jump:e}");
             }
         }
     }

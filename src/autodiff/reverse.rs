@@ -400,7 +400,7 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
 }
 
 /// Whether `f` is a special function with costly partials ([`d_special2`]).
-fn is_special2(f: Fun2) -> bool {
+pub(crate) fn is_special2(f: Fun2) -> bool {
     matches!(
         f,
         Fun2::LogGammaP
@@ -760,7 +760,7 @@ fn back_matmul<T: Scalar>(
 
 /// Adjoint of the Cholesky factor (input treated as symmetric):
 /// Ā = ½(S + Sᵀ), S = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, Φ = lower triangle with the diagonal halved.
-fn back_cholesky<T: Scalar>(y: Arg<'_, T>, ybar: &[T], abar: &mut [T], n: usize, s: usize) {
+pub(crate) fn back_cholesky<T: Scalar>(y: Arg<'_, T>, ybar: &[T], abar: &mut [T], n: usize, s: usize) {
     if abar.is_empty() {
         return;
     }

@@ -58,7 +58,7 @@ pub const SIGNATURES: &[(&str, &str)] = &[
     ("log_diff_exp", "log_diff_exp(a, b) -> elementwise log(exp(a) - exp(b)), a >= b"),
     ("lbeta", "lbeta(a, b) -> elementwise log B(a, b)"),
     ("lchoose", "lchoose(n, k) -> elementwise log of the binomial coefficient"),
-    ("log_mix", "log_mix(theta: real, lp1: real, lp2: real) -> real, or log_mix(theta: vector[K], lps: vector[K] | matrix[N, K]) -> real"),
+    ("log_mix", "log_mix(theta: real, lp1: real, lp2: real) -> real, or log_mix(theta: vector[K], lps: vector[K] | matrix[N, K]) -> real, or log_mix(theta: matrix[N, K], lps: matrix[N, K]) -> real"),
     ("cumulative_sum", "cumulative_sum(v: vector[n] | ints[n]) -> the same shape"),
     ("head", "head(v: vector[n] | ints[n], m: int) -> the first m entries"),
     ("tail", "tail(v: vector[n] | ints[n], m: int) -> the last m entries"),
@@ -216,6 +216,8 @@ fn log_mix(shapes: &[Shape]) -> Result<Shape, String> {
     match shapes {
         [t, a, b] if t.is_scalar() && a.is_scalar() && b.is_scalar() => Ok(Shape::Real),
         [Shape::Vector(k), Shape::Vector(k2) | Shape::Matrix(_, k2)] if k == k2 => Ok(Shape::Real),
+        // one row of mixing weights per observation (row)
+        [Shape::Matrix(n, k), Shape::Matrix(n2, k2)] if n == n2 && k == k2 => Ok(Shape::Real),
         [t, l] => Err(format!(
             "`log_mix` needs the log densities to have one entry (or column) per mixing weight, found {t} and {l}"
         )),

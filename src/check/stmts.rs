@@ -297,6 +297,21 @@ impl Checker {
                 return Err(self.report(d));
             }
         }
+        // its CDFs are finite sums over the counts up to the bound (or from it)
+        if dist == "beta_binomial" {
+            if let Some(b) = lower.iter().chain(&upper).find(|b| b.stage != Stage::Const) {
+                let d = self
+                    .diag(
+                        "mvi::check::bad_truncation",
+                        "a truncation bound of `beta_binomial` must be data".to_string(),
+                    )
+                    .with_label(b.span, "depends on parameters")
+                    .with_help(
+                        "`beta_binomial` CDFs sum its probabilities up to the bound: use a number or data",
+                    );
+                return Err(self.report(d));
+            }
+        }
         let discrete = matches!(
             entry.outcome,
             crate::dist::Outcome::Count | crate::dist::Outcome::Binary | crate::dist::Outcome::Category

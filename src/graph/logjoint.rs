@@ -9,7 +9,10 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
+use std::sync::OnceLock;
+
 use super::eval::{ancestors, forward_needed, lift_consts, CHUNK};
+use super::point::PointEval;
 use super::predict::PredictSums;
 use super::{Constraint, Graph, NodeId, Shape};
 use crate::autodiff::{dual, reverse};
@@ -73,6 +76,36 @@ pub struct LogJoint {
     pub theta0: DVector<f64>,
     /// The `predict` graph (same w and θ), with pointwise outputs registered.
     pub predict: Option<Graph>,
+    /// The log-joint graph compiled for single-point value + gradient, on first use.
+    pub point: PointCache,
+}
+
+/// A [`PointEval`] of a log joint's graph, compiled on first use. A clone starts empty (so a
+/// cloned model whose graph is then changed compiles its own).
+#[derive(Default)]
+pub struct PointCache(OnceLock<Option<PointEval>>);
+
+impl Clone for PointCache {
+    fn clone(&self) -> Self {
+        PointCache::default()
+    }
+}
+
+impl std::fmt::Debug for PointCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PointCache")
+    }
+}
+
+impl PointCache {
+    /// The compiled form of `g`, compiled now if it is not yet; `None` when the graph has an
+    /// operation the single-point path does not take, or changed since it was compiled.
+    pub fn get(&self, g: &Graph) -> Option<&PointEval> {
+        self.0
+            .get_or_init(|| PointEval::compile(g))
+            .as_ref()
+            .filter(|p| p.fits(g))
+    }
 }
 
 /// Coordinate names of one declared value: `name`, `name.i` or `name.i.j`; the free
@@ -104,6 +137,7 @@ impl LogJoint {
             reported: Vec::new(),
             theta0: DVector::zeros(p),
             predict: None,
+            point: PointCache::default(),
         }
     }
 
@@ -183,6 +217,17 @@ impl LogDensity for LogJoint {
 
     fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
         eval_graph(&self.graph, theta, w, want)
+    }
+
+    fn value_grad_into(&self, theta: &DVector<f64>, w: &[f64], grad: &mut [f64]) -> f64 {
+        match self.point.get(&self.graph) {
+            Some(p) => p.value_grad(&self.graph, theta.as_slice(), w, grad),
+            None => {
+                let e = self.eval(theta, &DMatrix::from_column_slice(w.len(), 1, w), Want::GRAD_W);
+                grad.copy_from_slice(e.grad_w.expect("asked for").as_slice());
+                e.values[0]
+            }
+        }
     }
 
     fn hessian(&self, theta: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {

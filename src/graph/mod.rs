@@ -14,6 +14,7 @@ pub mod eval;
 pub(crate) mod fused;
 pub mod logjoint;
 pub mod lower;
+pub mod point;
 pub mod predict;
 pub mod transform;
 

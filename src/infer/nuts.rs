@@ -225,12 +225,11 @@ impl CpuLogpFunc for Target<'_> {
     }
 
     fn logp(&mut self, position: &[f64], gradient: &mut [f64]) -> Result<f64, NotFinite> {
-        let w = DVector::from_column_slice(position);
-        let (value, grad) = value_grad(self.model, self.theta, &w);
-        if !value.is_finite() || grad.iter().any(|g| !g.is_finite()) {
+        // straight into nuts-rs's buffer: no allocation per leapfrog step
+        let value = self.model.value_grad_into(self.theta, position, gradient);
+        if !value.is_finite() || gradient.iter().any(|g| !g.is_finite()) {
             return Err(NotFinite);
         }
-        gradient.copy_from_slice(grad.as_slice());
         Ok(value)
     }
 

@@ -20,6 +20,16 @@
 //! each sweep updates a random half of each block's coordinates, with the other blocks at
 //! their particle means, and D_j adapts like Adam/RMSprop (1 / running mean of ∇²).
 //!
+//! Control variate: the random subset makes each particle's block target jitter from step
+//! to step, which inflates the particle variances (median 14 %, up to 29 %, with m = 10
+//! on issue 21's correlated 3-D Gaussian, seeds 1–10). Where the dense mean Hessian H̄ of
+//! the curvature refresh is affordable (D ≤ m·blocks, and not a sparse long block), each
+//! particle's subset means subtract H̄_{j,−j}(ȳ_i − ȳ), ȳ_i its subset's mean of the
+//! other blocks and ȳ the particles' (and x_jᵀ of that from the subset mean log p̃):
+//! still unbiased for the all-particle mean, and exact for Gaussian targets, whatever m. The Metropolis proposal
+//! noise is stratified across particles (a Latin hypercube sample per coordinate), which
+//! removes most of the Monte Carlo error of the particles' spread.
+//!
 //! Metropolis adjustment (`metropolis`, on by default): each block step is a MALA proposal
 //! with the curvature preconditioner, accepted against particle i's subset-mean target,
 //! and each block adapts its own step h_j towards an acceptance rate of 0.574
@@ -52,6 +62,7 @@ use crate::density::{LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::infer::settings::Reader;
 use crate::infer::{Error, InferOptions, Method, Observer};
+use crate::posterior::mcmc::probit;
 use crate::posterior::{standard_normal, Approximation, Gaussian, IterRecord, Posterior};
 use curvature::{curvature_root, Root, Seeds};
 use keys::Keys;
@@ -95,6 +106,10 @@ pub struct Settings {
     /// stopping rule before the full run, which starts from its particles. Key `warmup`;
     /// `None` (default) = on after the fallback start, off otherwise.
     pub warmup: Option<bool>,
+    /// Subtract the control variate (see the module documentation) from the subset means
+    /// where it is affordable. Not an `infer` key (always on from a model file); off only
+    /// to measure what it changes (tests, benchmarks).
+    pub control_variate: bool,
 }
 
 impl Default for Settings {
@@ -112,6 +127,7 @@ impl Default for Settings {
             learn_hyper: true,
             metropolis: true,
             warmup: None,
+            control_variate: true,
         }
     }
 }
@@ -153,6 +169,7 @@ pub fn build(opts: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
             true => Some(r.boolean("warmup", false)?),
             false => None,
         },
+        control_variate: d.control_variate,
     };
     Ok(Box::new(Pmfvb::new(settings)))
 }
@@ -293,6 +310,14 @@ pub fn resolve_blocks(
     Ok(out)
 }
 
+/// Whether the control variate of [`Run::control_variate`] is affordable: its dense
+/// D×D mean Hessian and O(P·D·(m + len_j)) work per block cost no more than the sweep's
+/// P·m·blocks evaluations of log p̃ and its gradient (each at least O(D)) when D ≤
+/// m·blocks: mean-field blocks of a small or moderate model, not a long latent path.
+fn cross_affordable(d: usize, blocks: usize, m: usize) -> bool {
+    blocks > 1 && d <= m * blocks
+}
+
 /// Particles of the warm-up run (see [`Settings::warmup`]).
 pub const WARM_PARTICLES: usize = 50;
 /// Subset size m of the warm-up run.
@@ -340,6 +365,10 @@ struct Run<'a> {
     /// Seed vectors that read the blocks' Hessians off a few products, once the first
     /// refresh has seen a sparse pattern (see [`curvature`]).
     seeds: Option<Seeds>,
+    /// The mean Hessian H̄ (D×D, all blocks) of the last curvature refresh, for the
+    /// control variate of [`Run::control_variate`]; `None` where it is not affordable
+    /// (see [`cross_affordable`]) or not computed (sparse refreshes read only H̄_jj).
+    cross: Option<DMatrix<f64>>,
     /// Metropolis-adjusted steps (Algorithm 1), see [`Run::mala`].
     metropolis: bool,
     /// Per block, its Langevin step h_j (adapted when `metropolis`).
@@ -381,6 +410,7 @@ impl<'a> Run<'a> {
             sq_grad,
             roots: None,
             seeds: None,
+            cross: None,
             metropolis,
             steps: vec![settings.step; n_blocks],
             accept: vec![f64::NAN; n_blocks],
@@ -422,6 +452,7 @@ impl<'a> Run<'a> {
             sq_grad: warm.sq_grad,
             roots: warm.roots,
             seeds: warm.seeds,
+            cross: warm.cross,
             metropolis: warm.metropolis,
             steps: warm.steps,
             accept: vec![f64::NAN; n_blocks],
@@ -439,6 +470,10 @@ impl<'a> Run<'a> {
     /// the particle mean would miss E_q[1/σ²] ≥ 1/E_q[σ]² and step too far).
     fn refresh_roots(&mut self) {
         let h = self.mean_block_hessian();
+        let m = self.settings.subset.min(self.x.ncols());
+        let affordable = cross_affordable(self.x.nrows(), self.blocks.len(), m);
+        let wanted = self.settings.control_variate && self.seeds.is_none() && affordable;
+        self.cross = wanted.then(|| h.clone());
         let roots = self
             .blocks
             .iter()
@@ -534,10 +569,11 @@ impl<'a> Run<'a> {
             self.settings.subset
         };
         let mut w = self.mixed_columns(j, m, rng);
-        let (value, mean_grad) = self.block_means(j, &w, m);
+        let cv = self.control_variate(j, &w, m);
+        let (value, mean_grad) = self.block_means(j, &w, m, cv.as_ref());
         let coords = self.blocks[j].clone();
         if self.metropolis {
-            return self.mala(j, &mut w, m, &value, &mean_grad, rng);
+            return self.mala(j, &mut w, m, cv.as_ref(), &value, &mean_grad, rng);
         }
         match &self.roots {
             Some(roots) => {
@@ -567,10 +603,48 @@ impl<'a> Run<'a> {
         w
     }
 
+    /// The control variate of block j's subset means (len_j × P), where [`Run::cross`] is
+    /// set: c_i = H̄_{j,−j} (ȳ_i − ȳ), with ȳ_i the mean of the other blocks over particle
+    /// i's m columns of `w` and ȳ their mean over all particles. The first-order Taylor
+    /// expansion of ∇_{x_j} log p̃(x_j, y) in y says that the subset mean gradient exceeds
+    /// the all-particle mean by about c_i; subtracting it (and x_jᵀ c_i from the subset
+    /// mean log p̃) keeps the estimate unbiased (ȳ_i averages to ȳ over the random
+    /// subsets, for any H̄) and removes the subset noise that is linear in y, all of it on
+    /// a Gaussian target. Without it that noise moves each particle's block target at
+    /// random from step to step and inflates the particle variances (median 14 %, up to
+    /// 29 %, with m = 10 on issue 21's correlated Gaussian). Cost: O(P·D·(m + len_j)) per block.
+    fn control_variate(&self, j: usize, w: &DMatrix<f64>, m: usize) -> Option<DMatrix<f64>> {
+        let h = self.cross.as_ref()?;
+        let coords = &self.blocks[j];
+        let (d, p) = (self.x.nrows(), self.x.ncols());
+        let all = self.x.column_mean();
+        let mut dev = DMatrix::zeros(d, p);
+        for i in 0..p {
+            let mut col = dev.column_mut(i);
+            for l in 0..m {
+                col += w.column(i * m + l);
+            }
+            col /= m as f64;
+            col -= &all;
+            for &c in coords {
+                col[c] = 0.0;
+            }
+        }
+        let rows = DMatrix::from_fn(coords.len(), d, |r, c| h[(coords[r], c)]);
+        Some(rows * dev)
+    }
+
     /// Per particle i, the subset means (1/m) Σ_l log p̃ and (1/m) Σ_l ∇_{x_j} log p̃ over
     /// its m columns i·m + l of `w`: the block target's log density (up to a constant)
-    /// and its gradient, rows `blocks[j]`.
-    fn block_means(&self, j: usize, w: &DMatrix<f64>, m: usize) -> (DVector<f64>, DMatrix<f64>) {
+    /// and its gradient, rows `blocks[j]`; less the control variate `cv` when given
+    /// (x_jᵀ c_i from the value, c_i from the gradient; see [`Run::control_variate`]).
+    fn block_means(
+        &self,
+        j: usize,
+        w: &DMatrix<f64>,
+        m: usize,
+        cv: Option<&DMatrix<f64>>,
+    ) -> (DVector<f64>, DMatrix<f64>) {
         let e = self.model.eval(&self.theta, w, Want::GRAD_W);
         let g = e.grad_w.expect("Want::GRAD_W asks for the gradient");
         let p = w.ncols() / m;
@@ -581,7 +655,20 @@ impl<'a> Run<'a> {
         let grad = DMatrix::from_fn(coords.len(), p, |r, i| {
             (0..m).map(|l| g[(coords[r], i * m + l)]).sum::<f64>() / m as f64
         });
-        (value, grad)
+        match cv {
+            None => (value, grad),
+            Some(c) => {
+                let value = DVector::from_fn(p, |i, _| {
+                    value[i]
+                        - coords
+                            .iter()
+                            .enumerate()
+                            .map(|(r, &k)| w[(k, i * m)] * c[(r, i)])
+                            .sum::<f64>()
+                });
+                (value, grad - c)
+            }
+        }
     }
 
     /// One Metropolis-adjusted preconditioned Langevin step (MALA) for block j, against
@@ -590,11 +677,13 @@ impl<'a> Run<'a> {
     /// [`step_coefficients`] at particle i's step h_j·f_i; h_j then adapts towards an
     /// acceptance rate of [`TARGET_ACCEPT`] and f_i as [`Run::factors`] says. Returns the
     /// mean ‖g‖ at the current points.
+    #[allow(clippy::too_many_arguments)]
     fn mala(
         &mut self,
         j: usize,
         w: &mut DMatrix<f64>,
         m: usize,
+        cv: Option<&DMatrix<f64>>,
         value: &DVector<f64>,
         grad: &DMatrix<f64>,
         rng: &mut dyn RngCore,
@@ -606,7 +695,7 @@ impl<'a> Run<'a> {
             .iter()
             .map(|f| step_coefficients(self.steps[j] * f))
             .collect();
-        let eps = standard_normal(coords.len(), p, rng);
+        let eps = stratified_normal(coords.len(), p, rng);
         let finite = grad.map(|g| if g.is_finite() { g } else { 0.0 });
         let rtg = root.tr_mul(&finite);
         let mut moves = rtg.clone();
@@ -623,7 +712,7 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        let (value2, grad2) = self.block_means(j, w, m);
+        let (value2, grad2) = self.block_means(j, w, m, cv);
         let finite2 = grad2.map(|g| if g.is_finite() { g } else { 0.0 });
         let rtg2 = root.tr_mul(&finite2);
         let mut accepted = 0usize;
@@ -857,6 +946,28 @@ fn adapted_step(h: f64, rate: f64) -> f64 {
     (h * (STEP_GAIN * (rate - TARGET_ACCEPT)).exp()).clamp(MIN_STEP, MAX_STEP)
 }
 
+/// k×p standard normal draws, each row a Latin hypercube sample: entry (r, i) is
+/// Φ⁻¹((π_r(i) + u_ri)/p) with π_r a random permutation of 0..p and u_ri uniform in (0, 1).
+/// Each entry is exactly N(0, 1), so each particle's Metropolis-adjusted step is unchanged;
+/// across the p particles every row has one draw in each of p equal-probability strata,
+/// which removes most of the Monte Carlo error of the particles' spread. With independent
+/// draws the variance of 300 particles has a relative standard error of √(2/299) ≈ 8 %
+/// whatever the algorithm; with a large step on a near-Gaussian block (each particle
+/// redrawn almost independently) stratified draws bring it to about 1–2 %.
+fn stratified_normal(k: usize, p: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
+    let mut out = DMatrix::zeros(k, p);
+    let mut perm: Vec<usize> = (0..p).collect();
+    for r in 0..k {
+        for i in (1..p).rev() {
+            perm.swap(i, index_below(i + 1, rng));
+        }
+        for (i, &s) in perm.iter().enumerate() {
+            out[(r, i)] = probit((s as f64 + uniform(rng)) / p as f64);
+        }
+    }
+    out
+}
+
 /// A uniform draw in (0, 1).
 fn uniform(rng: &mut dyn RngCore) -> f64 {
     ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
@@ -1030,6 +1141,42 @@ mod tests {
         let rt_sum = DVector::from_element(1, r * (-lam * x - lam * x2));
         let log_alpha = dv + log_proposal_ratio(&DVector::from_element(1, e), &rt_sum, (a, b));
         assert!(log_alpha.abs() > 0.1, "{log_alpha}");
+    }
+
+    #[test]
+    fn stratified_normals_are_normal_with_one_draw_per_stratum() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let p = 200;
+        let e = stratified_normal(3, p, &mut rng);
+        for r in 0..3 {
+            let mut sorted: Vec<f64> = e.row(r).iter().copied().collect();
+            sorted.sort_by(f64::total_cmp);
+            for (k, v) in sorted.iter().enumerate() {
+                let lo = if k == 0 {
+                    f64::NEG_INFINITY
+                } else {
+                    probit(k as f64 / p as f64)
+                };
+                let hi = if k + 1 == p {
+                    f64::INFINITY
+                } else {
+                    probit((k + 1) as f64 / p as f64)
+                };
+                assert!(
+                    lo <= *v && *v <= hi,
+                    "row {r}: draw {k} = {v} outside its stratum"
+                );
+            }
+            let var = e.row(r).iter().map(|v| v * v).sum::<f64>() / p as f64;
+            assert!((var - 1.0).abs() < 0.03, "row {r}: {var}");
+        }
+        // Each entry is marginally N(0, 1): over many draws, mean 0 and variance 1.
+        let many: Vec<f64> = (0..2000)
+            .map(|_| stratified_normal(1, 5, &mut rng)[(0, 0)])
+            .collect();
+        let m = many.iter().sum::<f64>() / many.len() as f64;
+        let v = many.iter().map(|x| (x - m).powi(2)).sum::<f64>() / many.len() as f64;
+        assert!(m.abs() < 0.08 && (v - 1.0).abs() < 0.1, "{m} {v}");
     }
 
     #[test]

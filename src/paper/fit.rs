@@ -70,24 +70,36 @@ impl Problem {
         })
     }
 
-    /// Start the hyperparameters named in `values` at these (constrained) values.
+    /// Start the hyperparameters named in `values` at these (constrained) values: a scalar
+    /// by its name, an element of a vector or matrix hyperparameter by its CmdStan name
+    /// (`centres.3.2`, as the fit reports it).
     ///
     /// # Errors
-    /// A name that is not a scalar hyperparameter of the model.
+    /// A name that is not a hyperparameter (or an element of one) of the model.
     pub fn start_hypers(&mut self, values: &[(String, f64)]) -> Result<(), Diagnostic> {
+        let mut slots: std::collections::HashMap<String, (usize, crate::graph::Constraint)> =
+            std::collections::HashMap::new();
+        for p in self.joint.hypers.iter().filter(|p| p.structure.is_none()) {
+            let dims = match p.shape {
+                crate::graph::Shape::Scalar => vec![],
+                crate::graph::Shape::Vector(n) => vec![n],
+                crate::graph::Shape::Matrix(r, c) => vec![r, c],
+            };
+            for (i, name) in crate::report::cmdstan_names(&p.name, &dims)
+                .into_iter()
+                .enumerate()
+            {
+                slots.insert(name, (p.offset + i, p.constraint));
+            }
+        }
         for (name, v) in values {
-            let p = self
-                .joint
-                .hypers
-                .iter()
-                .find(|p| &p.name == name && p.shape.size() == 1 && p.structure.is_none())
-                .ok_or_else(|| {
-                    Diagnostic::plain(
-                        "mvi::paper::unknown_hyper",
-                        format!("the benchmark model has no scalar hyperparameter `{name}`"),
-                    )
-                })?;
-            self.joint.theta0[p.offset] = p.constraint.unconstrain(*v);
+            let (offset, constraint) = slots.get(name).ok_or_else(|| {
+                Diagnostic::plain(
+                    "mvi::paper::unknown_hyper",
+                    format!("the benchmark model has no hyperparameter `{name}`"),
+                )
+            })?;
+            self.joint.theta0[*offset] = constraint.unconstrain(*v);
         }
         Ok(())
     }

@@ -3,10 +3,16 @@
 //!
 //! Per split: standardise with the training statistics (a constant column is only
 //! centred); for M ∈ {10, 20, 30} centres by k-means of the training inputs and
-//! `plan.pairs` random (r, α) pairs each, a short Laplace fit at fixed (r, α) scored by its
-//! log evidence; the best (M, r, α) starts the full Laplace fit with θ = (α, r) learned;
-//! mvi_mu, mvi_eig, mvi_lr (rank 1) and vi_diag start from Laplace's θ (each from the
-//! Laplace mean, as every VI method does). The centres stay fixed after k-means.
+//! `plan.pairs` random (r, α) pairs each, scored by a short Laplace fit's log evidence; the
+//! best starts the full Laplace fit with θ learned; mvi_mu, mvi_eig, mvi_lr (rank 1) and
+//! vi_diag start from Laplace's θ (each from the Laplace mean, as every VI method does).
+//!
+//! The two protocols ([`Protocol`]): `learned-centres` (the paper's) uses
+//! `examples/logistic_rbf_centres.mvi`, θ = (α, r, centres), r and α ~ U(0, 1), and scores a
+//! pair after [`SEARCH_ITERS`] θ iterations of Laplace (the centres start at k-means); the
+//! best pair's θ after those iterations, centres included, starts the full fit.
+//! `fixed-centres` uses `examples/logistic_rbf_banana.mvi` (centres data), (r, α)
+//! log-uniform in the ranges below, scored by a Laplace fit at fixed (r, α).
 
 use nalgebra::DMatrix;
 use rand::rngs::StdRng;
@@ -16,11 +22,15 @@ use serde_json::{json, Value};
 use super::data::{self, Dataset, Split, Standardizer};
 use super::fit::{labels_json, matrix_json, Problem};
 use super::store::Record;
-use super::{kmeans, Ctx, Flow, PaperArgs, Table};
+use super::{kmeans, Ctx, Flow, PaperArgs, Protocol, Table};
 use crate::diagnostic::Diagnostic;
 
-/// The model: the project's logistic-RBF example, used as it is.
+/// The model of `fixed-centres`: the project's logistic-RBF example, used as it is.
 pub const MODEL: &str = include_str!("../../examples/logistic_rbf_banana.mvi");
+/// The model of `learned-centres`: the same with the centres a `hyper` matrix.
+pub const MODEL_LEARNED: &str = include_str!("../../examples/logistic_rbf_centres.mvi");
+/// θ iterations of Laplace per (M, r, α) in the `learned-centres` search (the paper's 10).
+pub const SEARCH_ITERS: usize = 10;
 /// Numbers of RBF centres searched.
 pub const CENTRES: [usize; 3] = [10, 20, 30];
 /// Range of the random prior precision α (log-uniform).
@@ -68,8 +78,9 @@ fn centre_seed(set: &str, split: usize, m: usize) -> u64 {
     data::name_seed(set, 1000 * split as u64 + m as u64)
 }
 
-fn centres(d: &SplitData, set: &str, split: usize, m: usize) -> DMatrix<f64> {
-    kmeans::kmeans(&d.x, m.min(d.x.nrows()), centre_seed(set, split, m))
+/// M k-means centres of the (standardised) training inputs `x` of a set's split.
+pub fn centres(x: &DMatrix<f64>, set: &str, split: usize, m: usize) -> DMatrix<f64> {
+    kmeans::kmeans(x, m.min(x.nrows()), centre_seed(set, split, m))
 }
 
 /// `n` random (r, α) pairs for inputs of dimension `q`, log-uniform in the ranges above.
@@ -85,47 +96,108 @@ pub fn random_pairs(n: usize, q: usize, seed: u64) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// `n` random (r, α) pairs, both ~ U(0, 1) (the paper's draw), kept away from 0 by 10⁻³.
+pub fn uniform_pairs(n: usize, seed: u64) -> Vec<(f64, f64)> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let r = rng.random::<f64>().max(1e-3);
+            let alpha = rng.random::<f64>().max(1e-3);
+            (r, alpha)
+        })
+        .collect()
+}
+
+/// The model text and file name of a protocol.
+pub fn model_of(protocol: Protocol) -> (&'static str, &'static str) {
+    match protocol {
+        Protocol::LearnedCentres => (MODEL_LEARNED, "logistic_rbf_centres.mvi"),
+        Protocol::FixedCentres | Protocol::FixedCentresRbf => (MODEL, "logistic_rbf_banana.mvi"),
+    }
+}
+
+/// Hyperparameter values by (CmdStan) name.
+type Theta = Vec<(String, f64)>;
+
 fn theta(alpha: f64, r: f64) -> Vec<(String, f64)> {
     vec![("alpha".to_string(), alpha), ("r".to_string(), r)]
 }
 
-/// The (M, r, α) search of one split: the record holds the best M, (α, r) and evidence.
-fn search(ctx: &mut Ctx, set: &str, split: usize, d: &SplitData) -> Result<Option<Record>, Diagnostic> {
+/// The (M, r, α) search of one split: the record holds the best M, θ and evidence (θ after
+/// the short Laplace fit under `learned-centres`, centres included; the pair under
+/// `fixed-centres`).
+///
+/// `x` are the standardised training inputs (k-means runs on them), `model` the model text
+/// and file name, `data` the model's data for a matrix of centres. `None` when interrupted.
+///
+/// # Errors
+/// The model does not check against the data (a bug), or an override was rejected.
+pub fn search(
+    ctx: &mut Ctx,
+    table: Table,
+    set: &str,
+    split: usize,
+    x: &DMatrix<f64>,
+    model: (&str, &str),
+    data: &dyn Fn(&DMatrix<f64>) -> Value,
+) -> Result<Option<Record>, Diagnostic> {
     let started = std::time::Instant::now();
-    let mut best: Option<(f64, usize, f64, f64)> = None;
-    for m in CENTRES {
-        let c = centres(d, set, split, m);
-        let mut problem = Problem::new(MODEL, "logistic_rbf_banana.mvi", &model_data(d, &c))?;
-        let pairs = random_pairs(ctx.plan.pairs, d.x.ncols(), centre_seed(set, split, m) ^ 0x5eed);
+    let protocol = ctx.plan.protocol;
+    let (text, file) = model;
+    // (log evidence, M, θ)
+    let mut best: Option<(f64, usize, Theta)> = None;
+    for m in ctx.centres.clone() {
+        let c = centres(x, set, split, m);
+        let mut problem = Problem::new(text, file, &data(&c))?;
+        let seed = centre_seed(set, split, m) ^ 0x5eed;
+        let pairs = if protocol.learns_centres() {
+            uniform_pairs(ctx.plan.pairs, seed)
+        } else {
+            random_pairs(ctx.plan.pairs, x.ncols(), seed)
+        };
         for (r, alpha) in pairs {
             problem.start_hypers(&theta(alpha, r))?;
             ctx.show(format!(
-                "III {set} split {split}: search M = {m}, r = {r:.2}, α = {alpha:.3}"
+                "{} {set} split {split}: search M = {m}, r = {r:.2}, α = {alpha:.3}",
+                table.name()
             ));
-            let overrides = [
+            let mut overrides = vec![
                 ("method", "laplace".to_string()),
-                ("learn_hyper", "false".to_string()),
                 ("draws", "1".to_string()),
                 ("test_draws", "1".to_string()),
                 ("seed", (split + 1).to_string()),
             ];
+            if protocol.learns_centres() {
+                overrides.push(("learn_hyper", "true".to_string()));
+                overrides.push(("max_iters", SEARCH_ITERS.to_string()));
+            } else {
+                overrides.push(("learn_hyper", "false".to_string()));
+            }
             let Some(result) = ctx.fit(&problem, &overrides) else {
                 return Ok(None);
             };
-            let Some(ev) = result.ok().and_then(|rep| rep.log_evidence) else {
+            let Some(rep) = result.ok() else {
                 continue;
             };
-            if ev.is_finite() && best.is_none_or(|b| ev > b.0) {
-                best = Some((ev, m, r, alpha));
+            let Some(ev) = rep.log_evidence else {
+                continue;
+            };
+            if ev.is_finite() && best.as_ref().is_none_or(|b| ev > b.0) {
+                let th = if protocol.learns_centres() {
+                    rep.theta.clone()
+                } else {
+                    theta(alpha, r)
+                };
+                best = Some((ev, m, th));
             }
         }
     }
-    let mut rec = Record::new(Table::III.name(), set, split, "search");
+    let mut rec = Record::new(table.name(), set, split, "search");
     match best {
-        Some((ev, m, r, alpha)) => {
+        Some((ev, m, th)) => {
             rec.log_evidence = Some(ev);
             rec.centres = Some(m);
-            rec.theta = theta(alpha, r);
+            rec.theta = th;
         }
         None => rec.failed = Some("no (M, r, α) gave a finite Laplace log evidence".to_string()),
     }
@@ -155,7 +227,9 @@ fn run_set(ctx: &mut Ctx, set: &str) -> Result<Flow, Diagnostic> {
             let rec = match ctx.store.get(Table::III.name(), set, i, "search") {
                 Some(r) => r.clone(),
                 None => {
-                    let Some(r) = search(ctx, set, i, &d)? else {
+                    let data = |c: &DMatrix<f64>| model_data(&d, c);
+                    let model = model_of(ctx.plan.protocol);
+                    let Some(r) = search(ctx, Table::III, set, i, &d.x, model, &data)? else {
                         return Ok(Flow::Stop);
                     };
                     ctx.save(r.clone())?;
@@ -164,8 +238,10 @@ fn run_set(ctx: &mut Ctx, set: &str) -> Result<Flow, Diagnostic> {
             };
             if rec.failed.is_none() {
                 let m = rec.centres.unwrap_or(CENTRES[CENTRES.len() - 1]);
-                let c = centres(&d, set, i, m);
-                let mut problem = Problem::new(MODEL, "logistic_rbf_banana.mvi", &model_data(&d, &c))?;
+                // the search's M is the one stored, whatever `--centres` says now
+                let c = centres(&d.x, set, i, m);
+                let (text, file) = model_of(ctx.plan.protocol);
+                let mut problem = Problem::new(text, file, &model_data(&d, &c))?;
                 if ctx.fit_methods(Table::III, set, i, &mut problem, &rec.theta, Some(m))? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
@@ -188,6 +264,16 @@ mod tests {
             assert!((0.2 * 2.0..=2.0 * 2.0).contains(&r), "{r}");
             assert!((0.01..=10.0).contains(&alpha), "{alpha}");
         }
+    }
+
+    #[test]
+    fn uniform_pairs_are_seeded_and_inside_the_unit_square() {
+        let p = uniform_pairs(50, 3);
+        assert_eq!(p, uniform_pairs(50, 3));
+        assert!(p
+            .iter()
+            .all(|&(r, a)| (1e-3..1.0).contains(&r) && (1e-3..1.0).contains(&a)));
+        assert!(p.iter().any(|&(r, _)| r < 0.5) && p.iter().any(|&(r, _)| r > 0.5));
     }
 
     #[test]

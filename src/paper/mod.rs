@@ -67,18 +67,96 @@ pub struct PaperArgs {
     /// Random (r, α) pairs per number of centres in the logistic search.
     #[arg(long, value_name = "N")]
     pub pairs: Option<usize>,
+    /// Numbers of RBF centres M searched (default: the paper's 10, 20, 30).
+    #[arg(long, value_delimiter = ',', value_name = "M[,M]")]
+    pub centres: Vec<usize>,
     /// Fixed samples S of the VI methods.
     #[arg(long, value_name = "S")]
     pub samples: Option<usize>,
     /// Posterior draws for the test LPD.
     #[arg(long, value_name = "N")]
     pub test_draws: Option<usize>,
+    /// The protocol: `learned-centres` (the paper's: RBF centres learned with r and α, r and
+    /// α drawn from U(0, 1), softmax on RBF features), `fixed-centres` (the centres held at
+    /// their k-means values, log-uniform (r, α), softmax on the inputs) or
+    /// `fixed-centres-rbf` (`fixed-centres` with the softmax on RBF features).
+    #[arg(long, value_enum, default_value_t = Protocol::LearnedCentres)]
+    pub protocol: Protocol,
     /// No progress display.
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Fit nothing: only write `report.md` from the results already in `--out`.
     #[arg(long)]
     pub report_only: bool,
+}
+
+/// Which protocol `mvi bench paper` runs (`--protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    /// The paper's (§V-C): θ = (r, α, c_1 … c_M), the RBF centres a `hyper` matrix started
+    /// at k-means and learned with r and α; the search draws r, α ~ U(0, 1), 10 pairs per M
+    /// ∈ {10, 20, 30}, each scored after 10 θ iterations of Laplace; Tables V/VI use RBF
+    /// features too (`examples/softmax_rbf_iris.mvi`).
+    LearnedCentres,
+    /// The protocol before issue 22: centres fixed at k-means, (r, α) log-uniform in
+    /// √Q·[0.2, 2] × [0.01, 10] scored by a Laplace fit at fixed (r, α); Tables V/VI a
+    /// softmax on the standardised inputs (`examples/softmax_iris.mvi`).
+    FixedCentres,
+    /// `fixed-centres` with Tables V/VI on RBF features (`src/paper/softmax_rbf_fixed.mvi`:
+    /// the centres fixed at k-means, the search of `fixed-centres`): separates what the RBF
+    /// features do from what learning the centres does.
+    FixedCentresRbf,
+}
+
+impl Protocol {
+    /// Its name on the command line and in the store's marker file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::LearnedCentres => "learned-centres",
+            Protocol::FixedCentres => "fixed-centres",
+            Protocol::FixedCentresRbf => "fixed-centres-rbf",
+        }
+    }
+
+    /// Whether the RBF centres are hyperparameters.
+    pub fn learns_centres(self) -> bool {
+        self == Protocol::LearnedCentres
+    }
+}
+
+/// The file in `--out` naming the protocol of its results (a store without it is from
+/// before issue 22, i.e. `fixed-centres`).
+pub const PROTOCOL_FILE: &str = "protocol.txt";
+
+/// Check that `--out` holds results of `protocol` (or none), and mark it as such.
+fn check_protocol(out: &Path, protocol: Protocol, has_records: bool) -> Result<(), Diagnostic> {
+    let path = out.join(PROTOCOL_FILE);
+    let found = match std::fs::read_to_string(&path) {
+        Ok(t) => Some(t.trim().to_string()),
+        Err(_) if has_records => Some(Protocol::FixedCentres.name().to_string()),
+        Err(_) => None,
+    };
+    if let Some(found) = found {
+        if found != protocol.name() {
+            return Err(Diagnostic::plain(
+                "mvi::paper::protocol_mismatch",
+                format!(
+                    "`{}` holds results of the `{found}` protocol, not `{}`",
+                    out.display(),
+                    protocol.name()
+                ),
+            )
+            .with_help(format!(
+                "give another `--out`, or `--protocol {found}` to resume or report those results"
+            )));
+        }
+    }
+    crate::fsutil::write_atomic(&path, format!("{}\n", protocol.name()).as_bytes()).map_err(|e| {
+        Diagnostic::plain(
+            "mvi::paper::store_write",
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+    })
 }
 
 /// A table of the paper (IV and VI are the error-rate halves of III and V).
@@ -127,6 +205,8 @@ pub struct Plan {
     pub samples: usize,
     /// Test draws S′.
     pub test_draws: usize,
+    /// The protocol.
+    pub protocol: Protocol,
 }
 
 impl Plan {
@@ -140,6 +220,7 @@ impl Plan {
                 pairs: 2,
                 samples: 200,
                 test_draws: 1000,
+                protocol: a.protocol,
             }
         } else {
             Plan {
@@ -149,6 +230,7 @@ impl Plan {
                 pairs: 10,
                 samples: 1000,
                 test_draws: 10_000,
+                protocol: a.protocol,
             }
         };
         Plan {
@@ -158,6 +240,7 @@ impl Plan {
             pairs: a.pairs.unwrap_or(base.pairs).max(1),
             samples: a.samples.unwrap_or(base.samples).max(1),
             test_draws: a.test_draws.unwrap_or(base.test_draws).max(1),
+            protocol: a.protocol,
         }
     }
 }
@@ -183,6 +266,8 @@ pub struct Ctx {
     bar: ProgressBar,
     /// Fits run (not skipped) in this invocation.
     pub fits_run: usize,
+    /// Numbers of RBF centres searched.
+    pub centres: Vec<usize>,
 }
 
 impl Ctx {
@@ -404,6 +489,7 @@ pub fn run(args: &PaperArgs, interrupt: Arc<AtomicBool>) -> Result<Outcome, Diag
         )
         .with_help("check that `--out` names a writable directory")
     })?;
+    check_protocol(&args.out, args.protocol, !store.records().is_empty())?;
     let plan = Plan::from_args(args);
     let units = count_units(args, &tables, &plan, &data_dir);
     let mut ctx = Ctx {
@@ -413,6 +499,11 @@ pub fn run(args: &PaperArgs, interrupt: Arc<AtomicBool>) -> Result<Outcome, Diag
         interrupt,
         bar: progress_bar(args.quiet, units),
         fits_run: 0,
+        centres: if args.centres.is_empty() {
+            logistic::CENTRES.to_vec()
+        } else {
+            args.centres.iter().map(|&m| m.max(1)).collect()
+        },
     };
     let started = Instant::now();
     let mut flow = Flow::Continue;
@@ -490,6 +581,8 @@ mod tests {
             pairs: None,
             samples: None,
             test_draws: None,
+            protocol: Protocol::LearnedCentres,
+            centres: Vec::new(),
             quiet: true,
             report_only: false,
         }

@@ -235,9 +235,14 @@ fn header(meta: &Meta, store: &Store) -> String {
     let mut s = String::from("# MVI paper benchmark (`mvi bench paper`)\n\n");
     let _ = writeln!(
         s,
-        "Protocol: {}; splits per binary set ≤ {}, per multiclass set {}, Cauchy data sets {}; \
+        "Protocol: {}, `{}` (RBF centres {}); splits per binary set ≤ {}, per multiclass set {}, Cauchy data sets {}; \
          (r, α) pairs per M {}; S = {} fixed samples; {} test draws.{}\n",
         if meta.quick { "`--quick`" } else { "full" },
+        p.protocol.name(),
+        match p.protocol {
+            super::Protocol::LearnedCentres => "learned with r and α",
+            super::Protocol::FixedCentres | super::Protocol::FixedCentresRbf => "fixed at k-means",
+        },
         p.binary_splits,
         p.multiclass_splits,
         p.cauchy_sets,

@@ -121,6 +121,12 @@ fn phi_approx(g: &mut Graph, x: NodeId) -> R {
 fn log_mix(g: &mut Graph, theta: NodeId, lps: NodeId) -> R {
     let lt = g.unary(Fun1::Log, theta);
     match g.shape(lps) {
+        Shape::Matrix(..) if g.shape(theta) == g.shape(lps) => {
+            // one row of weights per row of log densities
+            let s = g.add_nodes(lt, lps)?;
+            let rows = g.log_sum_exp_rows(s);
+            Ok(g.sum(rows))
+        }
         Shape::Matrix(n, _) => {
             let ones = g.constant(Shape::Matrix(n, 1), vec![1.0; n]);
             let ltt = g.transpose(lt);

@@ -1,0 +1,900 @@
+//! The single-point value + gradient (the path L-BFGS, Pathfinder and NUTS take): a graph
+//! compiled once into a flat instruction list over one preallocated buffer of values and
+//! one of adjoints, with no batch dimension.
+//!
+//! Input: a [`Graph`]. Output: [`PointEval`], whose [`PointEval::value_grad`] gives
+//! log p̃(w | θ) and ∇_w at one point. Every node has a fixed place in the value buffer
+//! (constants are copied in once, when a thread's buffer changes owner) and the same place
+//! in the adjoint buffer, so a call allocates nothing for the common operations: scalar and
+//! elementwise arithmetic, elementwise functions, gathers, packs, assembled locals, sums and
+//! the fused `normal`/`cauchy` likelihoods run on slices of the two buffers. The rarer
+//! operations reuse the batched evaluator's code for one column.
+//!
+//! The arithmetic is that of the batched path at S = 1 ([`super::eval`] and
+//! [`crate::autodiff::reverse`]): the same formulas, the same SIMD kernels and the adjoints
+//! accumulated in the same order, so values and gradients are equal to the bit (the tests
+//! check it on every example and posteriordb model of the repository).
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::eval::{argext, batched_mask, binary, broadcast_at, eval_op, tri_solve_t, Arg};
+use super::fused::{self, Output};
+use super::{Fun1, Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
+use crate::autodiff::reverse::{back_cholesky, d_binary, d_special2, d_ternary, d_unary, is_special2};
+use crate::autodiff::Scalar;
+use crate::dist::HALF_LOG_2PI;
+
+/// Where a node's value lives in the buffers.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    off: u32,
+    size: u32,
+    /// Depends on w (and so has an adjoint).
+    batched: bool,
+    constant: bool,
+}
+
+impl Slot {
+    #[inline(always)]
+    fn range(self) -> std::ops::Range<usize> {
+        self.off as usize..(self.off + self.size) as usize
+    }
+}
+
+/// The operands of a binary operation on single values: offsets, and whether each operand
+/// takes an adjoint.
+#[derive(Debug, Clone, Copy)]
+struct Bin1 {
+    a: u32,
+    b: u32,
+    out: u32,
+    da: bool,
+    db: bool,
+}
+
+/// One step of the compiled tape.
+#[derive(Debug, Clone, Copy)]
+enum Ins {
+    /// w[w .. w + n] into the node at `out`.
+    Param {
+        out: u32,
+        w: u32,
+        n: u32,
+    },
+    /// θ[t .. t + n] into the node at `out`.
+    Hyper {
+        out: u32,
+        t: u32,
+        n: u32,
+    },
+    /// `+`, `−`, `*`, `/` of two single values (the nodes of an unrolled recursion).
+    Add1(Bin1),
+    Sub1(Bin1),
+    Mul1(Bin1),
+    Div1(Bin1),
+    /// Any other function of two single values.
+    Scalar2 {
+        f: Fun2,
+        op: Bin1,
+        b_const: bool,
+    },
+    /// Any other node, by its index in the graph.
+    Node(u32),
+}
+
+/// Buffers of one thread, kept between calls: the values (constants in place for the
+/// compiled graph `owner`), the adjoints, and the fused likelihoods' partials.
+#[derive(Default)]
+struct Scratch {
+    owner: u64,
+    vals: Vec<f64>,
+    adj: Vec<f64>,
+    aux: Vec<f64>,
+    tmp: Vec<f64>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Identifies a compiled graph, so a thread's buffers know whose constants they hold.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A graph compiled for single-point value + gradient ([module docs](self)).
+#[derive(Debug, Clone)]
+pub struct PointEval {
+    id: u64,
+    dim: usize,
+    /// The value buffer's initial contents: every constant in its slot.
+    image: Vec<f64>,
+    slots: Vec<Slot>,
+    ins: Vec<Ins>,
+    /// The instructions of the nodes that depend on w, last first: the reverse sweep.
+    rev: Vec<Ins>,
+    targets: Vec<u32>,
+    /// Per node: where its fused likelihood partials start in the aux buffer.
+    aux_off: Vec<u32>,
+    aux_len: usize,
+    /// The longest fused likelihood (scratch for its per-observation terms).
+    tmp_len: usize,
+    /// Per fused `normal`/`cauchy` node with a constant vector of scales: their logs,
+    /// computed once by the kernel the batched path calls on every evaluation.
+    log_sigma: Vec<Option<Box<[f64]>>>,
+    /// The graph's size when compiled (a graph changed since is compiled again).
+    fingerprint: (usize, usize),
+}
+
+impl PointEval {
+    /// Compile a graph; `None` when it has an operation this path does not take (the
+    /// pointwise likelihoods of `predict` graphs): the batched path is used then.
+    pub fn compile(g: &Graph) -> Option<PointEval> {
+        let batched = batched_mask(g);
+        let mut slots = Vec::with_capacity(g.nodes.len());
+        let mut off = 0u32;
+        for (k, node) in g.nodes.iter().enumerate() {
+            let size = u32::try_from(node.shape.size()).ok()?;
+            slots.push(Slot {
+                off,
+                size,
+                batched: batched[k],
+                constant: matches!(node.op, Op::Const(_)),
+            });
+            off = off.checked_add(size)?;
+        }
+        let mut image = vec![0.0; off as usize];
+        let (mut aux_off, mut aux_len, mut tmp_len) = (vec![0u32; g.nodes.len()], 0usize, 0usize);
+        let mut log_sigma: Vec<Option<Box<[f64]>>> = vec![None; g.nodes.len()];
+        let mut ins = Vec::with_capacity(g.nodes.len());
+        for (k, node) in g.nodes.iter().enumerate() {
+            let out = slots[k].off;
+            match &node.op {
+                Op::Const(v) => image[slots[k].range()].copy_from_slice(v),
+                Op::Param { offset } => ins.push(Ins::Param {
+                    out,
+                    w: u32::try_from(*offset).ok()?,
+                    n: slots[k].size,
+                }),
+                Op::Hyper { offset } => ins.push(Ins::Hyper {
+                    out,
+                    t: u32::try_from(*offset).ok()?,
+                    n: slots[k].size,
+                }),
+                Op::Binary(f, a, b) if slots[k].size == 1 && slots[a.0].size == 1 && slots[b.0].size == 1 => {
+                    let op = Bin1 {
+                        a: slots[a.0].off,
+                        b: slots[b.0].off,
+                        out,
+                        da: slots[a.0].batched,
+                        db: slots[b.0].batched,
+                    };
+                    ins.push(match f {
+                        Fun2::Add => Ins::Add1(op),
+                        Fun2::Sub => Ins::Sub1(op),
+                        Fun2::Mul => Ins::Mul1(op),
+                        Fun2::Div => Ins::Div1(op),
+                        _ => Ins::Scalar2 {
+                            f: *f,
+                            op,
+                            b_const: slots[b.0].constant,
+                        },
+                    });
+                }
+                Op::LikPoint(..) => return None,
+                Op::LikSum(lik, ids) => {
+                    let n = ids.iter().map(|i| slots[i.0].size as usize).max().unwrap_or(0);
+                    let blocks = ids.iter().filter(|i| !slots[i.0].constant).count();
+                    aux_off[k] = u32::try_from(aux_len).ok()?;
+                    aux_len += blocks * n;
+                    tmp_len = tmp_len.max(n);
+                    let scale = match lik {
+                        Lik::Normal | Lik::Cauchy => ids.get(2).and_then(|&i| g.const_value(i)),
+                        _ => None,
+                    };
+                    if let Some(sd) = scale {
+                        if sd.len() > 1 {
+                            let mut logs = sd.to_vec();
+                            f64::map_in_place(Fun1::Log, &mut logs);
+                            log_sigma[k] = Some(logs.into_boxed_slice());
+                        }
+                    }
+                    ins.push(Ins::Node(k as u32));
+                }
+                _ => ins.push(Ins::Node(k as u32)),
+            }
+        }
+        let rev = ins
+            .iter()
+            .rev()
+            .filter(|i| match **i {
+                Ins::Param { .. } => true,
+                Ins::Hyper { .. } => false,
+                Ins::Add1(o) | Ins::Sub1(o) | Ins::Mul1(o) | Ins::Div1(o) | Ins::Scalar2 { op: o, .. } => {
+                    o.da || o.db
+                }
+                Ins::Node(k) => slots[k as usize].batched,
+            })
+            .copied()
+            .collect();
+        Some(PointEval {
+            rev,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            dim: g.dim,
+            image,
+            slots,
+            ins,
+            targets: g.targets.iter().map(|t| t.0 as u32).collect(),
+            aux_off,
+            aux_len,
+            tmp_len,
+            log_sigma,
+            fingerprint: (g.nodes.len(), g.targets.len()),
+        })
+    }
+
+    /// Whether this was compiled from a graph of `g`'s size (a cheap staleness check).
+    pub fn fits(&self, g: &Graph) -> bool {
+        self.fingerprint == (g.nodes.len(), g.targets.len()) && self.dim == g.dim
+    }
+
+    /// log p̃(w | θ) with ∇_w written to `grad` (length D), as the batched path gives it at
+    /// one column: a non-finite value or gradient comes back as −∞ with a zero gradient.
+    pub fn value_grad(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64]) -> f64 {
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut s) => self.run(g, theta, w, grad, &mut s),
+            // re-entered on this thread (never expected): buffers of its own
+            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default()),
+        })
+    }
+
+    fn run(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64], s: &mut Scratch) -> f64 {
+        if s.owner != self.id {
+            s.vals.clear();
+            s.vals.extend_from_slice(&self.image);
+            s.aux.resize(self.aux_len, 0.0);
+            s.tmp.resize(4 * self.tmp_len, 0.0);
+            s.owner = self.id;
+        }
+        let Scratch {
+            vals, adj, aux, tmp, ..
+        } = s;
+        self.forward(g, theta, w, vals, aux, tmp);
+        let mut value = 0.0;
+        for &t in &self.targets {
+            value += vals[self.slots[t as usize].off as usize];
+        }
+        adj.clear();
+        adj.resize(vals.len(), 0.0);
+        grad.iter_mut().for_each(|x| *x = 0.0);
+        for &t in &self.targets {
+            let slot = self.slots[t as usize];
+            if slot.batched {
+                adj[slot.off as usize] += 1.0;
+            }
+        }
+        self.reverse(g, vals, adj, aux, grad);
+        if !value.is_finite() || grad.iter().any(|x| !x.is_finite()) {
+            grad.iter_mut().for_each(|x| *x = 0.0);
+            return f64::NEG_INFINITY;
+        }
+        value
+    }
+
+    #[inline(always)]
+    fn arg<'v>(&self, vals: &'v [f64], id: NodeId) -> Arg<'v, f64> {
+        let slot = self.slots[id.0];
+        Arg {
+            data: &vals[slot.range()],
+            size: slot.size as usize,
+            batched: slot.batched,
+            constant: slot.constant,
+        }
+    }
+
+    fn forward(
+        &self,
+        g: &Graph,
+        theta: &[f64],
+        w: &[f64],
+        vals: &mut [f64],
+        aux: &mut [f64],
+        tmp: &mut [f64],
+    ) {
+        for ins in &self.ins {
+            match *ins {
+                Ins::Param { out, w: o, n } => {
+                    let (o, out, n) = (o as usize, out as usize, n as usize);
+                    vals[out..out + n].copy_from_slice(&w[o..o + n]);
+                }
+                Ins::Hyper { out, t, n } => {
+                    let (t, out, n) = (t as usize, out as usize, n as usize);
+                    vals[out..out + n].copy_from_slice(&theta[t..t + n]);
+                }
+                Ins::Add1(o) => vals[o.out as usize] = vals[o.a as usize] + vals[o.b as usize],
+                Ins::Sub1(o) => vals[o.out as usize] = vals[o.a as usize] - vals[o.b as usize],
+                Ins::Mul1(o) => vals[o.out as usize] = vals[o.a as usize] * vals[o.b as usize],
+                Ins::Div1(o) => vals[o.out as usize] = vals[o.a as usize] / vals[o.b as usize],
+                Ins::Scalar2 { f, op: o, b_const } => {
+                    vals[o.out as usize] = binary(f, vals[o.a as usize], vals[o.b as usize], b_const);
+                }
+                Ins::Node(k) => self.forward_node(g, k as usize, vals, aux, tmp),
+            }
+        }
+    }
+
+    fn forward_node(&self, g: &Graph, k: usize, vals: &mut [f64], aux: &mut [f64], tmp: &mut [f64]) {
+        let node = &g.nodes[k];
+        let slot = self.slots[k];
+        let n = slot.size as usize;
+        let (lower, upper) = vals.split_at_mut(slot.off as usize);
+        let out = &mut upper[..n];
+        let lower: &[f64] = lower;
+        let get = |id: NodeId| self.arg(lower, id);
+        match &node.op {
+            Op::Unary(f, a) => {
+                out.copy_from_slice(get(*a).data);
+                f64::map_in_place(*f, out);
+            }
+            Op::Binary(f, a, b) => {
+                let (a, b) = (get(*a), get(*b));
+                let f = *f;
+                match f {
+                    Fun2::Add => zip_into(a, b, out, |x, y| x + y),
+                    Fun2::Sub => zip_into(a, b, out, |x, y| x - y),
+                    Fun2::Mul => zip_into(a, b, out, |x, y| x * y),
+                    Fun2::Div => zip_into(a, b, out, |x, y| x / y),
+                    _ => zip_into(a, b, out, |x, y| binary(f, x, y, b.constant)),
+                }
+            }
+            Op::Gather(a, idx) => {
+                let a = get(*a).data;
+                for (o, &m) in out.iter_mut().zip(idx) {
+                    *o = if m == GATHER_ZERO { 0.0 } else { a[m as usize] };
+                }
+            }
+            Op::Pack(ids) => {
+                for (o, id) in out.iter_mut().zip(ids) {
+                    *o = lower[self.slots[id.0].off as usize];
+                }
+            }
+            Op::Assemble(ids, idx) => {
+                for (o, &(j, m)) in out.iter_mut().zip(idx) {
+                    *o = lower[self.slots[ids[j as usize].0].off as usize + m as usize];
+                }
+            }
+            Op::Sum(a) => out[0] = get(*a).data.iter().copied().sum(),
+            Op::Support {
+                x,
+                lower: lo,
+                upper: hi,
+                strict,
+            } => {
+                let inside = |v: f64| {
+                    if *strict {
+                        *lo < v && v < *hi
+                    } else {
+                        *lo <= v && v <= *hi
+                    }
+                };
+                out[0] = if get(*x).data.iter().all(|&v| inside(v)) {
+                    0.0
+                } else {
+                    f64::NEG_INFINITY
+                };
+            }
+            Op::MatMul(a, b) => {
+                let (a, b) = (get(*a), get(*b));
+                let (m, nc) = (node.shape.rows(), node.shape.cols());
+                let kk = a.size / m.max(1);
+                out.iter_mut().for_each(|x| *x = 0.0);
+                f64::gemm(false, false, m, nc, kk, a.data, b.data, out);
+            }
+            Op::LikSum(lik @ (Lik::Normal | Lik::Cauchy), ids) if slot.batched => {
+                let args = [get(ids[0]), get(ids[1]), get(ids[2])];
+                let terms: Terms = if *lik == Lik::Normal {
+                    normal_terms
+                } else {
+                    cauchy_terms
+                };
+                let na = fused::obs_count(&args);
+                let blocks = args.iter().filter(|a| !a.constant).count();
+                let a0 = self.aux_off[k] as usize;
+                let logs = self.log_sigma[k].as_deref();
+                out[0] = location_scale(args, terms, logs, &mut aux[a0..a0 + blocks * na], tmp);
+            }
+            Op::LikSum(lik, ids) => {
+                let args: Vec<Arg<f64>> = ids.iter().map(|&i| get(i)).collect();
+                let mut part = Vec::new();
+                let v = fused::forward(*lik, &args, 1, Some(&mut part), Output::Sum);
+                let a0 = self.aux_off[k] as usize;
+                aux[a0..a0 + part.len()].copy_from_slice(&part);
+                out.copy_from_slice(&v);
+            }
+            op => {
+                let v = eval_op(op, node.shape, &get, 1);
+                out.copy_from_slice(&v);
+            }
+        }
+    }
+
+    fn reverse(&self, g: &Graph, vals: &[f64], adj: &mut [f64], aux: &[f64], grad: &mut [f64]) {
+        for ins in &self.rev {
+            match *ins {
+                Ins::Param { out, w: o, n } => {
+                    let (o, out, n) = (o as usize, out as usize, n as usize);
+                    for (gi, &a) in grad[o..o + n].iter_mut().zip(&adj[out..out + n]) {
+                        *gi += a;
+                    }
+                }
+                Ins::Hyper { .. } => {}
+                // the partials of `back_binary_fast` at one value: ±1, the other factor,
+                // 1/b as a reciprocal, −y/b
+                Ins::Add1(o) => {
+                    let yb = adj[o.out as usize];
+                    if o.da {
+                        adj[o.a as usize] += yb * 1.0;
+                    }
+                    if o.db {
+                        adj[o.b as usize] += yb * 1.0;
+                    }
+                }
+                Ins::Sub1(o) => {
+                    let yb = adj[o.out as usize];
+                    if o.da {
+                        adj[o.a as usize] += yb * 1.0;
+                    }
+                    if o.db {
+                        // −ȳ: the same bits as ȳ · (−1)
+                        adj[o.b as usize] += -yb;
+                    }
+                }
+                Ins::Mul1(o) => {
+                    let (yb, x, y) = (adj[o.out as usize], vals[o.a as usize], vals[o.b as usize]);
+                    if o.da {
+                        adj[o.a as usize] += yb * y;
+                    }
+                    if o.db {
+                        adj[o.b as usize] += yb * x;
+                    }
+                }
+                Ins::Div1(o) => {
+                    let (yb, y, v) = (adj[o.out as usize], vals[o.b as usize], vals[o.out as usize]);
+                    if o.da {
+                        adj[o.a as usize] += yb * y.recip();
+                    }
+                    if o.db {
+                        adj[o.b as usize] += yb * (-v / y);
+                    }
+                }
+                Ins::Scalar2 { f, op: o, b_const } => {
+                    let (a, b, out) = (o.a as usize, o.b as usize, o.out as usize);
+                    let (x, y, v, yb) = (vals[a], vals[b], vals[out], adj[out]);
+                    if is_special2(f) {
+                        let d = d_special2(f, [x, y], v, [o.da, o.db]);
+                        if o.da {
+                            adj[a] += yb * d[0];
+                        }
+                        if o.db {
+                            adj[b] += yb * d[1];
+                        }
+                    } else {
+                        if o.da {
+                            adj[a] += yb * d_binary(f, x, y, v, b_const).0;
+                        }
+                        if o.db {
+                            adj[b] += yb * d_binary(f, x, y, v, b_const).1;
+                        }
+                    }
+                }
+                Ins::Node(k) => self.reverse_node(g, k as usize, vals, adj, aux),
+            }
+        }
+    }
+
+    fn reverse_node(&self, g: &Graph, k: usize, vals: &[f64], adj: &mut [f64], aux: &[f64]) {
+        let node = &g.nodes[k];
+        let slot = self.slots[k];
+        let n = slot.size as usize;
+        let (lower, upper) = adj.split_at_mut(slot.off as usize);
+        let ybar: &[f64] = &upper[..n];
+        let y = self.arg(vals, NodeId(k));
+        let get = |id: NodeId| self.arg(vals, id);
+        match &node.op {
+            Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Support { .. } => {}
+            Op::Unary(f, a) => {
+                let x = get(*a);
+                if !x.batched {
+                    return;
+                }
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.data.iter().zip(y.data)) {
+                    *xb += yb * d_unary(*f, xv, yv);
+                }
+            }
+            Op::Binary(f, a, b) => self.back_binary(*f, *a, *b, vals, y, ybar, lower),
+            Op::Ternary(f, ids) => {
+                let args = ids.map(get);
+                let need = ids.map(|id| self.slots[id.0].batched);
+                for (i, &yb) in ybar.iter().enumerate() {
+                    let d = d_ternary(*f, broadcast_at(&args, i, 0), y.data[i], need);
+                    for q in 0..3 {
+                        if need[q] {
+                            let iq = if args[q].size == 1 { 0 } else { i };
+                            lower[self.slots[ids[q].0].off as usize + iq] += yb * d[q];
+                        }
+                    }
+                }
+            }
+            Op::MatMul(a, b) => {
+                let (aa, bb) = (get(*a), get(*b));
+                let (m, nc) = (node.shape.rows(), node.shape.cols());
+                let kk = aa.size / m.max(1);
+                if bb.batched {
+                    f64::gemm(
+                        true,
+                        false,
+                        kk,
+                        nc,
+                        m,
+                        aa.data,
+                        ybar,
+                        &mut lower[self.slots[b.0].range()],
+                    );
+                }
+                if aa.batched {
+                    f64::gemm(
+                        false,
+                        true,
+                        m,
+                        kk,
+                        nc,
+                        ybar,
+                        bb.data,
+                        &mut lower[self.slots[a.0].range()],
+                    );
+                }
+            }
+            Op::Transpose(a) => {
+                let (r, c) = (node.shape.rows(), node.shape.cols());
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for j in 0..c {
+                    for i in 0..r {
+                        xbar[j + i * c] += ybar[i + j * r];
+                    }
+                }
+            }
+            Op::Gather(a, idx) => {
+                if !self.slots[a.0].batched {
+                    return;
+                }
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for (i, &m) in idx.iter().enumerate() {
+                    if m != GATHER_ZERO {
+                        xbar[m as usize] += ybar[i];
+                    }
+                }
+            }
+            Op::Pack(ids) => {
+                for (i, id) in ids.iter().enumerate() {
+                    let s = self.slots[id.0];
+                    if s.batched {
+                        lower[s.off as usize] += ybar[i];
+                    }
+                }
+            }
+            Op::Assemble(ids, idx) => {
+                for (i, &(j, m)) in idx.iter().enumerate() {
+                    let s = self.slots[ids[j as usize].0];
+                    if s.batched {
+                        lower[s.off as usize + m as usize] += ybar[i];
+                    }
+                }
+            }
+            Op::Sum(a) => {
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for xb in xbar.iter_mut() {
+                    *xb += ybar[0] * 1.0;
+                }
+            }
+            Op::LogSumExp(a) => {
+                let x = get(*a).data;
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for (xb, &xv) in xbar.iter_mut().zip(x) {
+                    *xb += ybar[0] * (xv - y.data[0]).exp();
+                }
+            }
+            Op::Max(a) | Op::Min(a) => {
+                let x = get(*a).data;
+                let best = argext(x, matches!(node.op, Op::Max(_)));
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for (i, xb) in xbar.iter_mut().enumerate() {
+                    *xb += ybar[0] * if i == best { 1.0 } else { 0.0 };
+                }
+            }
+            Op::LogSumExpRows(a) => {
+                let x = get(*a);
+                let rows = node.shape.rows();
+                let cols = x.size / rows.max(1);
+                let xbar = &mut lower[self.slots[a.0].range()];
+                for j in 0..cols {
+                    for i in 0..rows {
+                        let e = (x.data[i + j * rows] - y.data[i]).exp();
+                        xbar[i + j * rows] += ybar[i] * e;
+                    }
+                }
+            }
+            Op::CumSum(a) => {
+                // x̄ᵢ += Σ_{j ≥ i} ȳⱼ, the running sums of ȳ from the end
+                let xbar = &mut lower[self.slots[a.0].range()];
+                let mut acc = 0.0;
+                for i in (0..n).rev() {
+                    acc += ybar[i];
+                    xbar[i] += acc;
+                }
+            }
+            Op::Cholesky(a) => {
+                back_cholesky(y, ybar, &mut lower[self.slots[a.0].range()], node.shape.rows(), 1);
+            }
+            Op::TriSolve(l, b) => {
+                let (m, nc) = (node.shape.rows(), node.shape.cols());
+                let bbar = tri_solve_t(get(*l).data, ybar, m, nc);
+                if self.slots[b.0].batched {
+                    for (o, v) in lower[self.slots[b.0].range()].iter_mut().zip(&bbar) {
+                        *o += *v;
+                    }
+                }
+                if self.slots[l.0].batched {
+                    let lbar = &mut lower[self.slots[l.0].range()];
+                    for j in 0..m {
+                        for i in j..m {
+                            let mut v = 0.0;
+                            for q in 0..nc {
+                                v += bbar[i + q * m] * y.data[j + q * m];
+                            }
+                            lbar[i + j * m] -= v;
+                        }
+                    }
+                }
+            }
+            Op::LikSum(_, ids) => {
+                let na = ids
+                    .iter()
+                    .map(|i| self.slots[i.0].size as usize)
+                    .max()
+                    .unwrap_or(0);
+                let mut part = &aux[self.aux_off[k] as usize..];
+                for id in ids {
+                    let s = self.slots[id.0];
+                    if s.constant {
+                        continue;
+                    }
+                    let (pc, rest) = part.split_at(na);
+                    part = rest;
+                    if !s.batched {
+                        continue;
+                    }
+                    let xbar = &mut lower[s.range()];
+                    if s.size as usize == na {
+                        for (o, &p) in xbar.iter_mut().zip(pc) {
+                            *o += ybar[0] * p;
+                        }
+                    } else {
+                        let total: f64 = pc.iter().map(|&p| ybar[0] * p).sum();
+                        xbar[0] += total;
+                    }
+                }
+            }
+            Op::LikPoint(..) => unreachable!("not compiled"),
+        }
+    }
+
+    /// The reverse rule of an elementwise `Fun2` of any sizes (`back_binary` at one column).
+    #[allow(clippy::too_many_arguments)]
+    fn back_binary(
+        &self,
+        f: Fun2,
+        a: NodeId,
+        b: NodeId,
+        vals: &[f64],
+        y: Arg<'_, f64>,
+        ybar: &[f64],
+        lower: &mut [f64],
+    ) {
+        let (aa, bb) = (self.arg(vals, a), self.arg(vals, b));
+        let n = y.size;
+        let special = is_special2(f);
+        if special {
+            let args = [aa, bb];
+            let need = [aa.batched, bb.batched];
+            let offs = [self.slots[a.0].off as usize, self.slots[b.0].off as usize];
+            for (i, &yb) in ybar.iter().enumerate() {
+                let d = d_special2(f, broadcast_at(&args, i, 0), y.data[i], need);
+                for q in 0..2 {
+                    if need[q] {
+                        let iq = if args[q].size == 1 { 0 } else { i };
+                        lower[offs[q] + iq] += yb * d[q];
+                    }
+                }
+            }
+            return;
+        }
+        let arith = matches!(f, Fun2::Add | Fun2::Sub | Fun2::Mul | Fun2::Div);
+        let shaped = |x: Arg<'_, f64>| x.size == n || x.size == 1;
+        let fast = arith && shaped(aa) && shaped(bb);
+        for (target, first) in [(a, true), (b, false)] {
+            let slot = self.slots[target.0];
+            if !slot.batched {
+                continue;
+            }
+            let out = &mut lower[slot.range()];
+            let own = if first { aa } else { bb };
+            if fast {
+                // `back_binary_fast` at one column: ∂ of an operand of one value summed
+                // over the entries, one term at a time
+                let at = |x: Arg<'_, f64>, i: usize| if x.size == 1 { x.data[0] } else { x.data[i] };
+                let dy = |i: usize| {
+                    if n == 1 {
+                        y.data[0]
+                    } else {
+                        y.data[i]
+                    }
+                };
+                if own.size == n {
+                    for (i, (o, &yb)) in out.iter_mut().zip(ybar).enumerate() {
+                        *o += yb * arith_partial(f, first, at(aa, i), at(bb, i), dy(i));
+                    }
+                } else {
+                    let mut acc = out[0];
+                    for (i, &yb) in ybar.iter().enumerate() {
+                        acc += yb * arith_partial(f, first, at(aa, i), at(bb, i), dy(i));
+                    }
+                    out[0] = acc;
+                }
+                continue;
+            }
+            for (i, &yb) in ybar.iter().enumerate() {
+                let ia = if aa.size == 1 { 0 } else { i };
+                let ib = if bb.size == 1 { 0 } else { i };
+                let (da, db) = d_binary(f, aa.data[ia], bb.data[ib], y.data[i], bb.constant);
+                let (idx, d) = if first { (ia, da) } else { (ib, db) };
+                out[idx] += yb * d;
+            }
+        }
+    }
+}
+
+/// The partial of y = a ∘ b for `+ − * /` in the form `back_binary_fast` computes it:
+/// ±1, the other factor, 1/b (as a reciprocal), −y/b.
+#[inline(always)]
+fn arith_partial(f: Fun2, first: bool, a: f64, b: f64, y: f64) -> f64 {
+    match (f, first) {
+        (Fun2::Add, _) | (Fun2::Sub, true) => 1.0,
+        (Fun2::Sub, false) => -1.0,
+        (Fun2::Mul, true) => b,
+        (Fun2::Mul, false) => a,
+        (Fun2::Div, true) => b.recip(),
+        _ => -y / b,
+    }
+}
+
+/// op(a, b) entrywise into `out`, broadcasting an operand of one value (`zip_columns` at
+/// one column).
+#[inline(always)]
+fn zip_into(a: Arg<'_, f64>, b: Arg<'_, f64>, out: &mut [f64], op: impl Fn(f64, f64) -> f64) {
+    let n = out.len();
+    match (a.size == 1, b.size == 1) {
+        (false, false) => out
+            .iter_mut()
+            .zip(a.data[..n].iter().zip(&b.data[..n]))
+            .for_each(|(o, (&x, &y))| *o = op(x, y)),
+        (true, false) => out
+            .iter_mut()
+            .zip(&b.data[..n])
+            .for_each(|(o, &y)| *o = op(a.data[0], y)),
+        (false, true) => out
+            .iter_mut()
+            .zip(&a.data[..n])
+            .for_each(|(o, &x)| *o = op(x, b.data[0])),
+        (true, true) => out.iter_mut().for_each(|o| *o = op(a.data[0], b.data[0])),
+    }
+}
+
+type Terms = fn(z: &mut [f64], log_sigma: f64, inv_sigma: f64, dx: &mut [f64], ds: &mut [f64]);
+
+/// `fused::normal_terms` with partials.
+fn normal_terms(z: &mut [f64], ls: f64, inv: f64, dx: &mut [f64], ds: &mut [f64]) {
+    let c = -HALF_LOG_2PI - ls;
+    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
+        let z2 = *z * *z;
+        *dx = -(*z * inv);
+        *ds = (z2 - 1.0) * inv;
+        *z = c + -0.5 * z2;
+    }
+}
+
+/// `fused::cauchy_terms` with partials.
+fn cauchy_terms(z: &mut [f64], ls: f64, inv: f64, dx: &mut [f64], ds: &mut [f64]) {
+    let c = -std::f64::consts::PI.ln() - ls;
+    for ((z, dx), ds) in z.iter_mut().zip(dx.iter_mut()).zip(ds.iter_mut()) {
+        let z2 = *z * *z;
+        let r = inv / (1.0 + z2);
+        *dx = -(*z * r) * 2.0;
+        *ds = (z2 - 1.0) * r;
+        *z = 1.0 + z2;
+    }
+    f64::map_in_place(Fun1::Log, z);
+    for v in z.iter_mut() {
+        *v = c - *v;
+    }
+}
+
+/// `fused::location_scale` at one column, with the partials, on scratch buffers: the summed
+/// log density, the partials of the non-constant operands written to `aux` in operand order.
+fn location_scale(
+    args: [Arg<'_, f64>; 3],
+    terms: Terms,
+    log_sigma: Option<&[f64]>,
+    aux: &mut [f64],
+    tmp: &mut [f64],
+) -> f64 {
+    let [x, mu, sigma] = args;
+    let n = fused::obs_count(&args);
+    let sc = sigma.data;
+    if sc
+        .iter()
+        .any(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+    {
+        // the partials are not read: the value is −∞ and so is the gradient's check
+        return f64::NEG_INFINITY;
+    }
+    let (z, rest) = tmp.split_at_mut(n);
+    let (dx, rest) = rest.split_at_mut(n);
+    let (ds, rest) = rest.split_at_mut(n);
+    let ls = &mut rest[..n];
+    match (x.data, mu.data) {
+        ([a], [b]) => z.fill(*a - *b),
+        ([a], m) => z.iter_mut().zip(m).for_each(|(z, &b)| *z = *a - b),
+        (xs, [b]) => z.iter_mut().zip(xs).for_each(|(z, &a)| *z = a - *b),
+        (xs, m) => z
+            .iter_mut()
+            .zip(xs.iter().zip(m))
+            .for_each(|(z, (&a, &b))| *z = a - b),
+    }
+    if let [sd] = *sc {
+        let (ls, inv) = (sd.ln(), sd.recip());
+        z.iter_mut().for_each(|z| *z *= inv);
+        terms(z, ls, inv, dx, ds);
+    } else {
+        z.iter_mut().zip(sc).for_each(|(z, &sd)| *z /= sd);
+        terms(z, 0.0, 1.0, dx, ds);
+        match log_sigma {
+            Some(logs) => ls.copy_from_slice(logs),
+            None => {
+                ls.copy_from_slice(sc);
+                f64::map_in_place(Fun1::Log, ls);
+            }
+        }
+        for (v, &l) in z.iter_mut().zip(ls.iter()) {
+            *v -= l;
+        }
+        for ((dx, ds), &sd) in dx.iter_mut().zip(ds.iter_mut()).zip(sc) {
+            *dx /= sd;
+            *ds /= sd;
+        }
+    }
+    let value: f64 = z.iter().copied().sum();
+    let mut b = 0;
+    for (j, a) in args.iter().enumerate() {
+        if a.constant {
+            continue;
+        }
+        let block = &mut aux[b * n..(b + 1) * n];
+        b += 1;
+        match j {
+            0 => block.copy_from_slice(dx),
+            1 => block.iter_mut().zip(dx.iter()).for_each(|(p, &d)| *p = -d),
+            _ => block.copy_from_slice(ds),
+        }
+    }
+    value
+}
