@@ -9,20 +9,23 @@ NumPyro's NUTS (warm) and nutpie (PyMC models).
   $PY benches/nuts_posteriordb.py --posteriors arK-arK,sblri-blr --no-numpyro
   $PY benches/nuts_posteriordb.py --nutpie sblri-blr,arK-arK,kidiq-kidscore_momiq
   $PY benches/nuts_posteriordb.py --json benches/peers/out/nuts_posteriordb.json
+  $PY benches/nuts_posteriordb.py --tables-from A.json B.json             # print again
 
-For each posterior (benches/posteriordb/<posterior>/model.mvi with its data.json) and seed
-s = 1..--reps this runs
+For each posterior (all 34 folders of benches/posteriordb: the shared suite's 12 and its
+more/) and seed s = 1..--reps this runs
 
   mvi run model.mvi --data data.json --method nuts --set seed=s --output-dir TMP --quiet
 
-with the defaults (4 chains, 1000 warm-up and 1000 draws each), reads fit.json (wall time
+with the defaults (4 chains, 1000 warm-up and 1000 draws each) and the posterior's entry
+in SETTINGS below (the low-rank mass matrix where the coordinates are strongly
+correlated; --defaults to ignore them), reads fit.json (wall time
 of the sampler, largest R̂, divergences, gradient evaluations) and draws.csv, takes 100
 evenly spaced draws of the 4000 on Stan's unconstrained scale and computes W1 against the
 10 000 reference draws exactly (the Pathfinder paper's protocol, as
 benches/posteriordb_w1.py; the floor is the shared calibration's: 100 reference draws
 against the rest).
 
-NumPyro's NUTS (`--no-numpyro` to skip) runs the same posterior written as in
+NumPyro's NUTS (`--no-numpyro` to skip; the 12 of the suite only) runs the same posterior written as in
 benches/peers/numpyro_posteriordb.py with the same chains, warm-up and draws
 (chain_method "parallel" over 4 host devices, NumPyro's default init_to_uniform(2) as
 Stan's), twice in this process: the second run is the warm time (JIT compilation
@@ -33,7 +36,9 @@ nutpie (`--nutpie P1,P2,...`) samples PyMC versions of the linear-regression pos
 models) with the same chains, warm-up and draws; its time is the sampling only (the model
 compiled first, numba backend), also run twice with the warm time shown.
 
-Timings on a shared, loaded machine are noisy: the script prints the load average.
+Timings on a shared, loaded machine are noisy: the table gives the 1-minute load average
+beside every time, and the peers' times over mvi's from the same run (above 1: mvi is
+faster). mvi's time is fit.json's wall_time_s (the sampler: 4 chains in parallel threads).
 """
 import argparse
 import json
@@ -55,24 +60,63 @@ sys.path.insert(0, PDB)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "peers"))
 import coords  # noqa: E402
-from posteriordb_w1 import posteriors, w1  # noqa: E402
+from posteriordb_w1 import calibration, posteriors, w1  # noqa: E402
 
 CHAINS, WARMUP, DRAWS, N_W1 = 4, 1000, 1000, 100
 
 
-def run_mvi(posterior, seed, timeout, mvi=MVI):
-    """One `mvi run --method nuts`: a dict with fit.json numbers and the unconstrained draws."""
+# Per-posterior settings where the defaults miss R̂ ≤ 1.01 or the floor (docs/results.md says
+# why): `mvi run --set` keys; NumPyro gets the same warm-up and target_accept, and
+# dense_mass where mvi uses the low-rank mass matrix.
+SETTINGS = {
+    # alpha and beta correlated at −0.99999: with a diagonal mass matrix every draw runs
+    # to max_depth (1.27 M gradients) and R̂ ends at 1.011; the low-rank correction gives
+    # R̂ 1.001 with 30× fewer gradients.
+    "kilpisjarvi_mod-kilpisjarvi": {"mass_matrix": "low_rank"},
+    # the interaction of two uncentred predictors: at the defaults R̂ 1.009 but W1 5.40
+    # (floor 3.42 ± 0.68), 297 815 gradients; low-rank: W1 2.90, R̂ 1.002, 29 994 gradients
+    "kidiq-kidscore_interaction": {"mass_matrix": "low_rank"},
+    # uncentred predictors (height in inches, earnings in dollars): intercept and slopes
+    # correlated near ±1, R̂ 1.011–1.013 with the diagonal mass matrix (logearn_height and
+    # logearn_height_male pass with it: 1.008, 1.005)
+    "earnings-earn_height": {"mass_matrix": "low_rank"},
+    "earnings-logearn_interaction": {"mass_matrix": "low_rank"},
+    "earnings-logearn_logheight_male": {"mass_matrix": "low_rank"},
+    # a latent GP (funnel between its scale and the latent values): 54 divergences and R̂
+    # 1.017 at target_accept 0.8; low_rank with 0.95 (and warm-up 1000 or 2000) still
+    # 1.013–1.016; R̂ 1.004 and no divergence at 0.99 with warm-up 2000 (3.8 M gradients)
+    "gp_pois_regr-gp_pois_regr": {"target_accept": 0.99, "warmup": 2000},
+    # two-state HMM with a local mode about 60 nats below the main one (its Laplace needs
+    # 20 restarts): at warm-up 1000 one chain stays in it (R̂ 1.55, W1 3.5× the floor);
+    # warm-up 3000 lets every chain reach the main mode (R̂ 1.003, W1 at the floor)
+    "bball_drive_event_0-hmm_drive_0": {"warmup": 3000},
+    # the same model on other data: at warm-up 1000 R̂ 1.004 but W1 0.221 (floor
+    # 0.190 ± 0.013); warm-up 3000: W1 0.208, R̂ 1.002
+    "bball_drive_event_1-hmm_drive_1": {"warmup": 3000},
+}
+
+
+def run_mvi(posterior, seed, timeout, mvi=MVI, extra=()):
+    """One `mvi run --method nuts`: a dict with fit.json numbers, the unconstrained draws and
+    the process's seconds (start, parse, compile, sample, write)."""
     folder = os.path.join(PDB, posterior)
     with tempfile.TemporaryDirectory(prefix="pdb-nuts-") as out:
         cmd = [mvi, "run", os.path.join(folder, "model.mvi"), "--data", os.path.join(folder, "data.json"),
                "--method", "nuts", "--set", f"seed={seed}", "--output-dir", out, "--quiet", "--json"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        for k, v in extra:
+            cmd += ["--set", f"{k}={v}"]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timeout after {timeout:.0f} s"}
+        elapsed = time.perf_counter() - t0
         if proc.returncode != 0:
             return {"error": next((ln for ln in proc.stderr.splitlines() if ln.strip()), "?")}
         with open(os.path.join(out, "fit.json")) as f:
             fit = json.load(f)
         cols = coords.read_columns(os.path.join(out, "draws.csv"))
-    return {"fit": fit, "cols": cols}
+    return {"fit": fit, "cols": cols, "process_s": elapsed}
 
 
 def thin(draws, n):
@@ -81,7 +125,7 @@ def thin(draws, n):
     return draws[idx]
 
 
-def numpyro_nuts(posterior, seed):
+def numpyro_nuts(posterior, seed, settings):
     """NumPyro NUTS, same chains/warm-up/draws: (warm seconds, cold seconds, max R̂)."""
     import jax
     jax.config.update("jax_enable_x64", True)
@@ -101,8 +145,10 @@ def numpyro_nuts(posterior, seed):
             v[name] = numpyro.sample(name, dist.ImproperUniform(support, (), shape))
         numpyro.factor("log_density", logp(v))
 
-    mcmc = MCMC(NUTS(model), num_warmup=WARMUP, num_samples=DRAWS, num_chains=CHAINS,
-                chain_method="parallel", progress_bar=False)
+    kernel = NUTS(model, target_accept_prob=float(settings.get("target_accept", 0.8)),
+                  dense_mass=settings.get("mass_matrix") == "low_rank")
+    mcmc = MCMC(kernel, num_warmup=int(settings.get("warmup", WARMUP)), num_samples=DRAWS,
+                num_chains=CHAINS, chain_method="parallel", progress_bar=False)
     times = []
     for k in range(2):
         t0 = time.perf_counter()
@@ -115,31 +161,52 @@ def numpyro_nuts(posterior, seed):
 
 
 def load_avg():
+    """The 1-minute load average (2 cores: above 2 the machine is oversubscribed)."""
     with open("/proc/loadavg") as f:
-        return f.read().split()[0]
+        return float(f.read().split()[0])
+
+
+def in_suite(shared, posterior):
+    """Whether the posterior is one of the 12 of the shared suite (not its more/)."""
+    return os.path.isfile(os.path.join(shared, posterior, "reference.csv"))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "posteriordb"))
-    ap.add_argument("--posteriors", default="all")
+    ap.add_argument("--posteriors", default="all", help="comma-separated, `all` (34) or `suite` (the 12)")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900.0)
-    ap.add_argument("--no-numpyro", action="store_true")
+    ap.add_argument("--no-numpyro", action="store_true",
+                    help="skip NumPyro (it runs on the 12 of the shared suite only)")
     ap.add_argument("--nutpie", default="", help="comma-separated posteriors to run nutpie on")
+    ap.add_argument("--defaults", action="store_true", help="ignore SETTINGS: every posterior at the defaults")
     ap.add_argument("--mvi", default=MVI, help="the mvi binary (default: the release build)")
     ap.add_argument("--json")
+    ap.add_argument("--tables-from", metavar="JSON", nargs="+",
+                    help="print the table of earlier runs' --json files instead of running")
     args = ap.parse_args()
-    names = posteriors() if args.posteriors == "all" else args.posteriors.split(",")
-    with open(os.path.join(args.shared, "calibration.json")) as f:
-        calib = json.load(f)["posteriors"]
+    if args.tables_from:
+        rows = []
+        for path in args.tables_from:
+            with open(path) as f:
+                rows += json.load(f)
+        print_table(rows)
+        return
+    if args.posteriors == "all":
+        names = posteriors()
+    elif args.posteriors == "suite":
+        names = [p for p in posteriors() if in_suite(args.shared, p)]
+    else:
+        names = args.posteriors.split(",")
+    calib = calibration(args.shared)
     rows = []
     for p in names:
-        info, ref = coords.reference_draws(os.path.join(args.shared, p))
+        info, ref = coords.reference_draws(coords.shared_folder(args.shared, p))
+        settings = {} if args.defaults else SETTINGS.get(p, {})
         for seed in range(1, args.reps + 1):
-            load = load_avg()
-            r = run_mvi(p, seed, args.timeout, args.mvi)
-            row = {"posterior": p, "seed": seed, "load": load}
+            row = {"posterior": p, "seed": seed, "settings": settings, "load": load_avg()}
+            r = run_mvi(p, seed, args.timeout, args.mvi, sorted(settings.items()))
             if "error" in r:
                 row["error"] = r["error"]
             else:
@@ -147,37 +214,54 @@ def main():
                 draws = coords.unconstrained_draws(info, r["cols"], rename=coords.mvi_name)
                 row.update(w1=w1(thin(draws, N_W1), ref), floor=calib[p]["floor"]["mean"],
                            floor_sd=calib[p]["floor"]["sd"], mvi_s=fit["wall_time_s"],
-                           max_rhat=fit["mcmc"]["max_rhat"], divergences=fit["mcmc"]["divergences"],
-                           gradients=fit["evals"]["gradient"])
-            if not args.no_numpyro:
+                           process_s=r["process_s"], max_rhat=fit["mcmc"]["max_rhat"],
+                           divergences=fit["mcmc"]["divergences"], gradients=fit["evals"]["gradient"])
+            if not args.no_numpyro and in_suite(args.shared, p):
+                row["numpyro_load"] = load_avg()
                 try:
-                    row["numpyro_warm_s"], row["numpyro_cold_s"], row["numpyro_rhat"] = numpyro_nuts(p, seed)
+                    row["numpyro_warm_s"], row["numpyro_cold_s"], row["numpyro_rhat"] = numpyro_nuts(
+                        p, seed, settings)
                 except Exception as e:  # a peer's failure is a finding, reported in the table
                     row["numpyro_error"] = f"{type(e).__name__}: {e}"
             if p in args.nutpie.split(","):
+                row["nutpie_load"] = load_avg()
                 try:
                     import nutpie_models
                     row["nutpie_warm_s"], row["nutpie_cold_s"] = nutpie_models.sample(
-                        p, os.path.join(PDB, p), seed, CHAINS, WARMUP, DRAWS)
+                        p, os.path.join(PDB, p), seed, CHAINS, int(settings.get("warmup", WARMUP)), DRAWS)
                 except Exception as e:
                     row["nutpie_error"] = f"{type(e).__name__}: {e}"
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
-    print("| posterior | W1 (floor ± sd) | max R̂ | div. | gradients | mvi nuts s | NumPyro warm s | ratio | nutpie warm s | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+            if args.json:  # after every row: a long run that dies keeps what it measured
+                os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+                with open(args.json + ".tmp", "w") as f:
+                    json.dump(rows, f, indent=1)
+                os.replace(args.json + ".tmp", args.json)
+    print_table(rows)
+
+
+def ratio(peer, ours):
+    return f"{peer / ours:.1f}×" if peer and ours else "-"
+
+
+def print_table(rows):
+    """The markdown table: accuracy and R̂, then the times with the load beside each and the
+    peers' times over mvi's (above 1: mvi is faster)."""
+    print("| posterior | settings | W1 (floor ± sd) | max R̂ | div. | gradients | mvi nuts s (load) "
+          "| NumPyro warm s (load) | NumPyro / mvi | nutpie warm s (load) | nutpie / mvi |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        sets = ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items())) or "defaults"
         if "error" in r:
-            print(f"| {r['posterior']} | error: {r['error']} |")
+            print(f"| {r['posterior']} | {sets} | error: {r['error']} |")
             continue
-        npy = r.get("numpyro_warm_s")
-        ratio = f"{npy / r['mvi_s']:.1f}×" if npy else "-"
-        print(f"| {r['posterior']} | {r['w1']:.3g} ({r['floor']:.3g} ± {r['floor_sd']:.2g}) | {r['max_rhat']:.3f} "
-              f"| {r['divergences']} | {r['gradients']} | {r['mvi_s']:.2f} | "
-              f"{npy if npy is None else round(npy, 2)} | {ratio} | {r.get('nutpie_warm_s', '-')} | {r['load']} |")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        npy, nut = r.get("numpyro_warm_s"), r.get("nutpie_warm_s")
+        npy_s = f"{npy:.2f} ({r['numpyro_load']:.1f})" if npy else r.get("numpyro_error", "-")
+        nut_s = f"{nut:.2f} ({r['nutpie_load']:.1f})" if nut else r.get("nutpie_error", "-")
+        print(f"| {r['posterior']} | {sets} | {r['w1']:.3g} ({r['floor']:.3g} ± {r['floor_sd']:.2g}) "
+              f"| {r['max_rhat']:.3f} | {r['divergences']} | {r['gradients']} | {r['mvi_s']:.2f} ({r['load']:.1f}) "
+              f"| {npy_s} | {ratio(npy, r['mvi_s'])} | {nut_s} | {ratio(nut, r['mvi_s'])} |")
 
 
 if __name__ == "__main__":

@@ -253,7 +253,7 @@ fn bad_references_and_options_exit_2_with_a_diagnostic() {
         "other columns",
         "no column for `w.1`",
     );
-    for set in ["chains=0", "draws=0", "target_accept=1.5"] {
+    for set in ["chains=0", "draws=0", "target_accept=1.5", "mass_matrix=dense"] {
         let o = mvi(&[
             "run",
             LINREG,

@@ -348,6 +348,13 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "mean acceptance statistic the step size is tuned for (below 1)",
     },
     KeySpec {
+        key: "mass_matrix",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::Word(&["diag", "low_rank"]),
+        default: Some("diag"),
+        meaning: "mass matrix adapted in warm-up: diagonal, or diagonal plus a low-rank correction for correlated posteriors",
+    },
+    KeySpec {
         key: "draws",
         methods: Methods::All,
         kind: ValueKind::PositiveInt,

@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 use nalgebra::{DMatrix, DVector};
 use nuts_rs::rand::SeedableRng as _;
 use nuts_rs::{
-    Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, Settings as _,
+    Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, LowRankNutsSettings,
+    Settings as _,
 };
 use rand::RngCore;
 
@@ -52,6 +53,20 @@ pub struct Settings {
     /// `target_accept`: the mean acceptance statistic the step size is tuned for (default
     /// 0.8).
     pub target_accept: f64,
+    /// `mass_matrix`: the mass matrix adapted during warm-up (default diagonal).
+    pub mass_matrix: MassMatrix,
+}
+
+/// The mass matrix `nuts` adapts during warm-up (nuts-rs's two Euclidean adaptations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MassMatrix {
+    /// `diag`: a diagonal mass matrix from the draws' and gradients' variances (nutpie's
+    /// default).
+    Diag,
+    /// `low_rank`: the diagonal plus a low-rank correction along the directions where the
+    /// draws and gradients show strong correlation (nutpie's `low_rank_modified_mass_matrix`);
+    /// for posteriors with strongly correlated coordinates, at O(D·k) per leapfrog step.
+    LowRank,
 }
 
 impl Default for Settings {
@@ -62,12 +77,13 @@ impl Default for Settings {
             draws: 1000,
             max_depth: 10,
             target_accept: 0.8,
+            mass_matrix: MassMatrix::Diag,
         }
     }
 }
 
 /// The `infer` keys of `nuts` besides the common ones.
-pub const KEYS: &[&str] = &["chains", "warmup", "max_depth", "target_accept"];
+pub const KEYS: &[&str] = &["chains", "warmup", "max_depth", "target_accept", "mass_matrix"];
 
 /// Build `nuts` from the options.
 ///
@@ -88,6 +104,10 @@ pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
         draws: r.int("draws", 1, d.draws)?,
         max_depth: r.int("max_depth", 1, d.max_depth as usize)? as u64,
         target_accept,
+        mass_matrix: match r.word("mass_matrix", &["diag", "low_rank"], "diag")? {
+            "low_rank" => MassMatrix::LowRank,
+            _ => MassMatrix::Diag,
+        },
     })))
 }
 
@@ -247,6 +267,21 @@ fn uniform(rng: &mut dyn RngCore) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// The settings every nuts-rs NUTS flavour shares, set from ours.
+macro_rules! nuts_settings {
+    ($kind:ident, $s:expr) => {{
+        let mut n = $kind {
+            num_tune: $s.warmup as u64,
+            num_draws: $s.draws as u64,
+            maxdepth: $s.max_depth,
+            num_chains: $s.chains,
+            ..$kind::default()
+        };
+        n.adapt_options.step_size_settings.target_accept = $s.target_accept;
+        n
+    }};
+}
+
 /// One chain: warm-up then the kept draws, reporting each draw as (chain, warm-up?) on `tx`
 /// and stopping when `stop` is set.
 #[allow(clippy::too_many_arguments)]
@@ -260,20 +295,51 @@ fn run_chain(
     stop: &AtomicBool,
     tx: &mpsc::Sender<(usize, bool)>,
 ) -> ChainOut {
-    let mut settings = DiagNutsSettings {
-        num_tune: s.warmup as u64,
-        num_draws: s.draws as u64,
-        maxdepth: s.max_depth,
-        num_chains: s.chains,
-        ..DiagNutsSettings::default()
-    };
-    settings.adapt_options.step_size_settings.target_accept = s.target_accept;
     let math = CpuMath::new(Target { model, theta });
     let mut rng = nuts_rs::rand::rngs::StdRng::seed_from_u64(seed);
-    let mut sampler = match settings.new_chain(chain as u64, math, &mut rng) {
-        Ok(c) => c,
-        Err(e) => return ChainOut::failed(&format!("{e:#}")),
-    };
+    match s.mass_matrix {
+        MassMatrix::Diag => {
+            let settings = nuts_settings!(DiagNutsSettings, s);
+            match settings.new_chain(chain as u64, math, &mut rng) {
+                Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
+                    (
+                        st.point.logp,
+                        st.adapt.step_size.mean_tree_accept,
+                        st.point.energy,
+                        st.depth,
+                    )
+                }),
+                Err(e) => ChainOut::failed(&format!("{e:#}")),
+            }
+        }
+        MassMatrix::LowRank => {
+            let settings = nuts_settings!(LowRankNutsSettings, s);
+            match settings.new_chain(chain as u64, math, &mut rng) {
+                Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
+                    (
+                        st.point.logp,
+                        st.adapt.step_size.mean_tree_accept,
+                        st.point.energy,
+                        st.depth,
+                    )
+                }),
+                Err(e) => ChainOut::failed(&format!("{e:#}")),
+            }
+        }
+    }
+}
+
+/// Run a chain made by nuts-rs from `init`; `numbers` reads (log p̃, acceptance statistic,
+/// energy, tree depth) from its per-draw statistics.
+fn sample<'a, C: Chain<CpuMath<Target<'a>>>>(
+    mut sampler: C,
+    s: &Settings,
+    chain: usize,
+    init: &[f64],
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<(usize, bool)>,
+    numbers: impl Fn(&C::Stats) -> (f64, f64, f64, u64),
+) -> ChainOut {
     if let Err(e) = sampler.set_position(init) {
         return ChainOut::failed(&format!("{e:#}"));
     }
@@ -292,14 +358,15 @@ fn run_chain(
             Ok(d) => d,
             Err(e) => return ChainOut::failed(&format!("{e:#}")),
         };
+        let (lp, accept_stat, energy, treedepth) = numbers(&st);
         let stats = DrawStats {
-            lp: st.point.logp,
-            accept_stat: st.adapt.step_size.mean_tree_accept,
+            lp,
+            accept_stat,
             stepsize: progress.step_size,
-            treedepth: st.depth,
+            treedepth,
             n_leapfrog: progress.num_steps,
             divergent: progress.diverging,
-            energy: st.point.energy,
+            energy,
         };
         let warming = i < s.warmup;
         if warming {
@@ -459,6 +526,72 @@ mod tests {
         fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
             DMatrix::from_diagonal(&DVector::from_iterator(2, S.iter().map(|s| -1.0 / (s * s))))
         }
+    }
+
+    /// N(0, Σ) in two dimensions with unit sds and correlation `RHO`: a diagonal mass
+    /// matrix cannot undo the correlation, a low-rank one can.
+    struct Ridge;
+
+    const RHO: f64 = 0.999;
+
+    impl LogDensity for Ridge {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+            // Σ⁻¹ = [[1, −ρ], [−ρ, 1]] / (1 − ρ²)
+            let k = 1.0 / (1.0 - RHO * RHO);
+            let mut g = DMatrix::zeros(2, w.ncols());
+            let values = DVector::from_iterator(
+                w.ncols(),
+                w.column_iter().enumerate().map(|(j, c)| {
+                    let (a, b) = (c[0], c[1]);
+                    g[(0, j)] = -k * (a - RHO * b);
+                    g[(1, j)] = -k * (b - RHO * a);
+                    -0.5 * k * (a * a - 2.0 * RHO * a * b + b * b)
+                }),
+            );
+            Evaluated {
+                values,
+                grad_w: want.grad_w.then_some(g),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
+            let k = 1.0 / (1.0 - RHO * RHO);
+            DMatrix::from_row_slice(2, 2, &[-k, k * RHO, k * RHO, -k])
+        }
+    }
+
+    #[test]
+    fn a_low_rank_mass_matrix_takes_short_trajectories_along_a_ridge() {
+        let run = |mass_matrix| {
+            let nuts = Nuts(Settings {
+                chains: 2,
+                warmup: 500,
+                draws: 500,
+                mass_matrix,
+                ..Settings::default()
+            });
+            let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+            let p = nuts.fit(&Ridge, &mut rng, &mut Silent).unwrap();
+            let Approximation::Draws(ch) = &p.approx else {
+                panic!("nuts gives draws")
+            };
+            let steps = ch.stats.iter().map(|s| s.n_leapfrog as f64).sum::<f64>() / ch.stats.len() as f64;
+            (p.mean(), p.cov(), steps)
+        };
+        let (_, _, diag_steps) = run(MassMatrix::Diag);
+        let (m, c, low_rank_steps) = run(MassMatrix::LowRank);
+        for i in 0..2 {
+            assert!(m[i].abs() < 0.25, "{m}");
+            assert!((c[(i, i)].sqrt() - 1.0).abs() < 0.2, "{c}");
+        }
+        assert!(c[(0, 1)] / (c[(0, 0)] * c[(1, 1)]).sqrt() > 0.99, "{c}");
+        assert!(
+            low_rank_steps * 4.0 < diag_steps,
+            "leapfrog steps per draw: low_rank {low_rank_steps}, diag {diag_steps}"
+        );
     }
 
     fn small() -> Nuts {
