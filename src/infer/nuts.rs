@@ -297,35 +297,26 @@ fn run_chain(
 ) -> ChainOut {
     let math = CpuMath::new(Target { model, theta });
     let mut rng = nuts_rs::rand::rngs::StdRng::seed_from_u64(seed);
+    // the two mass matrices are two settings types of nuts-rs with the same sampling code
+    macro_rules! run_chain {
+        ($settings:ident) => {{
+            let settings = nuts_settings!($settings, s);
+            match settings.new_chain(chain as u64, math, &mut rng) {
+                Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
+                    (
+                        st.point.logp,
+                        st.adapt.step_size.mean_tree_accept,
+                        st.point.energy,
+                        st.depth,
+                    )
+                }),
+                Err(e) => ChainOut::failed(&format!("{e:#}")),
+            }
+        }};
+    }
     match s.mass_matrix {
-        MassMatrix::Diag => {
-            let settings = nuts_settings!(DiagNutsSettings, s);
-            match settings.new_chain(chain as u64, math, &mut rng) {
-                Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
-                    (
-                        st.point.logp,
-                        st.adapt.step_size.mean_tree_accept,
-                        st.point.energy,
-                        st.depth,
-                    )
-                }),
-                Err(e) => ChainOut::failed(&format!("{e:#}")),
-            }
-        }
-        MassMatrix::LowRank => {
-            let settings = nuts_settings!(LowRankNutsSettings, s);
-            match settings.new_chain(chain as u64, math, &mut rng) {
-                Ok(sampler) => sample(sampler, s, chain, init, stop, tx, |st| {
-                    (
-                        st.point.logp,
-                        st.adapt.step_size.mean_tree_accept,
-                        st.point.energy,
-                        st.depth,
-                    )
-                }),
-                Err(e) => ChainOut::failed(&format!("{e:#}")),
-            }
-        }
+        MassMatrix::Diag => run_chain!(DiagNutsSettings),
+        MassMatrix::LowRank => run_chain!(LowRankNutsSettings),
     }
 }
 
