@@ -76,6 +76,12 @@ SETTINGS = {
     # the interaction of two uncentred predictors: at the defaults R̂ 1.009 but W1 5.40
     # (floor 3.42 ± 0.68), 297 815 gradients; low-rank: W1 2.90, R̂ 1.002, 29 994 gradients
     "kidiq-kidscore_interaction": {"mass_matrix": "low_rank"},
+    # 24 polynomial terms of a price regression (N = 5000, D = 26): the posterior's
+    # correlation matrix has condition number 2.7e5 (smallest eigenvalue 1.3e-5), so a
+    # diagonal mass matrix needs ~√2.7e5 ≈ 520 leapfrog steps per U-turn and runs to
+    # max_depth (as Stan's reference run does; unfinished after 13 minutes here); low-rank:
+    # R̂ 1.004, no max-depth hit, 71 415 gradients, 17 s
+    "diamonds-diamonds": {"mass_matrix": "low_rank"},
     # uncentred predictors (height in inches, earnings in dollars): intercept and slopes
     # correlated near ±1, R̂ 1.011–1.013 with the diagonal mass matrix (logearn_height and
     # logearn_height_male pass with it: 1.008, 1.005)
