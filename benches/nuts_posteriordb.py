@@ -81,9 +81,9 @@ SETTINGS = {
     "kidiq-kidscore_interaction": {"mass_matrix": "low_rank"},
     # 24 polynomial terms of a price regression (N = 5000, D = 26): the posterior's
     # correlation matrix has condition number 2.7e5 (smallest eigenvalue 1.3e-5), so a
-    # diagonal mass matrix needs ~√2.7e5 ≈ 520 leapfrog steps per U-turn and runs to
-    # max_depth (as Stan's reference run does; unfinished after 13 minutes here); low-rank:
-    # R̂ 1.004, no max-depth hit, 71 415 gradients, 17 s
+    # diagonal mass matrix takes tree depths 7–10, 380 leapfrog steps per draw (one chain,
+    # warm-up 300: R̂ 1.44, ESS 5 of 50 draws; 4 × 2000 did not finish in 13 minutes at
+    # load 15–20); low-rank: about 9 steps per draw, R̂ 1.004, 71 415 gradients, 17 s
     "diamonds-diamonds": {"mass_matrix": "low_rank"},
     # uncentred predictors (height in inches, earnings in dollars): intercept and slopes
     # correlated near ±1, R̂ 1.011–1.013 with the diagonal mass matrix (logearn_height and
