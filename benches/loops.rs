@@ -127,11 +127,17 @@ fn load(model: &Path, data: &Path) -> LogJoint {
     lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)))
 }
 
-/// Seconds per call of `f`: the minimum over 70 rounds of `reps / 10` calls (short rounds,
-/// so that on a loaded machine some run without being descheduled).
+/// Seconds per call of `f`: the minimum over 200 rounds of about 0.5 ms each (short, so
+/// that on a loaded machine many run without being descheduled), but at most `reps` calls
+/// per round.
 fn per_call(reps: usize, mut f: impl FnMut()) -> f64 {
-    let n = (reps / 10).max(1);
-    (0..70)
+    let t0 = Instant::now();
+    for _ in 0..10 {
+        f();
+    }
+    let one = t0.elapsed().as_secs_f64() / 10.0;
+    let n = ((5e-4 / one.max(1e-9)) as usize).clamp(1, reps.max(1));
+    (0..200)
         .map(|_| {
             let t0 = Instant::now();
             for _ in 0..n {
@@ -306,9 +312,8 @@ fn single_point(
         black_box(hand(black_box(w.as_slice()), &mut g));
     });
     // the batched path at one column: what value_grad ran before the compiled point path
-    // (10–100× slower: fewer calls)
     let w1 = nalgebra::DMatrix::from_column_slice(w.len(), 1, w.as_slice());
-    let t_batch = per_call(reps / 20, || {
+    let t_batch = per_call(reps, || {
         black_box(lj.eval(&theta, black_box(&w1), mvi::density::Want::GRAD_W));
     });
     println!(

@@ -103,7 +103,7 @@ enum Ins {
 
 /// What one link of a [`Ins::Chain`] computes from the running value `acc` and the other
 /// operand `o` (`L`: `acc` is the left operand, `R`: the right one).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum LinkOp {
     Add,
     SubL,
@@ -111,7 +111,8 @@ enum LinkOp {
     Mul,
     DivL,
     DivR,
-    Unary(Fun1),
+    /// The link's `f`.
+    Unary,
 }
 
 /// One scalar operation of a chain: the running value (for the first link, the value at
@@ -119,7 +120,8 @@ enum LinkOp {
 #[derive(Debug, Clone, Copy)]
 struct Link {
     op: LinkOp,
-    /// Where the first link's running value is read from (unused by the others).
+    f: Fun1,
+    /// Where the running value is stored (for the first link: read from).
     head: u32,
     other: u32,
     out: u32,
@@ -133,41 +135,46 @@ impl Link {
     /// give the same bits in either operand order).
     #[inline(always)]
     fn apply(&self, acc: f64, vals: &[f64]) -> f64 {
-        let o = || vals[self.other as usize];
+        if self.op <= LinkOp::Mul {
+            // the four cheap ones computed and one kept, without a jump per link (the
+            // links of a recursion alternate between a few operations)
+            let o = vals[self.other as usize];
+            let (sum, left, right, prod) = (acc + o, acc - o, o - acc, acc * o);
+            return match self.op {
+                LinkOp::Add => sum,
+                LinkOp::SubL => left,
+                LinkOp::SubR => right,
+                _ => prod,
+            };
+        }
         match self.op {
-            LinkOp::Add => acc + o(),
-            LinkOp::SubL => acc - o(),
-            LinkOp::SubR => o() - acc,
-            LinkOp::Mul => acc * o(),
-            LinkOp::DivL => acc / o(),
-            LinkOp::DivR => o() / acc,
-            LinkOp::Unary(f) => {
-                let mut v = [acc];
-                f64::map_in_place(f, &mut v);
-                v[0]
-            }
+            LinkOp::DivL => acc / vals[self.other as usize],
+            LinkOp::DivR => vals[self.other as usize] / acc,
+            _ => crate::autodiff::unary_one(self.f, acc),
         }
     }
 
     /// ȳ times the partials of the link's value in the running value and in the other
     /// operand, in the form the reverse of `Add1` … `Div1` and of a unary node compute
-    /// them: ±ȳ, ȳ times the other factor, ȳ/b as ȳ · b⁻¹, ȳ · (−v/b), ȳ · f′. `acc` is
-    /// the running value, `v` the link's value.
+    /// them: ȳ · (±1) (ȳ · (−1) and −ȳ differ at most in the sign of a NaN, which is
+    /// reported as −∞ either way), ȳ times the other factor, ȳ/b as ȳ · b⁻¹, ȳ · (−v/b),
+    /// ȳ · f′. `acc` is the running value, `v` the link's value.
     #[inline(always)]
     fn terms(&self, yb: f64, acc: f64, vals: &[f64]) -> (f64, f64) {
-        let o = || vals[self.other as usize];
-        let v = || vals[self.out as usize];
+        if self.op <= LinkOp::Mul {
+            let o = vals[self.other as usize];
+            let k = self.op as usize;
+            let (fa, fo) = ([1.0, 1.0, -1.0, o][k], [1.0, -1.0, 1.0, acc][k]);
+            return (yb * fa, yb * fo);
+        }
+        let v = vals[self.out as usize];
         match self.op {
-            LinkOp::Add => (yb * 1.0, yb * 1.0),
-            LinkOp::SubL => (yb * 1.0, -yb),
-            LinkOp::SubR => (-yb, yb * 1.0),
-            LinkOp::Mul => (yb * o(), yb * acc),
             LinkOp::DivL => {
-                let o = o();
-                (yb * o.recip(), yb * (-v() / o))
+                let o = vals[self.other as usize];
+                (yb * o.recip(), yb * (-v / o))
             }
-            LinkOp::DivR => (yb * (-v() / acc), yb * acc.recip()),
-            LinkOp::Unary(f) => (yb * d_unary(f, acc, v()), 0.0),
+            LinkOp::DivR => (yb * (-v / acc), yb * acc.recip()),
+            _ => (yb * d_unary(self.f, acc, v), 0.0),
         }
     }
 }
@@ -653,10 +660,8 @@ impl PointEval {
     fn reverse_chain(&self, from: usize, to: usize, vals: &[f64], adj: &mut [f64]) {
         let (first, rest) = self.links[from..to].split_first().expect("a chain has a link");
         let mut yb = adj[rest.last().unwrap_or(first).out as usize];
-        for j in (0..rest.len()).rev() {
-            let l = &rest[j];
-            let prev = if j == 0 { first } else { &rest[j - 1] };
-            let (d_acc, d_other) = l.terms(yb, vals[prev.out as usize], vals);
+        for l in rest.iter().rev() {
+            let (d_acc, d_other) = l.terms(yb, vals[l.head as usize], vals);
             if l.d_other {
                 adj[l.other as usize] += d_other;
             }
@@ -1041,7 +1046,8 @@ fn chains(g: &Graph, slots: &[Slot], ins: Vec<Ins>, ins_node: &[usize]) -> (Vec<
                 let k = k as usize;
                 return match g.nodes[k].op {
                     Op::Unary(f, a) if slots[k].size == 1 && slots[a.0].size == 1 => Some(Link {
-                        op: LinkOp::Unary(f),
+                        op: LinkOp::Unary,
+                        f,
                         head: slots[a.0].off,
                         other: 0,
                         out: slots[k].off,
@@ -1055,6 +1061,7 @@ fn chains(g: &Graph, slots: &[Slot], ins: Vec<Ins>, ins_node: &[usize]) -> (Vec<
         };
         Some(Link {
             op,
+            f: Fun1::Neg,
             head: o.a,
             other: o.b,
             out: o.out,
@@ -1078,7 +1085,7 @@ fn chains(g: &Graph, slots: &[Slot], ins: Vec<Ins>, ins_node: &[usize]) -> (Vec<
             let Some(mut l) = link_of(&ins[j]) else { break };
             // the running value as the left operand (or the only one), or the right
             let left = l.head == prev;
-            let right = !matches!(l.op, LinkOp::Unary(_)) && l.other == prev;
+            let right = l.op != LinkOp::Unary && l.other == prev;
             if left == right {
                 break;
             }
@@ -1090,10 +1097,11 @@ fn chains(g: &Graph, slots: &[Slot], ins: Vec<Ins>, ins_node: &[usize]) -> (Vec<
                     op => op,
                 };
             }
+            l.head = prev;
             links.push(l);
             j += 1;
         }
-        if j == i + 1 && !matches!(first.op, LinkOp::Unary(_)) {
+        if j == i + 1 && first.op != LinkOp::Unary {
             links.pop();
             out.push(ins[i]);
         } else {
