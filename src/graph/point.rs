@@ -7,8 +7,10 @@
 //! (constants are copied in once, when a thread's buffer changes owner) and the same place
 //! in the adjoint buffer, so a call allocates nothing for the common operations: scalar and
 //! elementwise arithmetic, elementwise functions, gathers, packs, assembled locals, sums and
-//! the fused `normal`/`cauchy` likelihoods run on slices of the two buffers. The rarer
-//! operations reuse the batched evaluator's code for one column.
+//! the fused `normal`/`cauchy` likelihoods run on slices of the two buffers. A run of
+//! scalar operations each reading the previous one's result (a step of an unrolled
+//! recursion) is one instruction, a chain, whose running value and adjoint stay in
+//! registers. The rarer operations reuse the batched evaluator's code for one column.
 //!
 //! The arithmetic is that of the batched path at S = 1 ([`super::eval`] and
 //! [`crate::autodiff::reverse`]): the same formulas, the same SIMD kernels and the adjoints
