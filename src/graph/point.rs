@@ -1008,6 +1008,8 @@ fn back_shapes(
 }
 
 /// `out[i] += ȳᵢ · dᵢ` (`full`), or `out[0] += Σᵢ ȳᵢ · dᵢ` one term at a time.
+// an index loop: `d` takes the index (the operands of one value are not slices)
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn back_terms(full: bool, ybar: &[f64], out: &mut [f64], d: impl Fn(usize) -> f64) {
     if full {
