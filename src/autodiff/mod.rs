@@ -8,6 +8,7 @@
 
 pub mod dual;
 pub mod finite_diff;
+pub mod gemv;
 pub mod incomplete;
 pub mod owen;
 pub mod reverse;

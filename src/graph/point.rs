@@ -24,7 +24,7 @@ use super::eval::{argext, batched_mask, binary, broadcast_at, eval_op, tri_solve
 use super::fused::{self, Output};
 use super::{Fun1, Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
 use crate::autodiff::reverse::{back_cholesky, d_binary, d_special2, d_ternary, d_unary, is_special2};
-use crate::autodiff::Scalar;
+use crate::autodiff::{gemv, Scalar};
 use crate::dist::HALF_LOG_2PI;
 
 /// Where a node's value lives in the buffers.
@@ -540,7 +540,10 @@ impl PointEval {
                 let (m, nc) = (node.shape.rows(), node.shape.cols());
                 let kk = a.size / m.max(1);
                 out.iter_mut().for_each(|x| *x = 0.0);
-                f64::gemm(false, false, m, nc, kk, a.data, b.data, out);
+                // one column: in place, dgemm's arithmetic without packing the matrix
+                if !(nc == 1 && gemv::gemv_n(m, kk, a.data, b.data, out)) {
+                    f64::gemm(false, false, m, nc, kk, a.data, b.data, out);
+                }
             }
             Op::LikSum(lik @ (Lik::Normal | Lik::Cauchy), ids) if slot.batched => {
                 let args = [get(ids[0]), get(ids[1]), get(ids[2])];
@@ -734,16 +737,10 @@ impl PointEval {
                 let (m, nc) = (node.shape.rows(), node.shape.cols());
                 let kk = aa.size / m.max(1);
                 if bb.batched {
-                    f64::gemm(
-                        true,
-                        false,
-                        kk,
-                        nc,
-                        m,
-                        aa.data,
-                        ybar,
-                        &mut lower[self.slots[b.0].range()],
-                    );
+                    let bbar = &mut lower[self.slots[b.0].range()];
+                    if !(nc == 1 && gemv::gemv_t(m, kk, aa.data, ybar, bbar)) {
+                        f64::gemm(true, false, kk, nc, m, aa.data, ybar, bbar);
+                    }
                 }
                 if aa.batched {
                     f64::gemm(
