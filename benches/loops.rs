@@ -1,6 +1,6 @@
 //! Issue 18's benchmark: loops and recursions, with the ratios printed from one run.
 //!
-//! 1. single-point value + gradient (the path L-BFGS and NUTS use, `density::value_grad`)
+//! 1. single-point value + gradient (the path L-BFGS and NUTS use, `value_grad_into`)
 //!    against hand-written Rust log densities and gradients of the same models: eight
 //!    schools (examples/eight_schools.mvi), stochastic volatility (the example at T = 100 and 1000)
 //!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×; the batched path at
@@ -127,15 +127,23 @@ fn load(model: &Path, data: &Path) -> LogJoint {
     lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)))
 }
 
-/// Seconds per call of `f`: the minimum over 7 rounds of `reps` calls.
+/// Seconds per call of `f`: the minimum over 200 rounds of about 0.5 ms each (short, so
+/// that on a loaded machine many run without being descheduled), but at most `reps` calls
+/// per round.
 fn per_call(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..7)
+    let t0 = Instant::now();
+    for _ in 0..10 {
+        f();
+    }
+    let one = t0.elapsed().as_secs_f64() / 10.0;
+    let n = ((5e-4 / one.max(1e-9)) as usize).clamp(1, reps.max(1));
+    (0..200)
         .map(|_| {
             let t0 = Instant::now();
-            for _ in 0..reps {
+            for _ in 0..n {
                 f();
             }
-            t0.elapsed().as_secs_f64() / reps as f64
+            t0.elapsed().as_secs_f64() / n as f64
         })
         .fold(f64::INFINITY, f64::min)
 }
@@ -295,8 +303,10 @@ fn single_point(
         return;
     }
     let reps = (200_000 / w.len()).max(20);
+    // as NUTS calls it: the gradient into the caller's buffer
+    let mut grad = vec![0.0; w.len()];
     let t_mvi = per_call(reps, || {
-        black_box(value_grad(lj, &theta, black_box(w)));
+        black_box(lj.value_grad_into(&theta, black_box(w.as_slice()), &mut grad));
     });
     let t_hand = per_call(reps, || {
         black_box(hand(black_box(w.as_slice()), &mut g));
@@ -317,7 +327,7 @@ fn single_point(
 }
 
 fn single_points() {
-    println!("== single-point value + gradient (density::value_grad) vs hand-written Rust");
+    println!("== single-point value + gradient (LogDensity::value_grad_into) vs hand-written Rust");
     let es = root().join("examples/data/eight_schools.json");
     let lj = load(&root().join("examples/eight_schools.mvi"), &es);
     let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&es).unwrap()).unwrap();

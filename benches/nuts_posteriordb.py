@@ -7,7 +7,7 @@ NumPyro's NUTS (warm) and nutpie (PyMC models).
   PY=benches/peers/.venv-peers/bin/python
   $PY benches/nuts_posteriordb.py                               # all 12, mvi + NumPyro
   $PY benches/nuts_posteriordb.py --posteriors arK-arK,sblri-blr --no-numpyro
-  $PY benches/nuts_posteriordb.py --nutpie sblri-blr,arK-arK,kidiq-kidscore_momiq
+  $PY benches/nuts_posteriordb.py --posteriors suite --nutpie all   # + nutpie on the 12
   $PY benches/nuts_posteriordb.py --json benches/peers/out/nuts_posteriordb.json
   $PY benches/nuts_posteriordb.py --tables-from A.json B.json             # print again
 
@@ -31,10 +31,13 @@ benches/peers/numpyro_posteriordb.py with the same chains, warm-up and draws
 Stan's), twice in this process: the second run is the warm time (JIT compilation
 excluded); the table shows it beside mvi's sampler time.
 
-nutpie (`--nutpie P1,P2,...`) samples PyMC versions of the linear-regression posteriors
-(blr, kidiq, earnings, mesquite, nes; the design built as in benches/posteriordb's
-models) with the same chains, warm-up and draws; its time is the sampling only (the model
-compiled first, numba backend), also run twice with the warm time shown.
+nutpie (`--nutpie P1,P2,...` or `--nutpie all`) samples PyMC versions of the 12 of the
+suite (benches/peers/nutpie_models.py: same priors, data and parameterisation; its
+`--check all` compares their log density with mvi's lp__) with the same chains, warm-up
+and draws, and the low-rank modified mass matrix where mvi uses it; its time is the
+sampling only (the model compiled first, numba backend), also run twice with the warm time
+shown. A second table puts the cost of one gradient (sampler seconds over gradients, so
+including the sampler's own work) beside the number of gradients for mvi and nutpie.
 
 Timings on a shared, loaded machine are noisy: the table gives the 1-minute load average
 beside every time, and the peers' times over mvi's from the same run (above 1: mvi is
@@ -76,6 +79,12 @@ SETTINGS = {
     # the interaction of two uncentred predictors: at the defaults R̂ 1.009 but W1 5.40
     # (floor 3.42 ± 0.68), 297 815 gradients; low-rank: W1 2.90, R̂ 1.002, 29 994 gradients
     "kidiq-kidscore_interaction": {"mass_matrix": "low_rank"},
+    # 24 polynomial terms of a price regression (N = 5000, D = 26): the posterior's
+    # correlation matrix has condition number 2.7e5 (smallest eigenvalue 1.3e-5), so a
+    # diagonal mass matrix takes tree depths 7–10, 380 leapfrog steps per draw (one chain,
+    # warm-up 300: R̂ 1.44, ESS 5 of 50 draws; 4 × 2000 did not finish in 13 minutes at
+    # load 15–20); low-rank: about 9 steps per draw, R̂ 1.004, 71 415 gradients, 17 s
+    "diamonds-diamonds": {"mass_matrix": "low_rank"},
     # uncentred predictors (height in inches, earnings in dollars): intercept and slopes
     # correlated near ±1, R̂ 1.011–1.013 with the diagonal mass matrix (logearn_height and
     # logearn_height_male pass with it: 1.008, 1.005)
@@ -179,7 +188,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--no-numpyro", action="store_true",
                     help="skip NumPyro (it runs on the 12 of the shared suite only)")
-    ap.add_argument("--nutpie", default="", help="comma-separated posteriors to run nutpie on")
+    ap.add_argument("--nutpie", default="",
+                    help="comma-separated posteriors to run nutpie on, or `all` (every one run; PyMC "
+                         "versions of the 12 of the suite in benches/peers/nutpie_models.py)")
     ap.add_argument("--defaults", action="store_true", help="ignore SETTINGS: every posterior at the defaults")
     ap.add_argument("--mvi", default=MVI, help="the mvi binary (default: the release build)")
     ap.add_argument("--json")
@@ -192,6 +203,7 @@ def main():
             with open(path) as f:
                 rows += json.load(f)
         print_table(rows)
+        print_profile(rows)
         return
     if args.posteriors == "all":
         names = posteriors()
@@ -200,6 +212,7 @@ def main():
     else:
         names = args.posteriors.split(",")
     calib = calibration(args.shared)
+    nutpie_names = names if args.nutpie == "all" else args.nutpie.split(",")
     rows = []
     for p in names:
         info, ref = coords.reference_draws(coords.shared_folder(args.shared, p))
@@ -223,12 +236,13 @@ def main():
                         p, seed, settings)
                 except Exception as e:  # a peer's failure is a finding, reported in the table
                     row["numpyro_error"] = f"{type(e).__name__}: {e}"
-            if p in args.nutpie.split(","):
+            if p in nutpie_names:
                 row["nutpie_load"] = load_avg()
                 try:
                     import nutpie_models
-                    row["nutpie_warm_s"], row["nutpie_cold_s"] = nutpie_models.sample(
-                        p, os.path.join(PDB, p), seed, CHAINS, int(settings.get("warmup", WARMUP)), DRAWS)
+                    row["nutpie_warm_s"], row["nutpie_cold_s"], row["nutpie_gradients"] = nutpie_models.sample(
+                        p, os.path.join(PDB, p), seed, CHAINS, int(settings.get("warmup", WARMUP)), DRAWS,
+                        low_rank=settings.get("mass_matrix") == "low_rank")
                 except Exception as e:
                     row["nutpie_error"] = f"{type(e).__name__}: {e}"
             rows.append(row)
@@ -239,10 +253,27 @@ def main():
                     json.dump(rows, f, indent=1)
                 os.replace(args.json + ".tmp", args.json)
     print_table(rows)
+    print_profile(rows)
 
 
 def ratio(peer, ours):
     return f"{peer / ours:.1f}×" if peer and ours else "-"
+
+
+def print_profile(rows):
+    """Where nutpie was run: gradients and seconds per gradient of each sampler (both run
+    4 chains on the same cores; the time includes the sampler's own work per step)."""
+    rows = [r for r in rows if r.get("nutpie_warm_s") and "error" not in r]
+    if not rows:
+        return
+    print()
+    print("| posterior | mvi gradients | nutpie gradients | nutpie / mvi gradients "
+          "| mvi µs per gradient | nutpie µs per gradient | nutpie / mvi per gradient |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        mg, ng = r["gradients"], r["nutpie_gradients"]
+        mc, nc = 1e6 * r["mvi_s"] / mg, 1e6 * r["nutpie_warm_s"] / ng
+        print(f"| {r['posterior']} | {mg} | {ng} | {ng / mg:.2f} | {mc:.1f} | {nc:.1f} | {nc / mc:.2f} |")
 
 
 def print_table(rows):

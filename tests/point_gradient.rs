@@ -181,3 +181,37 @@ model {
     let lj = load_source(src, r#"{"N": 4, "y": [0.3, -1.2, 2.0, 0.7]}"#);
     assert!(compare("constrained types", &lj) >= 1);
 }
+
+#[test]
+fn point_path_equals_the_batched_path_on_scalar_chains_and_elementwise_shapes() {
+    // runs of scalar operations (joined into chains: the running value on either side of
+    // `-` and `/`, unary links, an intermediate read twice that ends a run), and the
+    // elementwise reverse rules with every operand shape (scalar and vector on either
+    // side), contiguous gathers and the unary functions with a reverse loop of their own
+    let src = r"
+data {
+  N: int
+  y: vector[N]
+}
+param {
+  a: real
+  b: real<lower=0>
+  v: vector[N]
+}
+model {
+  let u = 2 / (a - 1)
+  let q = exp(u / b) - 3
+  let z = 1 - b * q
+  target += log1p(square(z)) / (1 + b) - sqrt(b) * a
+  let s = -(a * a)
+  target += s / (2 + b) + s * s
+  let r = v[2:N] - v[1:N-1]
+  target += -0.5 * sum(square(r / b)) - sum(log(b + exp(v) / b)) + sum(b / (1 + square(v)))
+  target += sum(sqrt(1 + square(v)) - v * b) + sum(-(v - a))
+  a ~ normal(0, 1)
+  y ~ normal(a + b * v, exp(v / 2))
+}
+";
+    let lj = load_source(src, r#"{"N": 5, "y": [0.3, -1.2, 2.0, 0.7, 0.1]}"#);
+    assert!(compare("scalar chains", &lj) >= 1);
+}

@@ -163,6 +163,29 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     }
 }
 
+/// The SIMD kernel that computes `f` on f64 slices, for the functions that have one.
+fn kernel_of(f: crate::graph::Fun1) -> Option<vmath::Map> {
+    use crate::graph::Fun1;
+    Some(match f {
+        Fun1::Exp => vmath::Map::Exp,
+        Fun1::Log => vmath::Map::Ln,
+        Fun1::Log1p => vmath::Map::Ln1p,
+        Fun1::InvLogit => vmath::Map::Sigmoid,
+        Fun1::LogInvLogit => vmath::Map::LogSigmoid,
+        Fun1::Log1mInvLogit => vmath::Map::LogOneMinusSigmoid,
+        _ => return None,
+    })
+}
+
+/// `f(x)` of one value with exactly the bits `Scalar::map_in_place` gives it in a slice
+/// (the same kernel, with the same choice of fused multiply-add), without the slice loop.
+pub(crate) fn unary_one(f: crate::graph::Fun1, x: f64) -> f64 {
+    match kernel_of(f) {
+        Some(kernel) => vmath::map_one(kernel, x),
+        None => crate::graph::eval::unary(f, x),
+    }
+}
+
 impl Scalar for f64 {
     fn apply(self, f0: f64, _f1: f64, _f2: f64) -> Self {
         f0
@@ -214,20 +237,11 @@ impl Scalar for f64 {
     }
 
     fn map_in_place(f: crate::graph::Fun1, x: &mut [f64]) {
-        use crate::graph::Fun1;
-        let kernel = match f {
-            Fun1::Exp => vmath::Map::Exp,
-            Fun1::Log => vmath::Map::Ln,
-            Fun1::Log1p => vmath::Map::Ln1p,
-            Fun1::InvLogit => vmath::Map::Sigmoid,
-            Fun1::LogInvLogit => vmath::Map::LogSigmoid,
-            Fun1::Log1mInvLogit => vmath::Map::LogOneMinusSigmoid,
-            _ => {
-                for v in x {
-                    *v = crate::graph::eval::unary(f, *v);
-                }
-                return;
+        let Some(kernel) = kernel_of(f) else {
+            for v in x {
+                *v = crate::graph::eval::unary(f, *v);
             }
+            return;
         };
         vmath::map_in_place(kernel, x);
     }

@@ -299,6 +299,31 @@ dispatch! {
     pub fn map_in_place(f: Map, x: &mut [f64]) => map_in_place_generic
 }
 
+/// `f(x)` of one value, exactly as [`map_in_place`] computes it in a slice: the fused
+/// multiply-add is used under the same condition (the CPU has AVX-512F or AVX2, and FMA),
+/// and every lane computes the same operations, so the bits are the same; but there is
+/// no slice loop to enter (the scalar chains of the single-point path call it).
+pub fn map_one(f: Map, x: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "fma")]
+        fn fused(f: Map, x: f64) -> f64 {
+            let mut v = [x];
+            map_in_place_generic::<true>(f, &mut v);
+            v[0]
+        }
+        if (std::arch::is_x86_feature_detected!("avx512f") || std::arch::is_x86_feature_detected!("avx2"))
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has FMA, checked just above.
+            return unsafe { fused(f, x) };
+        }
+    }
+    let mut v = [x];
+    map_in_place_generic::<false>(f, &mut v);
+    v[0]
+}
+
 /// `out[i] = f(x[i])` for every i (`out` at least as long as `x`).
 pub fn map(f: Map, x: &[f64], out: &mut [f64]) {
     let out = &mut out[..x.len()];

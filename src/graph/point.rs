@@ -7,8 +7,10 @@
 //! (constants are copied in once, when a thread's buffer changes owner) and the same place
 //! in the adjoint buffer, so a call allocates nothing for the common operations: scalar and
 //! elementwise arithmetic, elementwise functions, gathers, packs, assembled locals, sums and
-//! the fused `normal`/`cauchy` likelihoods run on slices of the two buffers. The rarer
-//! operations reuse the batched evaluator's code for one column.
+//! the fused `normal`/`cauchy` likelihoods run on slices of the two buffers. A run of
+//! scalar operations each reading the previous one's result (a step of an unrolled
+//! recursion) is one instruction, a chain, whose running value and adjoint stay in
+//! registers. The rarer operations reuse the batched evaluator's code for one column.
 //!
 //! The arithmetic is that of the batched path at S = 1 ([`super::eval`] and
 //! [`crate::autodiff::reverse`]): the same formulas, the same SIMD kernels and the adjoints
@@ -79,8 +81,104 @@ enum Ins {
         op: Bin1,
         b_const: bool,
     },
+    /// `n` consecutive entries from `src` into `out` (a gather of a contiguous range:
+    /// `h[2:T]`, `h[1]`); `d`: the source takes an adjoint.
+    Copy {
+        src: u32,
+        out: u32,
+        n: u32,
+        d: bool,
+    },
+    /// A run of scalar operations, each but the first taking the previous one's result
+    /// as an operand (`links[from..to]`): the running value stays in a register instead of
+    /// a store and a load per node, and the reverse sweep passes its adjoint down the run
+    /// the same way.
+    Chain {
+        from: u32,
+        to: u32,
+        /// The last link's result depends on w.
+        batched: bool,
+    },
     /// Any other node, by its index in the graph.
     Node(u32),
+}
+
+/// What one link of a [`Ins::Chain`] computes from the running value `acc` and the other
+/// operand `o` (`L`: `acc` is the left operand, `R`: the right one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum LinkOp {
+    Add,
+    SubL,
+    SubR,
+    Mul,
+    DivL,
+    DivR,
+    /// The link's `f`.
+    Unary,
+}
+
+/// One scalar operation of a chain: the running value (for the first link, the value at
+/// `head`) combined with the value at `other` (binary operations) into `out`.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    op: LinkOp,
+    f: Fun1,
+    /// Where the running value is stored (for the first link: read from).
+    head: u32,
+    other: u32,
+    out: u32,
+    /// Whether the running value and the other operand take adjoints.
+    d_acc: bool,
+    d_other: bool,
+}
+
+impl Link {
+    /// The link's value (the batched path's formula for its node at one value; `+` and `*`
+    /// give the same bits in either operand order).
+    #[inline(always)]
+    fn apply(&self, acc: f64, vals: &[f64]) -> f64 {
+        if self.op <= LinkOp::Mul {
+            // the four cheap ones computed and one kept, without a jump per link (the
+            // links of a recursion alternate between a few operations)
+            let o = vals[self.other as usize];
+            let (sum, left, right, prod) = (acc + o, acc - o, o - acc, acc * o);
+            return match self.op {
+                LinkOp::Add => sum,
+                LinkOp::SubL => left,
+                LinkOp::SubR => right,
+                _ => prod,
+            };
+        }
+        match self.op {
+            LinkOp::DivL => acc / vals[self.other as usize],
+            LinkOp::DivR => vals[self.other as usize] / acc,
+            _ => crate::autodiff::unary_one(self.f, acc),
+        }
+    }
+
+    /// ȳ times the partials of the link's value in the running value and in the other
+    /// operand, in the form the reverse of `Add1` … `Div1` and of a unary node compute
+    /// them: ȳ · (±1) (ȳ · (−1) and −ȳ differ at most in the sign of a NaN, which is
+    /// reported as −∞ either way), ȳ times the other factor, ȳ/b as ȳ · b⁻¹, ȳ · (−v/b),
+    /// ȳ · f′. `acc` is the running value, `v` the link's value.
+    #[inline(always)]
+    fn terms(&self, yb: f64, acc: f64, vals: &[f64]) -> (f64, f64) {
+        if self.op <= LinkOp::Mul {
+            let o = vals[self.other as usize];
+            let k = self.op as usize;
+            let (fa, fo) = ([1.0, 1.0, -1.0, o][k], [1.0, -1.0, 1.0, acc][k]);
+            return (yb * fa, yb * fo);
+        }
+        let v = vals[self.out as usize];
+        match self.op {
+            LinkOp::DivL => {
+                let o = vals[self.other as usize];
+                (yb * o.recip(), yb * (-v / o))
+            }
+            LinkOp::DivR => (yb * (-v / acc), yb * acc.recip()),
+            _ => (yb * d_unary(self.f, acc, v), 0.0),
+        }
+    }
 }
 
 /// Buffers of one thread, kept between calls: the values (constants in place for the
@@ -110,6 +208,11 @@ pub struct PointEval {
     image: Vec<f64>,
     slots: Vec<Slot>,
     ins: Vec<Ins>,
+    /// The links of the [`Ins::Chain`] instructions.
+    links: Vec<Link>,
+    /// Where the slots of the nodes that depend on w start: the adjoints from there on
+    /// (the only ones the reverse sweep writes) are zeroed before each sweep.
+    zero_from: u32,
     /// The instructions of the nodes that depend on w, last first: the reverse sweep.
     rev: Vec<Ins>,
     targets: Vec<u32>,
@@ -130,24 +233,37 @@ impl PointEval {
     /// pointwise likelihoods of `predict` graphs): the batched path is used then.
     pub fn compile(g: &Graph) -> Option<PointEval> {
         let batched = batched_mask(g);
+        // the nodes that do not depend on w first, then those that do (each group in graph
+        // order, so every node's inputs lie below it): the adjoints the reverse sweep
+        // writes are one range at the end, zeroed in one go
         let mut slots = Vec::with_capacity(g.nodes.len());
-        let mut off = 0u32;
         for (k, node) in g.nodes.iter().enumerate() {
-            let size = u32::try_from(node.shape.size()).ok()?;
             slots.push(Slot {
-                off,
-                size,
+                off: 0,
+                size: u32::try_from(node.shape.size()).ok()?,
                 batched: batched[k],
                 constant: matches!(node.op, Op::Const(_)),
             });
-            off = off.checked_add(size)?;
         }
+        let mut off = 0u32;
+        for group in [false, true] {
+            for slot in slots.iter_mut().filter(|s| s.batched == group) {
+                slot.off = off;
+                off = off.checked_add(slot.size)?;
+            }
+        }
+        let zero_from = slots.iter().filter(|s| !s.batched).map(|s| s.size).sum::<u32>();
         let mut image = vec![0.0; off as usize];
         let (mut aux_off, mut aux_len, mut tmp_len) = (vec![0u32; g.nodes.len()], 0usize, 0usize);
         let mut log_sigma: Vec<Option<Box<[f64]>>> = vec![None; g.nodes.len()];
         let mut ins = Vec::with_capacity(g.nodes.len());
+        // the node of each instruction (for the chains)
+        let mut ins_node = Vec::with_capacity(g.nodes.len());
         for (k, node) in g.nodes.iter().enumerate() {
             let out = slots[k].off;
+            if !matches!(node.op, Op::Const(_)) {
+                ins_node.push(k);
+            }
             match &node.op {
                 Op::Const(v) => image[slots[k].range()].copy_from_slice(v),
                 Op::Param { offset } => ins.push(Ins::Param {
@@ -180,6 +296,19 @@ impl PointEval {
                         },
                     });
                 }
+                Op::Gather(a, idx)
+                    if idx
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &m)| m != GATHER_ZERO && m as usize == idx[0] as usize + i) =>
+                {
+                    ins.push(Ins::Copy {
+                        src: slots[a.0].off + idx.first().copied().unwrap_or(0),
+                        out,
+                        n: slots[k].size,
+                        d: slots[a.0].batched,
+                    });
+                }
                 Op::LikPoint(..) => return None,
                 Op::LikSum(lik, ids) => {
                     let n = ids.iter().map(|i| slots[i.0].size as usize).max().unwrap_or(0);
@@ -192,17 +321,23 @@ impl PointEval {
                         _ => None,
                     };
                     if let Some(sd) = scale {
-                        if sd.len() > 1 {
+                        // as the kernel computes them: `ln` for one scale, the SIMD `log`
+                        // kernel for a vector of scales
+                        let logs = if let [v] = *sd {
+                            vec![v.ln()]
+                        } else {
                             let mut logs = sd.to_vec();
                             f64::map_in_place(Fun1::Log, &mut logs);
-                            log_sigma[k] = Some(logs.into_boxed_slice());
-                        }
+                            logs
+                        };
+                        log_sigma[k] = Some(logs.into_boxed_slice());
                     }
                     ins.push(Ins::Node(k as u32));
                 }
                 _ => ins.push(Ins::Node(k as u32)),
             }
         }
+        let (ins, links) = chains(g, &slots, ins, &ins_node);
         let rev = ins
             .iter()
             .rev()
@@ -212,17 +347,21 @@ impl PointEval {
                 Ins::Add1(o) | Ins::Sub1(o) | Ins::Mul1(o) | Ins::Div1(o) | Ins::Scalar2 { op: o, .. } => {
                     o.da || o.db
                 }
+                Ins::Chain { batched, .. } => batched,
+                Ins::Copy { d, .. } => d,
                 Ins::Node(k) => slots[k as usize].batched,
             })
             .copied()
             .collect();
         Some(PointEval {
             rev,
+            zero_from,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             dim: g.dim,
             image,
             slots,
             ins,
+            links,
             targets: g.targets.iter().map(|t| t.0 as u32).collect(),
             aux_off,
             aux_len,
@@ -251,6 +390,8 @@ impl PointEval {
         if s.owner != self.id {
             s.vals.clear();
             s.vals.extend_from_slice(&self.image);
+            s.adj.clear();
+            s.adj.resize(self.image.len(), 0.0);
             s.aux.resize(self.aux_len, 0.0);
             s.tmp.resize(4 * self.tmp_len, 0.0);
             s.owner = self.id;
@@ -263,8 +404,8 @@ impl PointEval {
         for &t in &self.targets {
             value += vals[self.slots[t as usize].off as usize];
         }
-        adj.clear();
-        adj.resize(vals.len(), 0.0);
+        // only the slots of nodes that depend on w are ever written in the reverse sweep
+        adj[self.zero_from as usize..].fill(0.0);
         grad.iter_mut().for_each(|x| *x = 0.0);
         for &t in &self.targets {
             let slot = self.slots[t as usize];
@@ -316,6 +457,18 @@ impl PointEval {
                 Ins::Div1(o) => vals[o.out as usize] = vals[o.a as usize] / vals[o.b as usize],
                 Ins::Scalar2 { f, op: o, b_const } => {
                     vals[o.out as usize] = binary(f, vals[o.a as usize], vals[o.b as usize], b_const);
+                }
+                Ins::Copy { src, out, n, .. } => {
+                    let (src, out, n) = (src as usize, out as usize, n as usize);
+                    vals.copy_within(src..src + n, out);
+                }
+                Ins::Chain { from, to, .. } => {
+                    let links = &self.links[from as usize..to as usize];
+                    let mut acc = vals[links[0].head as usize];
+                    for l in links {
+                        acc = l.apply(acc, vals);
+                        vals[l.out as usize] = acc;
+                    }
                 }
                 Ins::Node(k) => self.forward_node(g, k as usize, vals, aux, tmp),
             }
@@ -486,8 +639,50 @@ impl PointEval {
                         }
                     }
                 }
+                Ins::Copy { src, out, n, .. } => {
+                    // each source entry takes one term: the order of the gather's scatter
+                    // does not matter
+                    let (src, out, n) = (src as usize, out as usize, n as usize);
+                    let (lower, upper) = adj.split_at_mut(out);
+                    for (x, &y) in lower[src..src + n].iter_mut().zip(&upper[..n]) {
+                        *x += y;
+                    }
+                }
+                Ins::Chain { from, to, .. } => self.reverse_chain(from as usize, to as usize, vals, adj),
                 Ins::Node(k) => self.reverse_node(g, k as usize, vals, adj, aux),
             }
+        }
+    }
+
+    /// The reverse of a chain, last link first: each link adds its other operand's term to
+    /// that operand's slot and hands the running value's term to the link before, in a
+    /// register. (In a slot of its own that term would be added to 0, which turns a −0
+    /// into +0; the sign of a zero is lost anyway once the term, times the partials below,
+    /// is added to a slot, which starts at +0 and so never holds −0.)
+    fn reverse_chain(&self, from: usize, to: usize, vals: &[f64], adj: &mut [f64]) {
+        let (first, rest) = self.links[from..to].split_first().expect("a chain has a link");
+        let mut yb = adj[rest.last().unwrap_or(first).out as usize];
+        for l in rest.iter().rev() {
+            let (d_acc, d_other) = l.terms(yb, vals[l.head as usize], vals);
+            if l.d_other {
+                adj[l.other as usize] += d_other;
+            }
+            if !l.d_acc {
+                return;
+            }
+            yb = d_acc;
+        }
+        // the first link's operands have slots: the left one's term first
+        let (d_acc, d_other) = first.terms(yb, vals[first.head as usize], vals);
+        let acc_first = !matches!(first.op, LinkOp::SubR | LinkOp::DivR);
+        if acc_first && first.d_acc {
+            adj[first.head as usize] += d_acc;
+        }
+        if first.d_other {
+            adj[first.other as usize] += d_other;
+        }
+        if !acc_first && first.d_acc {
+            adj[first.head as usize] += d_acc;
         }
     }
 
@@ -507,8 +702,17 @@ impl PointEval {
                     return;
                 }
                 let xbar = &mut lower[self.slots[a.0].range()];
-                for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.data.iter().zip(y.data)) {
-                    *xb += yb * d_unary(*f, xv, yv);
+                // the common functions with the partial's formula fixed, so that the loop
+                // does not choose it per entry
+                match *f {
+                    Fun1::Exp => back_unary(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Exp, x, y)),
+                    Fun1::Log => back_unary(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Log, x, y)),
+                    Fun1::Square => {
+                        back_unary(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Square, x, y))
+                    }
+                    Fun1::Sqrt => back_unary(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Sqrt, x, y)),
+                    Fun1::Neg => back_unary(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Neg, x, y)),
+                    f => back_unary(xbar, ybar, x.data, y.data, |x, y| d_unary(f, x, y)),
                 }
             }
             Op::Binary(f, a, b) => self.back_binary(*f, *a, *b, vals, y, ybar, lower),
@@ -731,25 +935,7 @@ impl PointEval {
             if fast {
                 // `back_binary_fast` at one column: ∂ of an operand of one value summed
                 // over the entries, one term at a time
-                let at = |x: Arg<'_, f64>, i: usize| if x.size == 1 { x.data[0] } else { x.data[i] };
-                let dy = |i: usize| {
-                    if n == 1 {
-                        y.data[0]
-                    } else {
-                        y.data[i]
-                    }
-                };
-                if own.size == n {
-                    for (i, (o, &yb)) in out.iter_mut().zip(ybar).enumerate() {
-                        *o += yb * arith_partial(f, first, at(aa, i), at(bb, i), dy(i));
-                    }
-                } else {
-                    let mut acc = out[0];
-                    for (i, &yb) in ybar.iter().enumerate() {
-                        acc += yb * arith_partial(f, first, at(aa, i), at(bb, i), dy(i));
-                    }
-                    out[0] = acc;
-                }
+                back_arith(f, first, own.size == n, aa, bb, &y.data[..n], ybar, out);
                 continue;
             }
             for (i, &yb) in ybar.iter().enumerate() {
@@ -763,17 +949,182 @@ impl PointEval {
     }
 }
 
-/// The partial of y = a ∘ b for `+ − * /` in the form `back_binary_fast` computes it:
-/// ±1, the other factor, 1/b (as a reciprocal), −y/b.
-#[inline(always)]
-fn arith_partial(f: Fun2, first: bool, a: f64, b: f64, y: f64) -> f64 {
+/// The reverse of y = a ∘ b for `+ − * /` into the adjoint `out` of operand a (`first`)
+/// or b, in the form `back_binary_fast` computes it: ȳᵢ times the partial (±1, the other
+/// factor, 1/b as a reciprocal, −y/b), added entry by entry when the operand has one entry
+/// per value (`full`), else summed into its one value in entry order. One loop per
+/// operation and operand shape, so that the partial is not chosen per entry.
+#[allow(clippy::too_many_arguments)]
+fn back_arith(
+    f: Fun2,
+    first: bool,
+    full: bool,
+    a: Arg<'_, f64>,
+    b: Arg<'_, f64>,
+    y: &[f64],
+    ybar: &[f64],
+    out: &mut [f64],
+) {
     match (f, first) {
-        (Fun2::Add, _) | (Fun2::Sub, true) => 1.0,
-        (Fun2::Sub, false) => -1.0,
-        (Fun2::Mul, true) => b,
-        (Fun2::Mul, false) => a,
-        (Fun2::Div, true) => b.recip(),
-        _ => -y / b,
+        (Fun2::Add, _) | (Fun2::Sub, true) => back_shapes(full, a, b, y, ybar, out, |_, _, _| 1.0),
+        (Fun2::Sub, false) => back_shapes(full, a, b, y, ybar, out, |_, _, _| -1.0),
+        (Fun2::Mul, true) => back_shapes(full, a, b, y, ybar, out, |_, b, _| b),
+        (Fun2::Mul, false) => back_shapes(full, a, b, y, ybar, out, |a, _, _| a),
+        (Fun2::Div, true) => back_shapes(full, a, b, y, ybar, out, |_, b, _| b.recip()),
+        _ => back_shapes(full, a, b, y, ybar, out, |_, b, y| -y / b),
+    }
+}
+
+/// [`back_arith`] for one partial `d(a, b, y)`, with the operands of one value read once.
+#[inline(always)]
+fn back_shapes(
+    full: bool,
+    a: Arg<'_, f64>,
+    b: Arg<'_, f64>,
+    y: &[f64],
+    ybar: &[f64],
+    out: &mut [f64],
+    d: impl Fn(f64, f64, f64) -> f64,
+) {
+    let n = ybar.len();
+    match (a.size == 1, b.size == 1) {
+        (false, false) => {
+            let (a, b) = (&a.data[..n], &b.data[..n]);
+            back_terms(full, ybar, out, |i| d(a[i], b[i], y[i]));
+        }
+        (true, false) => {
+            let (a, b) = (a.data[0], &b.data[..n]);
+            back_terms(full, ybar, out, |i| d(a, b[i], y[i]));
+        }
+        (false, true) => {
+            let (a, b) = (&a.data[..n], b.data[0]);
+            back_terms(full, ybar, out, |i| d(a[i], b, y[i]));
+        }
+        (true, true) => {
+            let (a, b) = (a.data[0], b.data[0]);
+            back_terms(full, ybar, out, |i| d(a, b, y[i]));
+        }
+    }
+}
+
+/// `out[i] += ȳᵢ · dᵢ` (`full`), or `out[0] += Σᵢ ȳᵢ · dᵢ` one term at a time.
+// an index loop: `d` takes the index (the operands of one value are not slices)
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn back_terms(full: bool, ybar: &[f64], out: &mut [f64], d: impl Fn(usize) -> f64) {
+    if full {
+        let out = &mut out[..ybar.len()];
+        for i in 0..ybar.len() {
+            out[i] += ybar[i] * d(i);
+        }
+    } else {
+        let mut acc = out[0];
+        for (i, &yb) in ybar.iter().enumerate() {
+            acc += yb * d(i);
+        }
+        out[0] = acc;
+    }
+}
+
+/// Joins consecutive scalar instructions into [`Ins::Chain`]s: an arithmetic (`Add1` …
+/// `Div1`) or scalar unary instruction continues the run before it when it reads the
+/// previous instruction's result and that result is read nowhere else (no other node, not
+/// a target), so the result needs no adjoint slot of its own: the reverse sweep hands it
+/// on in a register. A run of one arithmetic instruction stays as it was.
+fn chains(g: &Graph, slots: &[Slot], ins: Vec<Ins>, ins_node: &[usize]) -> (Vec<Ins>, Vec<Link>) {
+    let mut uses = vec![0u32; g.nodes.len()];
+    for node in &g.nodes {
+        super::build::each_input(&node.op, |id| uses[id.0] += 1);
+    }
+    for t in &g.targets {
+        uses[t.0] += 1;
+    }
+    // the instruction as the first link of a chain
+    let link_of = |i: &Ins| -> Option<Link> {
+        let (op, o) = match *i {
+            Ins::Add1(o) => (LinkOp::Add, o),
+            Ins::Sub1(o) => (LinkOp::SubL, o),
+            Ins::Mul1(o) => (LinkOp::Mul, o),
+            Ins::Div1(o) => (LinkOp::DivL, o),
+            Ins::Node(k) => {
+                let k = k as usize;
+                return match g.nodes[k].op {
+                    Op::Unary(f, a) if slots[k].size == 1 && slots[a.0].size == 1 => Some(Link {
+                        op: LinkOp::Unary,
+                        f,
+                        head: slots[a.0].off,
+                        other: 0,
+                        out: slots[k].off,
+                        d_acc: slots[a.0].batched,
+                        d_other: false,
+                    }),
+                    _ => None,
+                };
+            }
+            _ => return None,
+        };
+        Some(Link {
+            op,
+            f: Fun1::Neg,
+            head: o.a,
+            other: o.b,
+            out: o.out,
+            d_acc: o.da,
+            d_other: o.db,
+        })
+    };
+    let (mut out, mut links) = (Vec::with_capacity(ins.len()), Vec::new());
+    let mut i = 0;
+    while i < ins.len() {
+        let Some(first) = link_of(&ins[i]) else {
+            out.push(ins[i]);
+            i += 1;
+            continue;
+        };
+        let from = links.len();
+        links.push(first);
+        let mut j = i + 1;
+        while j < ins.len() && uses[ins_node[j - 1]] == 1 {
+            let prev = links[links.len() - 1].out;
+            let Some(mut l) = link_of(&ins[j]) else { break };
+            // the running value as the left operand (or the only one), or the right
+            let left = l.head == prev;
+            let right = l.op != LinkOp::Unary && l.other == prev;
+            if left == right {
+                break;
+            }
+            if right {
+                (l.other, l.d_other, l.d_acc) = (l.head, l.d_acc, l.d_other);
+                l.op = match l.op {
+                    LinkOp::SubL => LinkOp::SubR,
+                    LinkOp::DivL => LinkOp::DivR,
+                    op => op,
+                };
+            }
+            l.head = prev;
+            links.push(l);
+            j += 1;
+        }
+        if j == i + 1 && first.op != LinkOp::Unary {
+            links.pop();
+            out.push(ins[i]);
+        } else {
+            out.push(Ins::Chain {
+                from: from as u32,
+                to: links.len() as u32,
+                batched: slots[ins_node[j - 1]].batched,
+            });
+        }
+        i = j;
+    }
+    (out, links)
+}
+
+/// `x̄ᵢ += ȳᵢ · d(xᵢ, yᵢ)`: the reverse of an elementwise function.
+#[inline(always)]
+fn back_unary(xbar: &mut [f64], ybar: &[f64], x: &[f64], y: &[f64], d: impl Fn(f64, f64) -> f64) {
+    for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.iter().zip(y)) {
+        *xb += yb * d(xv, yv);
     }
 }
 
@@ -840,10 +1191,8 @@ fn location_scale(
     let [x, mu, sigma] = args;
     let n = fused::obs_count(&args);
     let sc = sigma.data;
-    if sc
-        .iter()
-        .any(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
-    {
+    // every scale > 0 (a NaN fails), without a branch per entry
+    if !sc.iter().fold(true, |ok, &v| ok & (v > 0.0)) {
         // the partials are not read: the value is −∞ and so is the gradient's check
         return f64::NEG_INFINITY;
     }
@@ -861,25 +1210,33 @@ fn location_scale(
             .for_each(|(z, (&a, &b))| *z = a - b),
     }
     if let [sd] = *sc {
-        let (ls, inv) = (sd.ln(), sd.recip());
+        let ls = match log_sigma {
+            Some([l]) => *l,
+            _ => sd.ln(),
+        };
+        let inv = sd.recip();
         z.iter_mut().for_each(|z| *z *= inv);
         terms(z, ls, inv, dx, ds);
     } else {
         z.iter_mut().zip(sc).for_each(|(z, &sd)| *z /= sd);
         terms(z, 0.0, 1.0, dx, ds);
-        match log_sigma {
-            Some(logs) => ls.copy_from_slice(logs),
+        let logs = match log_sigma {
+            Some(logs) => logs,
             None => {
                 ls.copy_from_slice(sc);
                 f64::map_in_place(Fun1::Log, ls);
+                ls
             }
-        }
-        for (v, &l) in z.iter_mut().zip(ls.iter()) {
+        };
+        for (v, &l) in z.iter_mut().zip(logs) {
             *v -= l;
         }
-        for ((dx, ds), &sd) in dx.iter_mut().zip(ds.iter_mut()).zip(sc) {
-            *dx /= sd;
-            *ds /= sd;
+        // only the partials that are kept (each a division per observation)
+        if !(x.constant && mu.constant) {
+            dx.iter_mut().zip(sc).for_each(|(d, &sd)| *d /= sd);
+        }
+        if !sigma.constant {
+            ds.iter_mut().zip(sc).for_each(|(d, &sd)| *d /= sd);
         }
     }
     let value: f64 = z.iter().copied().sum();
