@@ -36,6 +36,9 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     /// at the real part.
     fn apply(self, f0: f64, f1: f64, f2: f64) -> Self;
 
+    /// Whether every part is zero (`==` on dual numbers compares only the real part).
+    fn is_exact_zero(self) -> bool;
+
     /// Constants converted to this scalar type (borrowed for f64).
     fn lift(c: &[f64]) -> Cow<'_, [Self]> {
         Cow::Owned(c.iter().map(|&x| Self::from(x)).collect())
@@ -189,6 +192,10 @@ impl Scalar for f64 {
         f0
     }
 
+    fn is_exact_zero(self) -> bool {
+        self == 0.0
+    }
+
     /// Goldberg's form log(u)·x/(u − 1) with u = 1 + x rounded: accurate to a few ulps, and
     /// one `ln` and one division cost a fraction of libm's `log1p` (the largest single cost
     /// of logistic models, which take it once per observation and draw).
@@ -293,6 +300,10 @@ impl Scalar for Dual64 {
         Dual64::new(f0, self.eps * f1)
     }
 
+    fn is_exact_zero(self) -> bool {
+        self.re == 0.0 && self.eps == 0.0
+    }
+
     /// (A + εA′)(B + εB′) = AB + ε(AB′ + A′B): up to three f64 products by nalgebra's gemm
     /// (the Hessian's forward-over-reverse pass runs its data products this way).
     fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[Self], b: &[Self], c: &mut [Self]) {
@@ -327,6 +338,10 @@ impl Scalar for HyperDual64 {
             self.eps2 * f1,
             self.eps1eps2 * f1 + self.eps1 * self.eps2 * f2,
         )
+    }
+
+    fn is_exact_zero(self) -> bool {
+        self.re == 0.0 && self.eps1 == 0.0 && self.eps2 == 0.0 && self.eps1eps2 == 0.0
     }
 }
 

@@ -19,6 +19,7 @@ use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
 use super::{incomplete, owen, von_mises_cdf};
 
+use super::theta::Tangent;
 use super::Scalar;
 
 /// Values and gradients at S batch columns.
@@ -117,20 +118,9 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
     }
     if by_tangents {
         let tangents = super::theta::tangents(tape);
-        let p = g.theta_dim;
         for (k, vbar) in adj.iter().enumerate() {
             if frontier[k] && !pushed[k] && !tangents[k].is_empty() {
-                // ∇_θ (P×S) += J_kᵀ V̄_k with J_k (size × P), V̄_k (size × S).
-                T::gemm(
-                    true,
-                    false,
-                    p,
-                    s,
-                    g.nodes[k].shape.size(),
-                    &tangents[k],
-                    vbar,
-                    &mut gt,
-                );
+                push_frontier(&tangents[k], g.nodes[k].shape.size(), vbar, s, &mut gt);
             }
         }
         for (c, node) in g.nodes.iter().enumerate() {
@@ -144,24 +134,83 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
     (gw, gt)
 }
 
+/// ∇_θ (P×S) += J_kᵀ V̄_k for a frontier node with tangent J_k (size × P) and adjoint V̄_k
+/// (size × S): per direction, dot products over the span it moves only.
+fn push_frontier<T: Scalar>(tk: &Tangent<T>, size: usize, vbar: &[T], s: usize, gt: &mut [T]) {
+    let p = tk.spans.len();
+    for (q, span) in tk.spans.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        let d = tk.dir(q);
+        for col in 0..s {
+            let v = &vbar[col * size + span.start..col * size + span.end];
+            gt[col * p + q] += d.iter().zip(v).fold(T::zero(), |acc, (a, b)| acc + *a * *b);
+        }
+    }
+}
+
 /// ∇_θ of the product Y = A·B (node `c`, B batched, A θ-only with tangent `ta`): column s
-/// gains Σ_ij Ȳ_ij ((dA/dθ_q) B_s)_ij for every direction q in which A moves. One product
-/// (m×k)·(k×n·S) per such q: the S blocks of B lie side by side as one k × n·S matrix.
-fn push_matmul<T: Scalar>(tape: &Tape<'_, T>, ta: &[T], c: usize, b: NodeId, ybar: &[T], gt: &mut [T]) {
+/// gains Σ_ij Ȳ_ij ((dA/dθ_q) B_s)_ij = Σ_jl (dA_qᵀ Ȳ_s)_jl (B_s)_jl for every direction q
+/// in which A moves. Only the columns j0..j1 of A that direction q moves take part: G =
+/// dA_q[:, j0..j1]ᵀ · Ȳ, one product (w×m)·(m×n·S) with the S blocks of Ȳ side by side,
+/// then G's dot with rows j0..j1 of each B_s. A direction that moves w of A's k columns
+/// costs m·w·n·S instead of m·k·n·S: an RBF centre moves one column of Φ (w = 1), the
+/// width all of them.
+fn push_matmul<T: Scalar>(
+    tape: &Tape<'_, T>,
+    ta: &Tangent<T>,
+    c: usize,
+    b: NodeId,
+    ybar: &[T],
+    gt: &mut [T],
+) {
     let (s, p) = (tape.s, tape.graph.theta_dim);
     let shape = tape.graph.nodes[c].shape;
     let (m, n) = (shape.rows(), shape.cols());
     let bb = tape.arg(b);
     let k = bb.size / n.max(1);
-    let size_a = m * k;
-    let mut prod = vec![T::zero(); m * n * s];
-    for q in 0..p {
-        let da = &ta[q * size_a..(q + 1) * size_a];
-        if da.iter().all(|v| *v == T::zero()) {
-            continue;
+    let (mut da, mut g) = (Vec::new(), Vec::new());
+    for (q, span) in ta.spans.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        let (j0, j1) = (span.start / m, (span.end - 1) / m + 1);
+        let w = j1 - j0;
+        da.clear();
+        da.resize(m * w, T::zero());
+        da[span.start - j0 * m..span.end - j0 * m].copy_from_slice(ta.dir(q));
+        g.clear();
+        g.resize(w * n * s, T::zero());
+        T::gemm(true, false, w, n * s, m, &da, ybar, &mut g);
+        for col in 0..s {
+            let mut dot = T::zero();
+            for l in 0..n {
+                let gl = &g[(col * n + l) * w..(col * n + l + 1) * w];
+                let bl = &bb.data[(col * n + l) * k + j0..(col * n + l) * k + j1];
+                dot = gl.iter().zip(bl).fold(dot, |acc, (x, y)| acc + *x * *y);
+            }
+            gt[col * p + q] += dot;
         }
+    }
+}
+
+/// The dense form of [`push_matmul`] (every column of A in every direction): the reference
+/// the span-restricted product is tested against.
+#[cfg(test)]
+fn push_matmul_dense<T: Scalar>(
+    tape: &Tape<'_, T>,
+    ta: &Tangent<T>,
+    c: usize,
+    b: NodeId,
+    ybar: &[T],
+    gt: &mut [T],
+) {
+    let (s, p) = (tape.s, tape.graph.theta_dim);
+    let shape = tape.graph.nodes[c].shape;
+    let (m, n) = (shape.rows(), shape.cols());
+    let bb = tape.arg(b);
+    let k = bb.size / n.max(1);
+    let mut prod = vec![T::zero(); m * n * s];
+    let mut da = vec![T::zero(); m * k];
+    for q in 0..p {
+        ta.dense_into(q, &mut da);
         prod.iter_mut().for_each(|v| *v = T::zero());
-        T::gemm(false, false, m, n * s, k, da, bb.data, &mut prod);
+        T::gemm(false, false, m, n * s, k, &da, bb.data, &mut prod);
         for col in 0..s {
             let block = col * m * n..(col + 1) * m * n;
             let dot = ybar[block.clone()]
@@ -874,6 +923,95 @@ mod tests {
         let no_theta = value_grad_with(&g, &consts, &theta, &ws, 3, false);
         assert_eq!(no_theta.grad_w, r.grad_w);
         assert!(no_theta.grad_theta.iter().all(|x| x.abs() < f64::MIN_POSITIVE));
+    }
+
+    /// The softmax on RBF features with learned centres (examples/softmax_rbf_iris.mvi; N = 12,
+    /// Q = 2, M = 3, K = 3, so P = 2 + 6 and Φ is 12 × 4): a centre coordinate moves one
+    /// column of Φ, so its span is one column wide; the span-restricted θ-gradient through
+    /// Φ·W equals the dense product's to rounding, and the whole ∇_θ (tangents, frontier and
+    /// pushed products) equals central differences of the values.
+    #[test]
+    fn theta_gradient_through_learned_centres_uses_one_column_per_centre_and_matches_the_dense_product() {
+        let x: Vec<[f64; 2]> = (0..12)
+            .map(|i| {
+                let t = f64::from(i) * 0.9;
+                [t.sin() * 1.2, (1.3 * t).cos()]
+            })
+            .collect();
+        let y: Vec<i32> = (0..12).map(|i| 1 + i % 3).collect();
+        let data = serde_json::json!({
+            "K": 3, "X": x, "y": y,
+            "C": [[0.5, 0.4], [-0.7, 0.2], [0.1, -0.8]],
+            "X_test": [[0.1, 0.2]], "y_test": [1],
+        });
+        let mut set = crate::data::DataSet::default();
+        crate::data::add_json_text(&mut set, "d.json", data.to_string()).expect("the data parse");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let text = include_str!("../../examples/softmax_rbf_iris.mvi");
+        let typed = crate::check::check_source(text, "softmax_rbf_iris.mvi", &dir, &set)
+            .unwrap_or_else(|_| panic!("the example checks"));
+        let lj = crate::graph::lower_model(&typed).expect("the example lowers");
+        let g = &lj.graph;
+        let (d, p, s) = (g.dim, g.theta_dim, 3);
+        assert_eq!((d, p), (12, 8));
+        let consts = lift_consts::<f64>(g);
+        let theta: Vec<f64> = [-0.3, 0.2, 0.45, -0.6, 0.25, 0.55, 0.05, -0.85].to_vec();
+        let w: Vec<f64> = (0..d * s).map(|i| (0.37 * i as f64).sin()).collect();
+        let tape = forward(g, &consts, &theta, &w, s);
+        assert!(super::super::theta::supported(&tape));
+        let frontier = theta_frontier(g, &tape.batched);
+        let tangents = super::super::theta::tangents(&tape);
+        let products: Vec<(usize, NodeId, NodeId)> = g
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(c, n)| match n.op {
+                Op::MatMul(a, b) if frontier.pushed[a.0] && tape.is_batched(NodeId(c)) => Some((c, a, b)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(products.len(), 1, "Φ·W is the one pushed product");
+        let (c, a, b) = products[0];
+        let (m, k) = (g.nodes[a.0].shape.rows(), g.nodes[a.0].shape.cols());
+        assert_eq!((m, k), (12, 4));
+        let spans = &tangents[a.0].spans;
+        let widths: Vec<usize> = spans
+            .iter()
+            .map(|r| {
+                if r.is_empty() {
+                    0
+                } else {
+                    (r.end - 1) / m + 1 - r.start / m
+                }
+            })
+            .collect();
+        // α moves nothing in Φ, r every RBF column (not the bias), each centre coordinate one
+        assert_eq!(widths, vec![0, 3, 1, 1, 1, 1, 1, 1]);
+        let ybar: Vec<f64> = (0..g.nodes[c].shape.size() * s)
+            .map(|i| (0.61 * i as f64).cos())
+            .collect();
+        let (mut sparse, mut dense) = (vec![0.0; p * s], vec![0.0; p * s]);
+        push_matmul(&tape, &tangents[a.0], c, b, &ybar, &mut sparse);
+        push_matmul_dense(&tape, &tangents[a.0], c, b, &ybar, &mut dense);
+        for (x, y) in sparse.iter().zip(&dense) {
+            assert_relative_eq!(*x, *y, epsilon = 1e-12, max_relative = 1e-12);
+        }
+        assert!(dense.iter().any(|v| v.abs() > 1e-3), "the check is not vacuous");
+        let r = value_grad(g, &consts, &theta, &w, s);
+        let h = 1e-6;
+        for q in 0..p {
+            let (mut up, mut down) = (theta.clone(), theta.clone());
+            up[q] += h;
+            down[q] -= h;
+            let (vu, vd) = (
+                value_grad(g, &consts, &up, &w, s).values,
+                value_grad(g, &consts, &down, &w, s).values,
+            );
+            for col in 0..s {
+                let fd = (vu[col] - vd[col]) / (2.0 * h);
+                assert_relative_eq!(r.grad_theta[col * p + q], fd, epsilon = 1e-6, max_relative = 1e-6);
+            }
+        }
     }
 
     #[test]
