@@ -46,9 +46,7 @@ faster). mvi's time is fit.json's wall_time_s (the sampler: 4 chains in parallel
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
@@ -108,24 +106,8 @@ SETTINGS = {
 def run_mvi(posterior, seed, timeout, mvi=MVI, extra=()):
     """One `mvi run --method nuts`: a dict with fit.json numbers, the unconstrained draws and
     the process's seconds (start, parse, compile, sample, write)."""
-    folder = os.path.join(PDB, posterior)
-    with tempfile.TemporaryDirectory(prefix="pdb-nuts-") as out:
-        cmd = [mvi, "run", os.path.join(folder, "model.mvi"), "--data", os.path.join(folder, "data.json"),
-               "--method", "nuts", "--set", f"seed={seed}", "--output-dir", out, "--quiet", "--json"]
-        for k, v in extra:
-            cmd += ["--set", f"{k}={v}"]
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"timeout after {timeout:.0f} s"}
-        elapsed = time.perf_counter() - t0
-        if proc.returncode != 0:
-            return {"error": next((ln for ln in proc.stderr.splitlines() if ln.strip()), "?")}
-        with open(os.path.join(out, "fit.json")) as f:
-            fit = json.load(f)
-        cols = coords.read_columns(os.path.join(out, "draws.csv"))
-    return {"fit": fit, "cols": cols, "process_s": elapsed}
+    sets = [f"seed={seed}", *(f"{k}={v}" for k, v in extra)]
+    return coords.run_fit(mvi, os.path.join(PDB, posterior), "nuts", sets, timeout)
 
 
 def thin(draws, n):

@@ -68,7 +68,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -105,30 +104,8 @@ def w1(x, y):
 
 def fit(posterior, method, seed, timeout, extra):
     """One `mvi run`: (fit.json, (n, D) unconstrained draws, process seconds) or an error."""
-    folder = os.path.join(PDB, posterior)
-    with tempfile.TemporaryDirectory(prefix="pdb-w1-") as out:
-        cmd = [
-            MVI, "run", os.path.join(folder, "model.mvi"),
-            "--data", os.path.join(folder, "data.json"),
-            "--method", method,
-            "--set", f"seed={seed}", "--set", f"draws={N_DRAWS}",
-            "--output-dir", out, "--quiet", "--json",
-        ]
-        for kv in extra:
-            cmd += ["--set", kv]
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"timeout after {timeout:.0f} s"}
-        elapsed = time.perf_counter() - t0
-        if proc.returncode != 0:
-            first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), "")
-            return {"error": f"exit {proc.returncode}: {first.strip()}"}
-        with open(os.path.join(out, "fit.json")) as f:
-            report = json.load(f)
-        cols = coords.read_columns(os.path.join(out, "draws.csv"))
-    return {"report": report, "cols": cols, "process_s": elapsed}
+    sets = [f"seed={seed}", f"draws={N_DRAWS}", *extra]
+    return coords.run_fit(MVI, os.path.join(PDB, posterior), method, sets, timeout)
 
 
 def q_moments(report, draws):
@@ -187,8 +164,8 @@ def one_fit(posterior, method, info, seed, args):
     if "error" in r:
         return r
     draws = coords.unconstrained_draws(info, r["cols"], rename=coords.mvi_name)
-    mean, cov = q_moments(r["report"], draws)
-    return draws, mean, cov, float(r["report"]["wall_time_s"]), r["report"].get("evals")
+    mean, cov = q_moments(r["fit"], draws)
+    return draws, mean, cov, float(r["fit"]["wall_time_s"]), r["fit"].get("evals")
 
 
 def run_cell(posterior, method, info, ref, args):

@@ -33,6 +33,9 @@ import csv
 import json
 import os
 import re
+import subprocess
+import tempfile
+import time
 
 import numpy as np
 
@@ -149,3 +152,28 @@ def reference_draws(folder):
     info = load_info(folder)
     cols = read_columns(os.path.join(folder, "reference.csv"))
     return info, unconstrained_draws(info, cols)
+
+
+def run_fit(mvi, folder, method, sets, timeout):
+    """One `mvi run` of the posterior in `folder` with `--set` options `sets` ("k=v"), into a
+    temporary output directory: {"fit": fit.json, "cols": draws.csv's columns, "process_s":
+    the process's seconds}, or {"error": the first line of stderr, or the timeout}."""
+    with tempfile.TemporaryDirectory(prefix="pdb-fit-") as out:
+        cmd = [mvi, "run", os.path.join(folder, "model.mvi"), "--data",
+               os.path.join(folder, "data.json"), "--method", method,
+               "--output-dir", out, "--quiet", "--json"]
+        for kv in sets:
+            cmd += ["--set", kv]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timeout after {timeout:.0f} s"}
+        elapsed = time.perf_counter() - t0
+        if proc.returncode != 0:
+            first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), "")
+            return {"error": f"exit {proc.returncode}: {first.strip()}"}
+        with open(os.path.join(out, "fit.json")) as f:
+            fit = json.load(f)
+        cols = read_columns(os.path.join(out, "draws.csv"))
+    return {"fit": fit, "cols": cols, "process_s": elapsed}
