@@ -238,17 +238,26 @@ class Fit:
     def to_arviz(self):
         """The fit as ArviZ data (``xarray.DataTree``, arviz-base).
 
-        Groups: ``posterior`` (each parameter and reported ``let``, one chain), and
+        Groups: ``posterior`` (each parameter and reported ``let``; one chain, or the
+        sampler's chains for ``nuts``), and
         ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p`` and, where q
         has a density, ``log_q``. The fit's method, options and numbers are attributes of the
         tree and of both groups.
         """
         from arviz_base import from_dict
 
-        posterior = {name: arr[np.newaxis, ...] for name, arr in self.draws.items()}
-        stats = {"lp": self.lp[np.newaxis, :], "log_p": self.log_p[np.newaxis, :]}
+        # MCMC draws are chain 1's, then chain 2's, …: one ArviZ chain per sampler chain (so
+        # R-hat and ESS are defined); the draws of other methods are one chain.
+        lengths = (self._json.get("mcmc") or {}).get("draws_per_chain") or [len(self.lp)]
+        chains = len(lengths) if len(set(lengths)) == 1 and sum(lengths) == len(self.lp) else 1
+
+        def by_chain(arr):
+            return arr.reshape((chains, arr.shape[0] // chains, *arr.shape[1:]))
+
+        posterior = {name: by_chain(arr) for name, arr in self.draws.items()}
+        stats = {"lp": by_chain(self.lp), "log_p": by_chain(self.log_p)}
         if self.log_q is not None:
-            stats["log_q"] = self.log_q[np.newaxis, :]
+            stats["log_q"] = by_chain(self.log_q)
         dims = {name: [f"{name}_dim_{i}" for i in range(arr.ndim - 1)] for name, arr in self.draws.items()}
         attrs = {
             "inference_library": "mvi",

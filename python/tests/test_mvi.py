@@ -315,3 +315,25 @@ def test_model_from_file_of_a_missing_file_raises_model_error(tmp_path):
     with pytest.raises(mvi.ModelError):
         mvi.Model.from_file(tmp_path / "missing.mvi")
     assert os.path.exists(BANANA)
+
+
+def test_to_arviz_keeps_the_chains_of_a_nuts_fit():
+    model = mvi.Model(
+        "param { a: real\n b: real }\nmodel { a ~ normal(0, 1)\n b ~ normal(a, 1) }\n"
+        "infer { method = nuts; chains = 3; draws = 60; warmup = 40; seed = 3 }\n"
+    )
+    fit = model.fit()
+    mcmc = json.loads(fit.to_json())["mcmc"]
+    assert mcmc["draws_per_chain"] == [60, 60, 60]
+    tree = fit.to_arviz()
+    post = tree["posterior"]
+    # draws are chain 1's, then chain 2's, ...: one ArviZ chain per sampler chain
+    assert post["a"].dims == ("chain", "draw") and post["a"].shape == (3, 60)
+    assert np.array_equal(post["b"].values.reshape(-1), fit.draws["b"])
+    assert np.array_equal(tree["sample_stats"]["lp"].values.reshape(-1), fit.lp)
+    # so ArviZ's R-hat is defined (it is NaN for a single chain) and is the fit's own
+    from arviz_stats import rhat
+
+    r = rhat(tree)
+    for name in ("a", "b"):
+        assert float(r[name]) == pytest.approx(mcmc["convergence"][name]["rhat"], rel=1e-6)
