@@ -55,7 +55,13 @@ class Model:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            raise ModelError(f"cannot read model file `{path}`: {e}") from e
+            # the diagnostic `mvi check` gives, with the attributes every ModelError has
+            code = "mvi::check::unreadable_model"
+            message = f"cannot read model file `{path}`: {e.strerror or e}"
+            err = ModelError(f"{code}\n\n  × {message}\n  help: check the path; model files end in `.mvi`")
+            err.code, err.line, err.column, err.file = code, None, None, path
+            err.diagnostics = [(code, message)]
+            raise err from e
         return cls(text, name=path, model_dir=os.path.dirname(os.path.abspath(path)))
 
     def __repr__(self) -> str:

@@ -312,8 +312,13 @@ def test_python_module_version_matches_the_library():
 
 
 def test_model_from_file_of_a_missing_file_raises_model_error(tmp_path):
-    with pytest.raises(mvi.ModelError):
+    with pytest.raises(mvi.ModelError) as e:
         mvi.Model.from_file(tmp_path / "missing.mvi")
+    # the attributes every ModelError has (a handler reading `err.code` must not fail)
+    assert e.value.code == "mvi::check::unreadable_model"
+    assert (e.value.line, e.value.column) == (None, None)
+    assert e.value.file == str(tmp_path / "missing.mvi")
+    assert "missing.mvi" in str(e.value) and "help:" in str(e.value)
     assert os.path.exists(BANANA)
 
 
