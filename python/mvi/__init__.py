@@ -103,6 +103,17 @@ def _data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return data
 
 
+# NUTS's per-draw numbers: mvi's name (draws.csv's without the `__`), ArviZ's name, type.
+_SAMPLER_STATS = [
+    ("accept_stat", "acceptance_rate", np.float64),
+    ("stepsize", "step_size", np.float64),
+    ("treedepth", "tree_depth", np.int64),
+    ("n_leapfrog", "n_steps", np.int64),
+    ("divergent", "diverging", bool),
+    ("energy", "energy", np.float64),
+]
+
+
 class Fit:
     """The result of :meth:`Model.fit`: draws, the summary table and the fit's numbers.
 
@@ -137,6 +148,14 @@ class Fit:
         self.log_p = np.frombuffer(raw["log_p"], dtype="<f8").copy()
         #: Per draw: log q (``log_q__``); ``None`` where q has no density (particles).
         self.log_q = None if raw["log_q"] is None else np.frombuffer(raw["log_q"], dtype="<f8").copy()
+        #: Per draw, for ``nuts``: the sampler's numbers under ArviZ's names (``acceptance_rate``,
+        #: ``step_size``, ``tree_depth``, ``n_steps``, ``diverging``, ``energy``; draws.csv's
+        #: ``accept_stat__`` … ``energy__``); empty for the other methods.
+        self.sampler_stats: dict[str, np.ndarray] = {
+            arviz_name: np.frombuffer(raw["sampler"][name], dtype="<f8").astype(dtype)
+            for name, arviz_name, dtype in _SAMPLER_STATS
+            if name in raw["sampler"]
+        }
 
     # -- the fit's numbers ------------------------------------------------------------
 
@@ -246,8 +265,9 @@ class Fit:
 
         Groups: ``posterior`` (each parameter and reported ``let``; one chain, or the
         sampler's chains for ``nuts``), and
-        ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p`` and, where q
-        has a density, ``log_q``. The fit's method, options and numbers are attributes of the
+        ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p``, where q
+        has a density ``log_q``, and for ``nuts`` the sampler's numbers (:attr:`sampler_stats`:
+        ``diverging``, ``energy``, ``tree_depth``, … as ArviZ names them). The fit's method, options and numbers are attributes of the
         tree and of both groups.
         """
         from arviz_base import from_dict
@@ -264,6 +284,7 @@ class Fit:
         stats = {"lp": by_chain(self.lp), "log_p": by_chain(self.log_p)}
         if self.log_q is not None:
             stats["log_q"] = by_chain(self.log_q)
+        stats.update({name: by_chain(arr) for name, arr in self.sampler_stats.items()})
         dims = {name: [f"{name}_dim_{i}" for i in range(arr.ndim - 1)] for name, arr in self.draws.items()}
         attrs = {
             "inference_library": "mvi",

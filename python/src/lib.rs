@@ -395,6 +395,24 @@ fn fit_value<'py>(py: Python<'py>, joint: &LogJoint, r: &FitReport) -> PyResult<
     d.set_item("lp", PyBytes::new(py, &f64_bytes(&r.lp)))?;
     d.set_item("log_p", PyBytes::new(py, &f64_bytes(&r.log_p)))?;
     d.set_item("log_q", r.log_q.as_ref().map(|q| PyBytes::new(py, &f64_bytes(q))))?;
+    // NUTS's per-draw numbers (draws.csv's sampler columns), each as little-endian f64s
+    let sampler = PyDict::new(py);
+    if let Some(m) = &r.mcmc {
+        let column =
+            |f: fn(&mvi::posterior::DrawStats) -> f64| -> Vec<f64> { m.stats.iter().map(f).collect() };
+        let columns: [(&str, Vec<f64>); 6] = [
+            ("accept_stat", column(|s| s.accept_stat)),
+            ("stepsize", column(|s| s.stepsize)),
+            ("treedepth", column(|s| s.treedepth as f64)),
+            ("n_leapfrog", column(|s| s.n_leapfrog as f64)),
+            ("divergent", column(|s| f64::from(u8::from(s.divergent)))),
+            ("energy", column(|s| s.energy)),
+        ];
+        for (name, values) in columns {
+            sampler.set_item(name, PyBytes::new(py, &f64_bytes(&values)))?;
+        }
+    }
+    d.set_item("sampler", sampler)?;
     Ok(d)
 }
 

@@ -342,3 +342,29 @@ def test_to_arviz_keeps_the_chains_of_a_nuts_fit():
     r = rhat(tree)
     for name in ("a", "b"):
         assert float(r[name]) == pytest.approx(mcmc["convergence"][name]["rhat"], rel=1e-6)
+
+
+def test_to_arviz_has_the_nuts_sampler_stats_of_draws_csv(cli, tmp_path):
+    source = (
+        "param { a: real\n b: real<lower=0> }\nmodel { a ~ normal(0, 1)\n b ~ exponential(1) }\n"
+        "infer { method = nuts; chains = 2; draws = 50; warmup = 50; seed = 4 }\n"
+    )
+    fit = mvi.Model(source).fit()
+    stats = fit.sampler_stats
+    assert set(stats) == {"acceptance_rate", "step_size", "tree_depth", "n_steps", "diverging", "energy"}
+    assert stats["diverging"].dtype == bool and stats["tree_depth"].dtype == np.int64
+    # the same numbers as the CLI's draws.csv for the same model and seed
+    (tmp_path / "m.mvi").write_text(source)
+    out = tmp_path / "out"
+    subprocess.run([str(cli), "run", str(tmp_path / "m.mvi"), "--quiet", "--output-dir", str(out)], check=True)
+    rows = [r for r in (out / "draws.csv").read_text().splitlines() if not r.startswith("#")]
+    header, body = rows[0].split(","), [[float(x) for x in r.split(",")] for r in rows[1:]]
+    column = {name: np.array([r[header.index(name)] for r in body]) for name in header}
+    assert np.array_equal(stats["acceptance_rate"], column["accept_stat__"])
+    assert np.array_equal(stats["n_steps"], column["n_leapfrog__"].astype(np.int64))
+    assert np.array_equal(stats["diverging"], column["divergent__"] == 1)
+    tree = fit.to_arviz()
+    assert tree["sample_stats"]["diverging"].shape == (2, 50)
+    assert np.array_equal(tree["sample_stats"]["energy"].values.reshape(-1), stats["energy"])
+    # the other methods have none
+    assert mvi.Model(source).fit(method="laplace").sampler_stats == {}
