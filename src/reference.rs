@@ -13,7 +13,9 @@ use nalgebra::{DMatrix, DVector};
 use crate::data::draws::DrawsTable;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Constraint, LogJoint, Shape};
+use crate::graph::logjoint::{eval_nodes, Structure};
+use crate::graph::transform::entry;
+use crate::graph::{LogJoint, Shape};
 use crate::posterior::w1::w1;
 use crate::report::compare::RefMetrics;
 use crate::report::{cmdstan_names, FitReport};
@@ -38,53 +40,106 @@ pub struct Reference {
     pub run: Option<Box<FitReport>>,
 }
 
-/// Each coordinate of w: its column name, index in w and constraint.
-fn coordinates(model: &LogJoint) -> Vec<(String, usize, Constraint)> {
-    let mut out = Vec::new();
-    for p in &model.params {
-        let dims = match p.shape {
-            Shape::Scalar => vec![],
-            Shape::Vector(n) => vec![n],
-            Shape::Matrix(r, c) => vec![r, c],
-        };
-        for (i, name) in cmdstan_names(&p.name, &dims).into_iter().enumerate() {
-            out.push((name, p.offset + i, p.constraint));
-        }
-    }
-    out
-}
-
 /// A column name in mvi's form: `theta[1]` and `W[2,3]` become `theta.1` and `W.2.3`.
 fn normalise(name: &str) -> String {
     name.trim().replace(['[', ','], ".").replace([']', ' '], "")
 }
 
+/// The dimensions of a shape, as [`cmdstan_names`] takes them.
+fn dims(shape: Shape) -> Vec<usize> {
+    match shape {
+        Shape::Scalar => vec![],
+        Shape::Vector(n) => vec![n],
+        Shape::Matrix(r, c) => vec![r, c],
+    }
+}
+
 /// The unconstrained draws (D × n) of the model's parameters from constrained columns
-/// (n × columns) named `names`; `None` and the missing names when a parameter has no column.
+/// (n × columns) named `names`, or the names of the columns that are missing.
+///
+/// Each parameter is inverted by its own transform: constant bounds entry by entry, a
+/// constrained type (`simplex`, `cholesky_corr`, …) by its type's inverse on the whole
+/// value. Bounds that depend on earlier parameters (`upper = 1 - alpha1`) are evaluated at
+/// each draw from the coordinates already found: with the parameter's own coordinate u at 0
+/// and at 1 the value is a + 1 (lower a), b − 1 (upper b) or a + (b − a)/2 and
+/// a + (b − a)·σ(1) (both), which gives the bounds; bounds on `hyper`s use θ₀.
 fn unconstrain(
     model: &LogJoint,
     names: &[String],
     values: &DMatrix<f64>,
 ) -> Result<DMatrix<f64>, Vec<String>> {
-    let coords = coordinates(model);
     let norm: Vec<String> = names.iter().map(|n| normalise(n)).collect();
-    let mut w = DMatrix::zeros(model.dim(), values.nrows());
+    let n = values.nrows();
+    // each parameter's value entries (column-major), as columns of `values`
+    let mut columns = Vec::new();
     let mut missing = Vec::new();
-    for (name, i, c) in &coords {
-        match norm.iter().position(|n| n == name) {
-            Some(j) => {
-                for s in 0..values.nrows() {
-                    w[(*i, s)] = c.unconstrain(values[(s, j)]);
+    for p in &model.params {
+        let cols: Vec<Option<usize>> = cmdstan_names(&p.name, &dims(p.shape))
+            .into_iter()
+            .map(|name| {
+                let j = norm.iter().position(|m| *m == name);
+                if j.is_none() {
+                    missing.push(name);
+                }
+                j
+            })
+            .collect();
+        columns.push(cols);
+    }
+    if !missing.is_empty() {
+        return Err(missing);
+    }
+    let entries = |cols: &[Option<usize>], s: usize| -> Vec<f64> {
+        cols.iter()
+            .map(|j| values[(s, j.expect("checked above"))])
+            .collect()
+    };
+    let mut w = DMatrix::zeros(model.dim(), n);
+    for (p, cols) in model.params.iter().zip(&columns) {
+        match p.structure {
+            None => {
+                for s in 0..n {
+                    for (k, x) in entries(cols, s).into_iter().enumerate() {
+                        w[(p.offset + k, s)] = p.constraint.unconstrain(x);
+                    }
                 }
             }
-            None => missing.push(name.clone()),
+            Some(Structure::Type(kind)) => {
+                let t = entry(kind);
+                for s in 0..n {
+                    let u = t.unconstrain_of(&entries(cols, s), p.shape);
+                    w.view_mut((p.offset, s), (u.len(), 1)).copy_from_slice(&u);
+                }
+            }
+            Some(Structure::Dependent { lower, upper }) => {
+                let theta = model.theta_init();
+                let size = p.shape.size();
+                let at = |w: &DMatrix<f64>, u: f64| -> DMatrix<f64> {
+                    let mut w = w.clone();
+                    w.rows_mut(p.offset, size).fill(u);
+                    eval_nodes(&model.graph, theta.as_slice(), &w, &[p.value]).remove(0)
+                };
+                let (x0, x1) = (at(&w, 0.0), at(&w, 1.0));
+                let half = 1.0 / (1.0 + (-1.0f64).exp()) - 0.5;
+                for s in 0..n {
+                    for (k, x) in entries(cols, s).into_iter().enumerate() {
+                        let (v0, v1) = (x0[(k, s)], x1[(k, s)]);
+                        w[(p.offset + k, s)] = match (lower, upper) {
+                            (true, false) => (x - (v0 - 1.0)).ln(),
+                            (false, true) => (v0 + 1.0 - x).ln(),
+                            (true, true) => {
+                                let width = (v1 - v0) / half;
+                                let q = (x - (v0 - width / 2.0)) / width;
+                                (q / (1.0 - q)).ln()
+                            }
+                            (false, false) => x,
+                        };
+                    }
+                }
+            }
         }
     }
-    if missing.is_empty() {
-        Ok(w)
-    } else {
-        Err(missing)
-    }
+    Ok(w)
 }
 
 impl Reference {
@@ -117,7 +172,7 @@ impl Reference {
             ))
         })?;
         if let Some(j) = (0..w.nrows()).find(|&i| w.row(i).iter().any(|v| !v.is_finite())) {
-            let name = &coordinates(model)[j].0;
+            let name = &model.coordinate_names()[j];
             return Err(Diagnostic::plain(
                 "mvi::compare::reference_values",
                 format!(
@@ -139,10 +194,7 @@ impl Reference {
 
     fn new(source: String, draws: DMatrix<f64>, model: &LogJoint, run: Option<Box<FitReport>>) -> Reference {
         let (mean, sd) = moments(&draws);
-        let mut names = vec![String::new(); model.dim()];
-        for (n, i, _) in coordinates(model) {
-            names[i] = n;
-        }
+        let names = model.coordinate_names();
         Reference {
             source,
             draws,
@@ -266,5 +318,87 @@ mod tests {
         assert_eq!(normalise("theta[1]"), "theta.1");
         assert_eq!(normalise("W[2, 3]"), "W.2.3");
         assert_eq!(normalise("mu"), "mu");
+    }
+
+    /// A model with every kind of transform: constant bounds, constrained types, bounds on
+    /// an earlier parameter (one side and both), elementwise dependent bounds.
+    fn joint_of(text: &str) -> LogJoint {
+        let mut set = crate::data::DataSet::default();
+        crate::data::add_json_text(&mut set, "d.json", r#"{"y": [1, 2, 3, 1]}"#.into())
+            .expect("the data parse");
+        let typed = crate::check::check_source(text, "m.mvi", std::path::Path::new("."), &set)
+            .unwrap_or_else(|d| panic!("the model checks: {d:?}"));
+        crate::graph::lower_model(&typed).expect("the model lowers")
+    }
+
+    const EVERY_TRANSFORM: &str = "data { y: ints[N] }
+param {
+  sigma: real<lower=0>
+  p: simplex[3]
+  c: ordered[2]
+  L: cholesky_corr[3]
+  a1: real<lower=0, upper=1>
+  b1: real<lower=0, upper=1 - a1>
+  m: real<lower=c[2]>
+  v: vector<upper=c[1]>[2]
+}
+model {
+  sigma ~ lognormal(0, 1)
+  y ~ categorical(p)
+  c ~ normal(0, 3)
+  L ~ lkj_corr_cholesky(2)
+  m ~ normal(0, 5)
+  v ~ normal(0, 5)
+}
+";
+
+    #[test]
+    fn draws_go_back_to_their_coordinates_through_every_transform() {
+        let model = joint_of(EVERY_TRANSFORM);
+        let d = model.dim();
+        assert_eq!(d, 1 + 2 + 2 + 3 + 1 + 1 + 1 + 2);
+        let n = 7;
+        let w = DMatrix::from_fn(d, n, |i, s| (0.7 * (i * n + s) as f64 + 0.3).sin() * 1.5);
+        let theta = model.theta_init();
+        // the draws as a report holds them: constrained values under CmdStan's names
+        let mut names = Vec::new();
+        let mut blocks = Vec::new();
+        for (p, (name, block)) in model.params.iter().zip(model.constrain(&theta, &w)) {
+            names.extend(cmdstan_names(&name, &dims(p.shape)));
+            blocks.push(block);
+        }
+        let mut values = DMatrix::zeros(n, names.len());
+        let mut c0 = 0;
+        for b in &blocks {
+            values.columns_mut(c0, b.nrows()).copy_from(&b.transpose());
+            c0 += b.nrows();
+        }
+        let back = unconstrain(&model, &names, &values).expect("every column is there");
+        let err = (&back - &w).abs().max();
+        assert!(err < 1e-8, "largest error {err:e}:\n{back}\n{w}");
+        // Stan's names are read too, and a missing column is named
+        let stan: Vec<String> = names
+            .iter()
+            .map(|n| n.replacen('.', "[", 1))
+            .map(|n| {
+                if n.contains('[') {
+                    n.replace('.', ",") + "]"
+                } else {
+                    n
+                }
+            })
+            .collect();
+        assert!(
+            (unconstrain(&model, &stan, &values).expect("Stan's names") - &w)
+                .abs()
+                .max()
+                < 1e-8
+        );
+        let missing = unconstrain(
+            &model,
+            &names[1..],
+            &values.columns(1, names.len() - 1).into_owned(),
+        );
+        assert_eq!(missing.expect_err("sigma is missing"), vec!["sigma".to_string()]);
     }
 }

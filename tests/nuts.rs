@@ -217,6 +217,92 @@ fn compare_against_a_reference_file_and_a_nuts_run() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A simplex, bounds on an earlier parameter and a plain bound: `compare --reference`
+/// takes each back to its coordinates through its own transform (it panicked on a
+/// constrained type: the names of a simplex's 3 entries against its 2 coordinates).
+const CONSTRAINED: &str = "data { y: ints[N] }
+param {
+  p: simplex[3]
+  a: real<lower=0, upper=1>
+  b: real<lower=0, upper=1 - a>
+  s: real<lower=0>
+}
+model {
+  y ~ categorical(p)
+  a ~ beta(2, 5)
+  b ~ beta(2, 2)
+  s ~ lognormal(a + b, 0.5)
+}
+";
+
+#[test]
+fn compare_against_references_of_constrained_types_and_dependent_bounds() {
+    let dir = scratch("constrained");
+    let model = dir.join("m.mvi");
+    let data = dir.join("d.json");
+    std::fs::write(&model, CONSTRAINED).unwrap();
+    std::fs::write(&data, r#"{"y": [1, 2, 2, 3, 3, 3, 1, 3, 2, 3]}"#).unwrap();
+    let (model, data) = (model.to_str().unwrap(), data.to_str().unwrap());
+    let mut args = vec![
+        "compare",
+        model,
+        "--data",
+        data,
+        "--methods",
+        "laplace,mvi_lr",
+        "--reference",
+        "nuts",
+        "--json",
+        "-q",
+    ];
+    args.extend(SHORT);
+    let o = mvi(&args);
+    assert_ok(&o, "compare --reference nuts on a simplex and dependent bounds");
+    let v: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    // the reference's draws read back as CmdStan's draws.csv give the same comparison
+    let out = dir.join("nuts");
+    let mut run = vec![
+        "run",
+        model,
+        "--data",
+        data,
+        "--method",
+        "nuts",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "-q",
+    ];
+    run.extend(SHORT);
+    assert_ok(&mvi(&run), "the nuts run");
+    let csv = out.join("draws.csv");
+    let o = mvi(&[
+        "compare",
+        model,
+        "--data",
+        data,
+        "--methods",
+        "laplace,mvi_lr",
+        "--reference",
+        csv.to_str().unwrap(),
+        "--json",
+        "-q",
+    ]);
+    assert_ok(&o, "compare --reference draws.csv");
+    let from_file: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    for v in [&v, &from_file] {
+        for m in v["methods"].as_array().unwrap() {
+            let r = &m["reference"];
+            assert!(r["w1"].as_f64().unwrap().is_finite(), "{m}");
+            // a Gaussian on the unconstrained scale of this small posterior: close, not exact
+            assert!(r["mean_err"].as_f64().unwrap() < 0.5, "{m}");
+            assert!((0.6..1.6).contains(&r["sd_ratio"].as_f64().unwrap()), "{m}");
+        }
+    }
+    assert_eq!(v["reference"]["draws"], 600);
+    assert_eq!(from_file["reference"]["draws"], 600);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn bad_references_and_options_exit_2_with_a_diagnostic() {
     let dir = scratch("bad");

@@ -39,8 +39,13 @@ pub struct ParamInfo {
 /// A declared value's transform beyond constant bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Structure {
-    /// Bounds that depend on hypers or earlier params.
-    Dependent,
+    /// Bounds that depend on hypers or earlier params: which of `lower=` and `upper=` it has.
+    Dependent {
+        /// Whether it has a lower bound.
+        lower: bool,
+        /// Whether it has an upper bound.
+        upper: bool,
+    },
     /// A constrained type (`simplex[K]`, …).
     Type(super::transform::TypeKind),
 }

@@ -426,7 +426,7 @@ fn info(s: &Slot, c: Constraint, v: NodeId) -> ParamInfo {
         offset: s.offset,
         shape: graph_shape(s.shape),
         constraint: c,
-        structure: slots::structure(s.transform),
+        structure: slots::structure(s),
         value: v,
     }
 }

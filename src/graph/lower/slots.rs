@@ -14,10 +14,16 @@ use crate::graph::{Constraint, NodeId, Op};
 use crate::syntax::span::Span;
 
 /// What a slot's transform is beyond constant bounds.
-pub(super) fn structure(t: Transform) -> Option<Structure> {
-    match t {
+pub(super) fn structure(s: &Slot) -> Option<Structure> {
+    match s.transform {
         Transform::Type(k) => Some(Structure::Type(k)),
-        Transform::Dependent => Some(Structure::Dependent),
+        Transform::Dependent => {
+            let b = s.dependent.as_ref();
+            Some(Structure::Dependent {
+                lower: b.is_some_and(|b| b.lower.is_some()),
+                upper: b.is_some_and(|b| b.upper.is_some()),
+            })
+        }
         _ => None,
     }
 }
