@@ -145,6 +145,10 @@ pub fn fill_record(r: &mut Record, report: &FitReport) {
     r.log_evidence = report.log_evidence;
     r.theta = report.theta.clone();
     r.seconds = report.wall_time_s;
+    r.iterations = Some(report.iterations);
+    r.converged = Some(report.converged);
+    r.dim_samples = Some((report.dim, report.samples));
+    r.notes = report.notes.clone();
 }
 
 #[cfg(test)]

@@ -46,6 +46,20 @@ pub struct Record {
     pub centres: Option<usize>,
     /// Wall time of this step in seconds.
     pub seconds: f64,
+    /// Iterations of the method's main optimisation (absent in stores from before they
+    /// were kept, as are the three fields below).
+    #[serde(default)]
+    pub iterations: Option<usize>,
+    /// Whether that optimisation met its stopping rule before `max_iters`.
+    #[serde(default)]
+    pub converged: Option<bool>,
+    /// Dimension D, and the fixed samples S asked for (a note says when S grew against
+    /// over-fitting).
+    #[serde(default)]
+    pub dim_samples: Option<(usize, Option<usize>)>,
+    /// The fit's notes (not converged, S grown, PSIS k̂ …), as the summary prints them.
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// Why the fit failed, when it did (kept so that it is not retried on every run).
     pub failed: Option<String>,
 }
@@ -67,6 +81,10 @@ impl Record {
             theta: Vec::new(),
             centres: None,
             seconds: 0.0,
+            iterations: None,
+            converged: None,
+            dim_samples: None,
+            notes: Vec::new(),
             failed: None,
         }
     }
@@ -248,6 +266,14 @@ mod tests {
             "{text}"
         );
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_record_from_before_the_convergence_fields_still_reads() {
+        let old = r#"{"table":"V","set":"crabs","split":0,"method":"vi_diag","lpd":-1.4,"lppd":-1.4,"error":0.8,"mse":null,"elbo":-230.8,"log_evidence":-104.8,"theta":[["alpha",7e-7]],"centres":20,"seconds":3.7,"failed":null}"#;
+        let r: Record = serde_json::from_str(old).unwrap();
+        assert_eq!((r.iterations, r.converged, r.dim_samples), (None, None, None));
+        assert!(r.notes.is_empty());
     }
 
     #[test]
