@@ -13,7 +13,9 @@ use nalgebra::{DMatrix, DVector};
 use crate::data::draws::DrawsTable;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Constraint, LogJoint, Shape};
+use crate::graph::logjoint::{eval_nodes, Structure};
+use crate::graph::transform::entry;
+use crate::graph::{LogJoint, ParamInfo, Shape};
 use crate::posterior::w1::w1;
 use crate::report::compare::RefMetrics;
 use crate::report::{cmdstan_names, FitReport};
@@ -38,20 +40,14 @@ pub struct Reference {
     pub run: Option<Box<FitReport>>,
 }
 
-/// Each coordinate of w: its column name, index in w and constraint.
-fn coordinates(model: &LogJoint) -> Vec<(String, usize, Constraint)> {
-    let mut out = Vec::new();
-    for p in &model.params {
-        let dims = match p.shape {
-            Shape::Scalar => vec![],
-            Shape::Vector(n) => vec![n],
-            Shape::Matrix(r, c) => vec![r, c],
-        };
-        for (i, name) in cmdstan_names(&p.name, &dims).into_iter().enumerate() {
-            out.push((name, p.offset + i, p.constraint));
-        }
-    }
-    out
+/// The constrained value's column names of a param (`theta.1`, …, `L.2.1`, column-major).
+fn value_names(p: &ParamInfo) -> Vec<String> {
+    let dims = match p.shape {
+        Shape::Scalar => vec![],
+        Shape::Vector(n) => vec![n],
+        Shape::Matrix(r, c) => vec![r, c],
+    };
+    cmdstan_names(&p.name, &dims)
 }
 
 /// A column name in mvi's form: `theta[1]` and `W[2,3]` become `theta.1` and `W.2.3`.
@@ -61,29 +57,98 @@ fn normalise(name: &str) -> String {
 
 /// The unconstrained draws (D × n) of the model's parameters from constrained columns
 /// (n × columns) named `names`; `None` and the missing names when a parameter has no column.
+/// A constrained type goes through its inverse transform (Stan's `*_free`), a bound through
+/// its inverse, and a bound that depends on earlier params through [`unconstrain_dependent`];
+/// params are taken in declaration order, so the ones a bound reads are already in w. A
+/// value outside its constraint gives a non-finite coordinate.
 fn unconstrain(
     model: &LogJoint,
     names: &[String],
     values: &DMatrix<f64>,
 ) -> Result<DMatrix<f64>, Vec<String>> {
-    let coords = coordinates(model);
     let norm: Vec<String> = names.iter().map(|n| normalise(n)).collect();
     let mut w = DMatrix::zeros(model.dim(), values.nrows());
     let mut missing = Vec::new();
-    for (name, i, c) in &coords {
-        match norm.iter().position(|n| n == name) {
-            Some(j) => {
+    for p in &model.params {
+        let wanted = value_names(p);
+        let cols: Vec<Option<usize>> = wanted.iter().map(|c| norm.iter().position(|n| n == c)).collect();
+        if cols.iter().any(Option::is_none) {
+            missing.extend(
+                wanted
+                    .into_iter()
+                    .zip(&cols)
+                    .filter(|(_, c)| c.is_none())
+                    .map(|(n, _)| n),
+            );
+            continue;
+        }
+        if !missing.is_empty() {
+            continue;
+        }
+        let cols: Vec<usize> = cols.into_iter().flatten().collect();
+        match p.structure {
+            Some(Structure::Type(kind)) => {
+                let e = entry(kind);
                 for s in 0..values.nrows() {
-                    w[(*i, s)] = c.unconstrain(values[(s, j)]);
+                    let x: Vec<f64> = cols.iter().map(|&j| values[(s, j)]).collect();
+                    for (k, u) in e.unconstrain_of(&x, p.shape).into_iter().enumerate() {
+                        w[(p.offset + k, s)] = u;
+                    }
                 }
             }
-            None => missing.push(name.clone()),
+            Some(Structure::Dependent) => unconstrain_dependent(model, p, &cols, values, &mut w),
+            None => {
+                for (k, &j) in cols.iter().enumerate() {
+                    for s in 0..values.nrows() {
+                        w[(p.offset + k, s)] = p.constraint.unconstrain(values[(s, j)]);
+                    }
+                }
+            }
         }
     }
     if missing.is_empty() {
         Ok(w)
     } else {
         Err(missing)
+    }
+}
+
+/// The coordinates of a param whose bounds depend on earlier params, at every draw: its
+/// value node at u = −1, 0, 1 (the earlier params' coordinates already in `w`) tells the
+/// transform and the bounds' values (hypers at their initial values). Entry by entry,
+/// x(u) = a + eᵘ and x(u) = b − eᵘ step e times further from 0 to 1 than from −1 to 0, while
+/// a + (b − a)·inv_logit(u) steps equally.
+fn unconstrain_dependent(
+    model: &LogJoint,
+    p: &ParamInfo,
+    cols: &[usize],
+    values: &DMatrix<f64>,
+    w: &mut DMatrix<f64>,
+) {
+    let theta = model.theta_init();
+    let rows = p.offset..p.offset + p.free_len();
+    let mut at = |u: f64| {
+        for i in rows.clone() {
+            w.row_mut(i).fill(u);
+        }
+        eval_nodes(&model.graph, theta.as_slice(), w, &[p.value]).remove(0)
+    };
+    let (below, mid, above) = (at(-1.0), at(0.0), at(1.0));
+    let half_width = 1.0 / (1.0 + (-1.0f64).exp()) - 0.5;
+    for (k, &j) in cols.iter().enumerate() {
+        for s in 0..values.nrows() {
+            let (x, m) = (values[(s, j)], mid[(k, s)]);
+            let (up, down) = (above[(k, s)] - m, m - below[(k, s)]);
+            w[(p.offset + k, s)] = if (up / down - 1.0).abs() < 0.5 {
+                let width = up / half_width;
+                let t = (x - (m - width / 2.0)) / width;
+                (t / (1.0 - t)).ln()
+            } else if up > 0.0 {
+                (x - (m - 1.0)).ln()
+            } else {
+                ((m + 1.0) - x).ln()
+            };
+        }
     }
 }
 
@@ -117,7 +182,7 @@ impl Reference {
             ))
         })?;
         if let Some(j) = (0..w.nrows()).find(|&i| w.row(i).iter().any(|v| !v.is_finite())) {
-            let name = &coordinates(model)[j].0;
+            let name = &model.coordinate_names()[j];
             return Err(Diagnostic::plain(
                 "mvi::compare::reference_values",
                 format!(
@@ -139,10 +204,7 @@ impl Reference {
 
     fn new(source: String, draws: DMatrix<f64>, model: &LogJoint, run: Option<Box<FitReport>>) -> Reference {
         let (mean, sd) = moments(&draws);
-        let mut names = vec![String::new(); model.dim()];
-        for (n, i, _) in coordinates(model) {
-            names[i] = n;
-        }
+        let names = model.coordinate_names();
         Reference {
             source,
             draws,

@@ -482,7 +482,7 @@ fn non_finite_notes(
     if elbo_bad && count(lp) > 0 {
         notes.push(format!(
             "log p̃ is not finite at {} of {} draws of q (lp__): q puts mass where the model has \
-             none, so PSIS k̂ and the fresh ELBO are not available",
+             none, so the fresh ELBO is not available (PSIS k̂ gives those draws weight 0)",
             count(lp),
             lp.len()
         ));
@@ -697,7 +697,7 @@ mod tests {
         });
         let n = non_finite_notes(&ok, &[f64::NEG_INFINITY, -2.0], Some(&[-1.0, -2.0]), bad);
         assert!(
-            n.len() == 1 && n[0].contains("log p̃ is not finite at 1 of 2"),
+            n.len() == 1 && n[0].contains("log p̃ is not finite at 1 of 2") && n[0].contains("weight 0"),
             "{n:?}"
         );
     }

@@ -129,6 +129,20 @@ impl Checker {
                 .with_help(format!("functions are pure: pass `{n}` as an argument"));
             return self.report(d);
         }
+        if matches!(self.ctx, Ctx::Decl | Ctx::Bound) && self.top_let_names.contains(n) {
+            let d = self
+                .diag(
+                    "mvi::check::let_in_declaration",
+                    format!("`{n}` is a top-level `let`, which a declaration cannot use"),
+                )
+                .with_label(span, "a top-level `let`")
+                .with_help(format!(
+                    "sizes, bounds and initial values are worked out before any `let`: write \
+                     the expression of `{n}` here in its place (bounds may use data, hypers and \
+                     earlier params, e.g. `<lower=mean(y)>`)"
+                ));
+            return self.report(d);
+        }
         let names = self.visible_names();
         let mut d = self
             .diag("mvi::check::unknown_name", format!("unknown name `{n}`"))
@@ -480,11 +494,25 @@ impl Checker {
             }
         }
         if conditional {
-            return self.fail(
+            let help = match name
+                .strip_suffix("_lupdf")
+                .or_else(|| name.strip_suffix("_lupmf"))
+            {
+                Some(base) => format!(
+                    "mvi keeps every normalising constant and has no `_lupdf`/`_lupmf`: write \
+                     `{base}_{}`",
+                    if name.ends_with("_lupdf") { "lpdf" } else { "lpmf" }
+                ),
+                None => "a call with `|` is a distribution function, e.g. `normal_lpdf(y | mu, \
+                         sigma)`; see the distributions in docs/language.md"
+                    .to_string(),
+            };
+            return self.fail_with_help(
                 "mvi::check::unknown_distribution",
                 format!("`{name}` is not a distribution function"),
                 func.span,
                 "not a `dist_lpdf`",
+                help,
             );
         }
         if name == "csv" {
@@ -658,6 +686,7 @@ impl Checker {
                 .with_help(format!("signature: {}", spec.signature()));
             return Err(self.report(d));
         }
+        self.check_lkj_form(spec.name, outcome)?;
         for ((pname, support), a) in spec.params.iter().zip(args) {
             let Some(v) = a.value else { continue };
             let bad = match support {
@@ -681,6 +710,37 @@ impl Checker {
             }
         }
         Ok(())
+    }
+
+    /// `lkj_corr` on a value declared as a Cholesky factor, or `lkj_corr_cholesky` on one
+    /// declared as a full matrix: the density of the other form, −∞ or wrong at every point.
+    fn check_lkj_form(&mut self, dist: &str, outcome: &TExpr) -> R<()> {
+        use crate::syntax::ast::TypeKind;
+        let TExprKind::Name(n, _) = &outcome.kind else {
+            return Ok(());
+        };
+        let Some(&kind) = self.declared_kinds.get(n) else {
+            return Ok(());
+        };
+        let factor = matches!(kind, TypeKind::CholeskyCorr | TypeKind::CholeskyCov);
+        let full = matches!(kind, TypeKind::CorrMatrix | TypeKind::CovMatrix);
+        let (want, why) = match dist {
+            "lkj_corr" if factor => (
+                "lkj_corr_cholesky",
+                "`lkj_corr` is a density on correlation matrices",
+            ),
+            "lkj_corr_cholesky" if full => {
+                ("lkj_corr", "`lkj_corr_cholesky` is a density on Cholesky factors")
+            }
+            _ => return Ok(()),
+        };
+        self.fail_with_help(
+            "mvi::check::wrong_lkj_form",
+            format!("`{n}` is declared `{}`, but {why}", kind.name()),
+            outcome.span,
+            format!("a `{}`", kind.name()),
+            format!("write `{n} ~ {want}(eta)` (or `{want}_lpdf({n} | eta)`), as in Stan"),
+        )
     }
 
     fn index(&mut self, base: &Expr, idx: &[Index], span: Span) -> R<TExpr> {
@@ -741,11 +801,14 @@ impl Checker {
             Index::At(e) => {
                 let t = self.expr(e)?;
                 if t.stage != Stage::Const {
-                    return self.fail(
+                    return self.fail_with_help(
                         "mvi::check::index_not_data",
                         "an index must be known from the data",
                         t.span,
                         "depends on a hyper or param",
+                        "indices are fixed when the graph is built: use `int` data, sizes or loop \
+                         indices; to select by a parameter, weight the candidates instead (e.g. \
+                         `log_sum_exp` over them, as Stan marginalises a discrete unknown)",
                     );
                 }
                 match t.shape {
