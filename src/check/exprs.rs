@@ -686,7 +686,7 @@ impl Checker {
                 .with_help(format!("signature: {}", spec.signature()));
             return Err(self.report(d));
         }
-        self.check_lkj_form(spec.name, outcome)?;
+        self.check_declared_kinds(spec.name, outcome, args)?;
         for ((pname, support), a) in spec.params.iter().zip(args) {
             let Some(v) = a.value else { continue };
             let bad = match support {
@@ -712,35 +712,36 @@ impl Checker {
         Ok(())
     }
 
-    /// `lkj_corr` on a value declared as a Cholesky factor, or `lkj_corr_cholesky` on one
-    /// declared as a full matrix: the density of the other form, −∞ or wrong at every point.
-    fn check_lkj_form(&mut self, dist: &str, outcome: &TExpr) -> R<()> {
-        use crate::syntax::ast::TypeKind;
-        let TExprKind::Name(n, _) = &outcome.kind else {
-            return Ok(());
-        };
-        let Some(&kind) = self.declared_kinds.get(n) else {
-            return Ok(());
-        };
-        let factor = matches!(kind, TypeKind::CholeskyCorr | TypeKind::CholeskyCov);
-        let full = matches!(kind, TypeKind::CorrMatrix | TypeKind::CovMatrix);
-        let (want, why) = match dist {
-            "lkj_corr" if factor => (
-                "lkj_corr_cholesky",
-                "`lkj_corr` is a density on correlation matrices",
-            ),
-            "lkj_corr_cholesky" if full => {
-                ("lkj_corr", "`lkj_corr_cholesky` is a density on Cholesky factors")
+    /// A value passed by name where its declared type cannot be what the distribution
+    /// needs ([`NEEDS`]): a full matrix for a Cholesky factor or the other way round (the
+    /// density of the other form, wrong or −∞ at every point), or a `param`/`hyper` that is
+    /// not declared a simplex or ordered where one must be (−∞ at the start, as Stan rejects
+    /// it when run).
+    fn check_declared_kinds(&mut self, dist: &str, outcome: &TExpr, args: &[TExpr]) -> R<()> {
+        for &(_, at, needs) in NEEDS.iter().filter(|(d, _, _)| *d == dist) {
+            let Some(e) = (if at == 0 { Some(outcome) } else { args.get(at - 1) }) else {
+                continue;
+            };
+            let TExprKind::Name(n, name_kind) = &e.kind else {
+                continue;
+            };
+            let declared = self.declared_kinds.get(n).copied();
+            if !needs.violated_by(declared, *name_kind) {
+                continue;
             }
-            _ => return Ok(()),
-        };
-        self.fail_with_help(
-            "mvi::check::wrong_lkj_form",
-            format!("`{n}` is declared `{}`, but {why}", kind.name()),
-            outcome.span,
-            format!("a `{}`", kind.name()),
-            format!("write `{n} ~ {want}(eta)` (or `{want}_lpdf({n} | eta)`), as in Stan"),
-        )
+            let as_declared = declared.map_or("a plain vector".to_string(), |k| format!("`{}`", k.name()));
+            return self.fail_with_help(
+                "mvi::check::wrong_constrained_type",
+                format!(
+                    "`{n}` is declared {as_declared}, but `{dist}` needs {} here",
+                    needs.what()
+                ),
+                e.span,
+                format!("declared {as_declared}"),
+                needs.help(dist, n),
+            );
+        }
+        Ok(())
     }
 
     fn index(&mut self, base: &Expr, idx: &[Index], span: Span) -> R<TExpr> {
@@ -986,4 +987,84 @@ fn kind_word(k: NameKind) -> &'static str {
 
 pub(super) fn describe_kind(k: NameKind) -> &'static str {
     kind_word(k)
+}
+
+/// What a distribution needs of a value it is given by name.
+#[derive(Debug, Clone, Copy)]
+enum Needs {
+    /// A Cholesky factor (`cholesky_corr`, `cholesky_cov`), not a full matrix.
+    Factor,
+    /// A full (symmetric) matrix, not its Cholesky factor.
+    Full,
+    /// A simplex: a `param` or `hyper` must be declared one.
+    Simplex,
+    /// Increasing cutpoints: a `param` or `hyper` must be declared `ordered`.
+    Ordered,
+}
+
+/// (distribution, 0 for the outcome or the argument's position from 1, what it needs).
+const NEEDS: &[(&str, usize, Needs)] = &[
+    ("lkj_corr_cholesky", 0, Needs::Factor),
+    ("lkj_corr", 0, Needs::Full),
+    ("wishart_cholesky", 0, Needs::Factor),
+    ("wishart_cholesky", 2, Needs::Factor),
+    ("inv_wishart_cholesky", 0, Needs::Factor),
+    ("inv_wishart_cholesky", 2, Needs::Factor),
+    ("multi_normal_cholesky", 2, Needs::Factor),
+    ("multi_normal", 2, Needs::Full),
+    ("multi_student_t", 3, Needs::Full),
+    ("dirichlet", 0, Needs::Simplex),
+    ("categorical", 1, Needs::Simplex),
+    ("multinomial", 1, Needs::Simplex),
+    ("ordered_logistic", 2, Needs::Ordered),
+    ("ordered_probit", 2, Needs::Ordered),
+];
+
+impl Needs {
+    fn violated_by(self, declared: Option<crate::syntax::ast::TypeKind>, name: NameKind) -> bool {
+        use crate::syntax::ast::TypeKind as T;
+        let estimated = matches!(name, NameKind::Param | NameKind::Hyper);
+        match self {
+            Needs::Factor => matches!(declared, Some(T::CorrMatrix | T::CovMatrix)),
+            Needs::Full => matches!(declared, Some(T::CholeskyCorr | T::CholeskyCov)),
+            Needs::Simplex => estimated && declared != Some(T::Simplex),
+            Needs::Ordered => estimated && !matches!(declared, Some(T::Ordered | T::PositiveOrdered)),
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Needs::Factor => "a Cholesky factor",
+            Needs::Full => "a full matrix, not a Cholesky factor",
+            Needs::Simplex => "a simplex",
+            Needs::Ordered => "increasing cutpoints",
+        }
+    }
+
+    fn help(self, dist: &str, n: &str) -> String {
+        match (self, dist) {
+            (_, "lkj_corr") => format!("write `{n} ~ lkj_corr_cholesky(eta)`, as in Stan"),
+            (_, "lkj_corr_cholesky") => format!("write `{n} ~ lkj_corr(eta)`, as in Stan"),
+            (Needs::Factor, "multi_normal_cholesky") => format!(
+                "write `multi_normal(mu, {n})` for a covariance matrix, or declare a \
+                 `cholesky_cov[K]` and pass it here"
+            ),
+            (Needs::Factor, _) => format!(
+                "`{dist}` takes and scores Cholesky factors: declare `{n}: cholesky_cov[K]` (the \
+                 matrix is then `multiply_lower_tri_self_transpose({n})`)"
+            ),
+            (Needs::Full, _) => format!(
+                "pass the matrix, `multiply_lower_tri_self_transpose({n})`, or use \
+                 `multi_normal_cholesky(mu, {n})` for a Cholesky factor"
+            ),
+            (Needs::Simplex, _) => format!(
+                "declare `{n}: simplex[K]`, as in Stan: a vector that is not one has no \
+                 `{dist}` density (−∞, so the fit cannot start)"
+            ),
+            (Needs::Ordered, _) => format!(
+                "declare `{n}: ordered[K - 1]`, as in Stan: cutpoints that are not increasing have \
+                 no `{dist}` probability (−∞, so the fit cannot start)"
+            ),
+        }
+    }
 }
