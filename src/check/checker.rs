@@ -69,6 +69,8 @@ pub(super) struct Checker {
     pub top_let_names: std::collections::HashSet<String>,
     /// The constrained type of each `data`, `hyper` and `param` declared with one.
     pub declared_kinds: HashMap<String, crate::syntax::ast::TypeKind>,
+    /// The names of the `model` block's own `let`s, which `predict` cannot see.
+    pub model_let_names: std::collections::HashSet<String>,
 }
 
 impl Checker {
@@ -122,6 +124,19 @@ impl Checker {
                 })
                 .flatten()
                 .filter_map(|d| d.ty.kind.map(|k| (d.name.name.clone(), k)))
+                .collect(),
+            model_let_names: program
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Model(b) => Some(&b.stmts),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|s| match s {
+                    crate::syntax::ast::Stmt::Let(l) => Some(l.name.name.clone()),
+                    _ => None,
+                })
                 .collect(),
         };
         c.collect_fns(program, imported);

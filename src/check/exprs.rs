@@ -143,6 +143,19 @@ impl Checker {
                 ));
             return self.report(d);
         }
+        if self.ctx == Ctx::Predict && self.model_let_names.contains(n) {
+            let d = self
+                .diag(
+                    "mvi::check::model_let_in_predict",
+                    format!("`{n}` is a `let` of the `model` block, which `predict` cannot see"),
+                )
+                .with_label(span, "a `let` of `model`")
+                .with_help(format!(
+                    "make `{n}` a top-level `let` (then both blocks see it, and it is reported \
+                     with the parameters), or repeat its `let` in `predict`"
+                ));
+            return self.report(d);
+        }
         let names = self.visible_names();
         let mut d = self
             .diag("mvi::check::unknown_name", format!("unknown name `{n}`"))
