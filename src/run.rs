@@ -250,10 +250,12 @@ fn method_error(method: &str, e: &crate::infer::Error) -> Diagnostic {
              built on it)"
         }
         crate::infer::Error::NonFiniteStart { .. } => {
-            "log p̃ is −∞ or NaN where the method starts: check that each parameter's declared \
-             constraint matches the support of its distribution (`sigma: real<lower=0>` for \
-             `sigma ~ gamma(…)`), that computed arguments stay valid, and that every parameter \
-             has a proper prior (an improper posterior sends the start off to infinity)"
+            "log p̃ or its gradient is −∞ or NaN where the method starts: check that each \
+             parameter's declared constraint matches the support of its distribution \
+             (`sigma: real<lower=0>` for `sigma ~ gamma(…)`) and of the functions applied to it \
+             (`sqrt(x)` at x = 0, where w = 0 starts an unbounded `x`), that computed arguments \
+             stay valid, and that every parameter has a proper prior (an improper posterior \
+             sends the start off to infinity)"
         }
         _ => "try another method with `--method`",
     };
