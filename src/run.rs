@@ -250,10 +250,12 @@ fn method_error(method: &str, e: &crate::infer::Error) -> Diagnostic {
              built on it)"
         }
         crate::infer::Error::NonFiniteStart { .. } => {
-            "log p̃ is −∞ or NaN where the method starts: check that each parameter's declared \
-             constraint matches the support of its distribution (`sigma: real<lower=0>` for \
-             `sigma ~ gamma(…)`), that computed arguments stay valid, and that every parameter \
-             has a proper prior (an improper posterior sends the start off to infinity)"
+            "log p̃ or its gradient is −∞ or NaN where the method starts: check that each \
+             parameter's declared constraint matches the support of its distribution \
+             (`sigma: real<lower=0>` for `sigma ~ gamma(…)`) and of the functions applied to it \
+             (`sqrt(x)` at x = 0, where w = 0 starts an unbounded `x`), that computed arguments \
+             stay valid, and that every parameter has a proper prior (an improper posterior \
+             sends the start off to infinity)"
         }
         _ => "try another method with `--method`",
     };
@@ -482,7 +484,7 @@ fn non_finite_notes(
     if elbo_bad && count(lp) > 0 {
         notes.push(format!(
             "log p̃ is not finite at {} of {} draws of q (lp__): q puts mass where the model has \
-             none, so PSIS k̂ and the fresh ELBO are not available",
+             none, so the fresh ELBO is not available (PSIS k̂ gives those draws weight 0)",
             count(lp),
             lp.len()
         ));
@@ -697,7 +699,7 @@ mod tests {
         });
         let n = non_finite_notes(&ok, &[f64::NEG_INFINITY, -2.0], Some(&[-1.0, -2.0]), bad);
         assert!(
-            n.len() == 1 && n[0].contains("log p̃ is not finite at 1 of 2"),
+            n.len() == 1 && n[0].contains("log p̃ is not finite at 1 of 2") && n[0].contains("weight 0"),
             "{n:?}"
         );
     }

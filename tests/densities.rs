@@ -1056,6 +1056,45 @@ fn outside_the_support_is_minus_infinity() {
 }
 
 #[test]
+fn a_probability_vector_or_correlation_matrix_of_the_wrong_kind_is_minus_infinity() {
+    // These once summed log θ over a θ that was not a simplex (a `vector<lower=0>` param
+    // fitted an improper posterior silently); Stan rejects such arguments, as mvi now does
+    // with −∞ (the same 1e-8 tolerance as Stan's check_simplex).
+    let off = vector(&[0.2, 0.5, 0.2]);
+    let ok = vector(&[0.2, 0.5, 0.3]);
+    let clean = mvi::graph::eval::clean;
+    assert_eq!(
+        clean(eval_shaped("categorical", scalar(2.0), vec![off.clone()])),
+        f64::NEG_INFINITY
+    );
+    assert!(eval_shaped("categorical", scalar(2.0), vec![ok.clone()]).is_finite());
+    let counts = vector(&[2.0, 5.0, 3.0]);
+    assert_eq!(
+        clean(eval_shaped("multinomial", counts.clone(), vec![off.clone()])),
+        f64::NEG_INFINITY
+    );
+    assert!(eval_shaped("multinomial", counts, vec![ok.clone()]).is_finite());
+    let alpha = vector(&[2.0, 3.0, 4.0]);
+    assert_eq!(
+        clean(eval_shaped("dirichlet", off, vec![alpha.clone()])),
+        f64::NEG_INFINITY
+    );
+    assert!(eval_shaped("dirichlet", ok, vec![alpha]).is_finite());
+    // lkj_corr wants a correlation matrix: not a Cholesky factor, nor a non-unit diagonal
+    let eta = scalar(2.0);
+    let chol = by_rows(&[&[1.0, 0.0], &[0.3, 0.953_939_201_416_945_6]]);
+    let scaled = by_rows(&[&[2.0, 0.3], &[0.3, 1.0]]);
+    let corr = by_rows(&[&[1.0, 0.3], &[0.3, 1.0]]);
+    for bad in [chol, scaled] {
+        assert_eq!(
+            clean(eval_shaped("lkj_corr", bad, vec![eta.clone()])),
+            f64::NEG_INFINITY
+        );
+    }
+    assert!(eval_shaped("lkj_corr", corr, vec![eta]).is_finite());
+}
+
+#[test]
 fn data_outcomes_are_checked_against_the_support() {
     assert!(dist::check_outcome("bernoulli_logit", &[0.0, 1.0, 1.0]).is_ok());
     let e = dist::check_outcome("bernoulli_logit", &[0.0, 2.0]).unwrap_err();

@@ -1115,9 +1115,13 @@ fn stan_cases() -> Vec<StanCase> {
             lp(g, "lkj_corr_cholesky", l, &[t])
         }),
         ("lkj_corr", |g, x, t| {
-            let r = spd2(g, x, t);
+            // a correlation matrix, off-diagonal tanh(x₁ t): lkj_corr is −∞ off them
+            let x1 = g_idx(g, x, 1);
+            let x1t = g.mul(x1, t).unwrap();
+            let (r, one) = (g.unary(Fun1::Tanh, x1t), g.scalar(1.0));
+            let m = mat(g, 2, 2, vec![one, r, r, one]);
             let eta = pos_idx(g, x, 3);
-            lp(g, "lkj_corr", r, &[eta])
+            lp(g, "lkj_corr", m, &[eta])
         }),
         ("wishart_cholesky", |g, x, t| {
             let lw = chol2(g, x);

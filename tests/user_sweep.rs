@@ -322,6 +322,15 @@ fn a_model_without_parameters_is_a_diagnostic() {
 }
 
 #[test]
+fn an_infinite_gradient_at_the_start_is_not_called_an_infinite_density() {
+    // log p̃ is finite at w = 0 here; only the gradient of sqrt(mu) is not. The message said
+    // "the log density is not finite" and its help named only the density.
+    let out = user_error(&["run", "sqrt_at_start.mvi", "--quiet"], "mvi::infer::failed");
+    assert!(out.contains("or its gradient is not finite"), "{out}");
+    assert!(out.contains("`sqrt(x)` at x = 0"), "{out}");
+}
+
+#[test]
 fn stan_block_names_get_the_mvi_form() {
     let out = user_error(&["check", "stan_parameters.mvi"], "mvi::syntax::unexpected");
     assert!(out.contains("did you mean `param`?"), "{out}");

@@ -36,7 +36,7 @@ impl Checker {
             (None, Some(Some(b))) => Transform::Upper(b),
             (Some(Some(a)), Some(Some(b))) if a < b => Transform::LowerUpper(a, b),
             (Some(Some(a)), Some(Some(b))) => {
-                return self.fail(
+                return self.fail_with_help(
                     "mvi::check::empty_interval",
                     format!(
                         "the bounds of `{}` leave no room: lower {a} ≥ upper {b}",
@@ -44,6 +44,8 @@ impl Checker {
                     ),
                     d.ty.span,
                     "these bounds",
+                    "the lower bound must be below the upper one: swap them if they are in the \
+                     wrong order",
                 )
             }
             _ => {

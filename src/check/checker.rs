@@ -65,6 +65,12 @@ pub(super) struct Checker {
     pub unrolled: i64,
     /// Functions called at least once (checked at their call sites).
     pub called: std::collections::HashSet<String>,
+    /// The names of the top-level `let`s, which declarations (checked first) cannot see.
+    pub top_let_names: std::collections::HashSet<String>,
+    /// The constrained type of each `data`, `hyper` and `param` declared with one.
+    pub declared_kinds: HashMap<String, crate::syntax::ast::TypeKind>,
+    /// The names of the `model` block's own `let`s, which `predict` cannot see.
+    pub model_let_names: std::collections::HashSet<String>,
 }
 
 impl Checker {
@@ -101,6 +107,37 @@ impl Checker {
             poisoned: std::collections::HashSet::new(),
             unrolled: 0,
             called: std::collections::HashSet::new(),
+            top_let_names: program
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Let(l) => Some(l.name.name.clone()),
+                    _ => None,
+                })
+                .collect(),
+            declared_kinds: program
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Data(b) | Item::Hyper(b) | Item::Param(b) => Some(&b.decls),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|d| d.ty.kind.map(|k| (d.name.name.clone(), k)))
+                .collect(),
+            model_let_names: program
+                .items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Model(b) => Some(&b.stmts),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|s| match s {
+                    crate::syntax::ast::Stmt::Let(l) => Some(l.name.name.clone()),
+                    _ => None,
+                })
+                .collect(),
         };
         c.collect_fns(program, imported);
         c.check_duplicate_decls(program);
@@ -181,6 +218,19 @@ impl Checker {
         label: impl Into<String>,
     ) -> R<T> {
         let d = self.diag(code, msg).with_label(span, label);
+        Err(self.report(d))
+    }
+
+    /// [`Checker::fail`] with a help line saying what to do.
+    pub(super) fn fail_with_help<T>(
+        &mut self,
+        code: &'static str,
+        msg: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) -> R<T> {
+        let d = self.diag(code, msg).with_label(span, label).with_help(help);
         Err(self.report(d))
     }
 
@@ -432,11 +482,16 @@ impl Checker {
         transform: Transform,
     ) -> R<(Option<Vec<f64>>, Option<TExpr>)> {
         let Some(init) = &d.init else {
-            return self.fail(
+            return self.fail_with_help(
                 "mvi::check::hyper_without_init",
                 format!("hyper `{}` needs an initial value", d.name.name),
                 d.span,
                 "no `= value`",
+                format!(
+                    "a hyper is a point estimate that starts from its initial value: write \
+                     `{}: … = value` (a number, or an expression of data)",
+                    d.name.name
+                ),
             );
         };
         let e = self.expr(init)?;

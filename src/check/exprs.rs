@@ -129,6 +129,33 @@ impl Checker {
                 .with_help(format!("functions are pure: pass `{n}` as an argument"));
             return self.report(d);
         }
+        if matches!(self.ctx, Ctx::Decl | Ctx::Bound) && self.top_let_names.contains(n) {
+            let d = self
+                .diag(
+                    "mvi::check::let_in_declaration",
+                    format!("`{n}` is a top-level `let`, which a declaration cannot use"),
+                )
+                .with_label(span, "a top-level `let`")
+                .with_help(format!(
+                    "sizes, bounds and initial values are worked out before any `let`: write \
+                     the expression of `{n}` here in its place (bounds may use data, hypers and \
+                     earlier params, e.g. `<lower=mean(y)>`)"
+                ));
+            return self.report(d);
+        }
+        if self.ctx == Ctx::Predict && self.model_let_names.contains(n) {
+            let d = self
+                .diag(
+                    "mvi::check::model_let_in_predict",
+                    format!("`{n}` is a `let` of the `model` block, which `predict` cannot see"),
+                )
+                .with_label(span, "a `let` of `model`")
+                .with_help(format!(
+                    "make `{n}` a top-level `let` (then both blocks see it, and it is reported \
+                     with the parameters), or repeat its `let` in `predict`"
+                ));
+            return self.report(d);
+        }
         let names = self.visible_names();
         let mut d = self
             .diag("mvi::check::unknown_name", format!("unknown name `{n}`"))
@@ -480,11 +507,25 @@ impl Checker {
             }
         }
         if conditional {
-            return self.fail(
+            let help = match name
+                .strip_suffix("_lupdf")
+                .or_else(|| name.strip_suffix("_lupmf"))
+            {
+                Some(base) => format!(
+                    "mvi keeps every normalising constant and has no `_lupdf`/`_lupmf`: write \
+                     `{base}_{}`",
+                    if name.ends_with("_lupdf") { "lpdf" } else { "lpmf" }
+                ),
+                None => "a call with `|` is a distribution function, e.g. `normal_lpdf(y | mu, \
+                         sigma)`; see the distributions in docs/language.md"
+                    .to_string(),
+            };
+            return self.fail_with_help(
                 "mvi::check::unknown_distribution",
                 format!("`{name}` is not a distribution function"),
                 func.span,
                 "not a `dist_lpdf`",
+                help,
             );
         }
         if name == "csv" {
@@ -658,6 +699,7 @@ impl Checker {
                 .with_help(format!("signature: {}", spec.signature()));
             return Err(self.report(d));
         }
+        self.check_declared_kinds(spec.name, outcome, args)?;
         for ((pname, support), a) in spec.params.iter().zip(args) {
             let Some(v) = a.value else { continue };
             let bad = match support {
@@ -679,6 +721,38 @@ impl Checker {
                     "invalid value",
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// A value passed by name where its declared type cannot be what the distribution
+    /// needs ([`NEEDS`]): a full matrix for a Cholesky factor or the other way round (the
+    /// density of the other form, wrong or −∞ at every point), or a `param`/`hyper` that is
+    /// not declared a simplex or ordered where one must be (−∞ at the start, as Stan rejects
+    /// it when run).
+    fn check_declared_kinds(&mut self, dist: &str, outcome: &TExpr, args: &[TExpr]) -> R<()> {
+        for &(_, at, needs) in NEEDS.iter().filter(|(d, _, _)| *d == dist) {
+            let Some(e) = (if at == 0 { Some(outcome) } else { args.get(at - 1) }) else {
+                continue;
+            };
+            let TExprKind::Name(n, name_kind) = &e.kind else {
+                continue;
+            };
+            let declared = self.declared_kinds.get(n).copied();
+            if !needs.violated_by(declared, *name_kind) {
+                continue;
+            }
+            let as_declared = declared.map_or("a plain vector".to_string(), |k| format!("`{}`", k.name()));
+            return self.fail_with_help(
+                "mvi::check::wrong_constrained_type",
+                format!(
+                    "`{n}` is declared {as_declared}, but `{dist}` needs {} here",
+                    needs.what()
+                ),
+                e.span,
+                format!("declared {as_declared}"),
+                needs.help(dist, n),
+            );
         }
         Ok(())
     }
@@ -741,11 +815,14 @@ impl Checker {
             Index::At(e) => {
                 let t = self.expr(e)?;
                 if t.stage != Stage::Const {
-                    return self.fail(
+                    return self.fail_with_help(
                         "mvi::check::index_not_data",
                         "an index must be known from the data",
                         t.span,
                         "depends on a hyper or param",
+                        "indices are fixed when the graph is built: use `int` data, sizes or loop \
+                         indices; to select by a parameter, weight the candidates instead (e.g. \
+                         `log_sum_exp` over them, as Stan marginalises a discrete unknown)",
                     );
                 }
                 match t.shape {
@@ -923,4 +1000,84 @@ fn kind_word(k: NameKind) -> &'static str {
 
 pub(super) fn describe_kind(k: NameKind) -> &'static str {
     kind_word(k)
+}
+
+/// What a distribution needs of a value it is given by name.
+#[derive(Debug, Clone, Copy)]
+enum Needs {
+    /// A Cholesky factor (`cholesky_corr`, `cholesky_cov`), not a full matrix.
+    Factor,
+    /// A full (symmetric) matrix, not its Cholesky factor.
+    Full,
+    /// A simplex: a `param` or `hyper` must be declared one.
+    Simplex,
+    /// Increasing cutpoints: a `param` or `hyper` must be declared `ordered`.
+    Ordered,
+}
+
+/// (distribution, 0 for the outcome or the argument's position from 1, what it needs).
+const NEEDS: &[(&str, usize, Needs)] = &[
+    ("lkj_corr_cholesky", 0, Needs::Factor),
+    ("lkj_corr", 0, Needs::Full),
+    ("wishart_cholesky", 0, Needs::Factor),
+    ("wishart_cholesky", 2, Needs::Factor),
+    ("inv_wishart_cholesky", 0, Needs::Factor),
+    ("inv_wishart_cholesky", 2, Needs::Factor),
+    ("multi_normal_cholesky", 2, Needs::Factor),
+    ("multi_normal", 2, Needs::Full),
+    ("multi_student_t", 3, Needs::Full),
+    ("dirichlet", 0, Needs::Simplex),
+    ("categorical", 1, Needs::Simplex),
+    ("multinomial", 1, Needs::Simplex),
+    ("ordered_logistic", 2, Needs::Ordered),
+    ("ordered_probit", 2, Needs::Ordered),
+];
+
+impl Needs {
+    fn violated_by(self, declared: Option<crate::syntax::ast::TypeKind>, name: NameKind) -> bool {
+        use crate::syntax::ast::TypeKind as T;
+        let estimated = matches!(name, NameKind::Param | NameKind::Hyper);
+        match self {
+            Needs::Factor => matches!(declared, Some(T::CorrMatrix | T::CovMatrix)),
+            Needs::Full => matches!(declared, Some(T::CholeskyCorr | T::CholeskyCov)),
+            Needs::Simplex => estimated && declared != Some(T::Simplex),
+            Needs::Ordered => estimated && !matches!(declared, Some(T::Ordered | T::PositiveOrdered)),
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Needs::Factor => "a Cholesky factor",
+            Needs::Full => "a full matrix, not a Cholesky factor",
+            Needs::Simplex => "a simplex",
+            Needs::Ordered => "increasing cutpoints",
+        }
+    }
+
+    fn help(self, dist: &str, n: &str) -> String {
+        match (self, dist) {
+            (_, "lkj_corr") => format!("write `{n} ~ lkj_corr_cholesky(eta)`, as in Stan"),
+            (_, "lkj_corr_cholesky") => format!("write `{n} ~ lkj_corr(eta)`, as in Stan"),
+            (Needs::Factor, "multi_normal_cholesky") => format!(
+                "write `multi_normal(mu, {n})` for a covariance matrix, or declare a \
+                 `cholesky_cov[K]` and pass it here"
+            ),
+            (Needs::Factor, _) => format!(
+                "`{dist}` takes and scores Cholesky factors: declare `{n}: cholesky_cov[K]` (the \
+                 matrix is then `multiply_lower_tri_self_transpose({n})`)"
+            ),
+            (Needs::Full, _) => format!(
+                "pass the matrix, `multiply_lower_tri_self_transpose({n})`, or use \
+                 `multi_normal_cholesky(mu, {n})` for a Cholesky factor"
+            ),
+            (Needs::Simplex, _) => format!(
+                "declare `{n}: simplex[K]`, as in Stan: a vector that is not one has no \
+                 `{dist}` density (−∞, so the fit cannot start)"
+            ),
+            (Needs::Ordered, _) => format!(
+                "declare `{n}: ordered[K - 1]`, as in Stan: cutpoints that are not increasing have \
+                 no `{dist}` probability (−∞, so the fit cannot start)"
+            ),
+        }
+    }
 }

@@ -5,7 +5,7 @@
 
 use crate::graph::{Error, Fun1, Graph, NodeId, Shape};
 
-use super::{non_negative, with_support, R};
+use super::{non_negative, sums_to_one, with_support, R};
 
 /// The outcome's categories as 1-based integers (`dist` names the family in the error).
 pub(crate) fn labels(g: &Graph, y: NodeId, dist: &str) -> Result<Vec<i64>, Error> {
@@ -15,7 +15,8 @@ pub(crate) fn labels(g: &Graph, y: NodeId, dist: &str) -> Result<Vec<i64>, Error
     Ok(v.iter().map(|&x| x as i64).collect())
 }
 
-/// log θ\[y\] per observation (−∞ when an entry of θ is negative).
+/// log θ\[y\] per observation (−∞ when θ is not a simplex: an entry negative, or a sum other
+/// than 1, as Stan rejects it).
 pub fn categorical(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let theta = a[0];
     let ys = labels(g, y, "categorical")?;
@@ -27,7 +28,8 @@ pub fn categorical(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     };
     let lp = g.unary(Fun1::Log, picked);
     let c = non_negative(g, theta);
-    with_support(g, lp, &[c])
+    let one = sums_to_one(g, theta);
+    with_support(g, lp, &[c, one])
 }
 
 /// The class probabilities θ.

@@ -1,9 +1,9 @@
 //! `dirichlet(α)` on a simplex θ (a vector of K positive entries summing to 1).
 
-use super::{f1, positive, sum_all, with_support, R};
+use super::{f1, positive, sum_all, sums_to_one, with_support, R};
 use crate::graph::{Fun1, Graph, NodeId};
 
-/// lgamma(Σα) − Σ lgamma(α) + Σ (α − 1) log θ.
+/// lgamma(Σα) − Σ lgamma(α) + Σ (α − 1) log θ (−∞ when θ is not a simplex).
 pub fn dirichlet(g: &mut Graph, theta: NodeId, a: &[NodeId]) -> R {
     let alpha = a[0];
     let sa = g.sum(alpha);
@@ -17,7 +17,8 @@ pub fn dirichlet(g: &mut Graph, theta: NodeId, a: &[NodeId]) -> R {
     let t3 = g.dot(am1, lt)?;
     let lp = sum_all(g, &[t1, t2, t3])?;
     let (c1, c2) = (positive(g, alpha), positive(g, theta));
-    with_support(g, lp, &[c1, c2])
+    let c3 = sums_to_one(g, theta);
+    with_support(g, lp, &[c1, c2, c3])
 }
 
 /// The mean α / Σα.

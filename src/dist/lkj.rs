@@ -65,7 +65,21 @@ pub fn lkj_corr_cholesky(g: &mut Graph, l: NodeId, a: &[NodeId]) -> R {
     with_support(g, lp, &[c, c_diag])
 }
 
-/// (η − 1) log det R − log c_K(η), log det R = 2 Σ log Lₖₖ of R's Cholesky factor.
+/// 0 when R is a correlation matrix's shape: a unit diagonal and symmetric, within Stan's
+/// tolerance (positive definiteness is left to the Cholesky factorisation); −∞ otherwise.
+fn unit_diagonal_and_symmetric(g: &mut Graph, r: NodeId) -> R {
+    let tol = crate::graph::transform::TOLERANCE;
+    let d = diagonal(g, r)?;
+    let unit = g.support(d, 1.0 - tol, 1.0 + tol, false);
+    let rt = g.transpose(r);
+    let asym = g.sub(r, rt)?;
+    let sym = g.support(asym, -tol, tol, false);
+    g.add_nodes(unit, sym)
+}
+
+/// (η − 1) log det R − log c_K(η), log det R = 2 Σ log Lₖₖ of R's Cholesky factor; −∞ when
+/// R is not a correlation matrix (as Stan rejects it: an `lkj_corr` on a Cholesky factor
+/// wants `lkj_corr_cholesky`).
 pub fn lkj_corr(g: &mut Graph, r: NodeId, a: &[NodeId]) -> R {
     let eta = a[0];
     let k = g.shape(r).rows();
@@ -78,7 +92,8 @@ pub fn lkj_corr(g: &mut Graph, r: NodeId, a: &[NodeId]) -> R {
     let t = g.mul(e1, s)?;
     let lp = g.sub(t, lc)?;
     let c = positive(g, eta);
-    with_support(g, lp, &[c])
+    let corr = unit_diagonal_and_symmetric(g, r)?;
+    with_support(g, lp, &[c, corr])
 }
 
 /// The shape η.

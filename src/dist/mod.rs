@@ -63,6 +63,14 @@ pub(crate) fn non_negative(g: &mut Graph, x: NodeId) -> NodeId {
     g.support(x, 0.0, f64::INFINITY, false)
 }
 
+/// 0 when the entries of x sum to 1 (within Stan's tolerance, as a simplex must), −∞
+/// otherwise; the entries' signs are checked apart.
+pub(crate) fn sums_to_one(g: &mut Graph, x: NodeId) -> NodeId {
+    let tol = crate::graph::transform::TOLERANCE;
+    let s = g.sum(x);
+    g.support(s, 1.0 - tol, 1.0 + tol, false)
+}
+
 /// lp plus the support checks (each 0 or −∞), broadcast.
 pub(crate) fn with_support(g: &mut Graph, lp: NodeId, checks: &[NodeId]) -> R {
     let mut out = lp;

@@ -1,10 +1,10 @@
 //! `multinomial(θ)` on a count vector y (one draw of Σy trials over K categories with
 //! probabilities θ, a simplex).
 
-use super::{f1, non_negative, sum_all, with_support, R};
+use super::{f1, non_negative, sum_all, sums_to_one, with_support, R};
 use crate::graph::{Fun1, Graph, NodeId};
 
-/// lgamma(Σy + 1) − Σ lgamma(y + 1) + Σ y log θ.
+/// lgamma(Σy + 1) − Σ lgamma(y + 1) + Σ y log θ (−∞ when θ is not a simplex).
 pub fn multinomial(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let theta = a[0];
     let n = g.sum(y);
@@ -19,7 +19,8 @@ pub fn multinomial(g: &mut Graph, y: NodeId, a: &[NodeId]) -> R {
     let t3 = g.dot(y, lt)?;
     let lp = sum_all(g, &[t1, t2, t3])?;
     let (c1, c2) = (non_negative(g, theta), non_negative(g, y));
-    with_support(g, lp, &[c1, c2])
+    let c3 = sums_to_one(g, theta);
+    with_support(g, lp, &[c1, c2, c3])
 }
 
 /// The expected counts θ Σy are not known from the arguments alone: the probabilities θ.

@@ -107,7 +107,7 @@ pub enum Error {
     #[error("{0}")]
     NoMode(Box<laplace::NoMode>),
     /// The objective or its gradient became non-finite at the starting point.
-    #[error("the log density is not finite at the starting point ({value})")]
+    #[error("the log density or its gradient is not finite at the starting point ({value})")]
     NonFiniteStart {
         /// The value found.
         value: f64,
