@@ -62,6 +62,13 @@ fn render(path: &Path) -> String {
                     model.display(),
                     d.message
                 );
+                // every diagnostic says what to do about it
+                assert!(
+                    d.help.as_ref().is_some_and(|h| !h.trim().is_empty()),
+                    "{} gives a diagnostic without a help line: {}",
+                    model.display(),
+                    d.message
+                );
             }
             diags
                 .iter()

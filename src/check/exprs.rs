@@ -283,11 +283,14 @@ impl Checker {
         } else {
             "a hyper"
         };
-        self.fail(
+        self.fail_with_help(
             "mvi::check::condition_not_data",
             format!("{what} may only be used on data"),
             t.span,
             format!("this depends on {on}"),
+            "the graph is built once, so a branch cannot depend on a parameter's value: write both \
+             cases as one smooth expression (a mixture with `log_mix`, a switch with \
+             `inv_logit`), or compare data only",
         )
     }
 
@@ -617,11 +620,12 @@ impl Checker {
         };
         let n = if name == "col" { c } else { r };
         if i < 1.0 || i > n as f64 {
-            return self.fail(
+            return self.fail_with_help(
                 "mvi::check::index_out_of_range",
                 format!("`{name}` index {i} is out of range 1..{n}"),
                 targs[1].span,
                 "out of range",
+                "indices start at 1 (as in Stan) and end at the length; check the size the data bind",
             );
         }
         Ok(())
@@ -714,11 +718,12 @@ impl Checker {
                     Support::Unit => "in [0, 1]",
                     _ => "non-negative",
                 };
-                return self.fail(
+                return self.fail_with_help(
                     "mvi::check::invalid_distribution_argument",
                     format!("`{pname}` of `{}` must be {want}, found {v}", spec.name),
                     a.span,
                     "invalid value",
+                    format!("signature: {}", spec.signature()),
                 );
             }
         }
@@ -828,11 +833,12 @@ impl Checker {
                 match t.shape {
                     Shape::Int => {
                         if let Some(v) = t.value.filter(|v| *v < 1.0 || *v > n as f64) {
-                            return self.fail(
+                            return self.fail_with_help(
                                 "mvi::check::index_out_of_range",
                                 format!("index {v} is out of range 1..{n}"),
                                 t.span,
                                 "out of range",
+                                "indices start at 1 (as in Stan) and end at the length; check the size the data bind",
                             );
                         }
                         Ok((TIndex::At(t), None))
@@ -859,11 +865,12 @@ impl Checker {
                     None => n as i64,
                 };
                 if lo_v < 1 || hi_v > n as i64 || hi_v < lo_v.saturating_sub(1) {
-                    return self.fail(
+                    return self.fail_with_help(
                         "mvi::check::index_out_of_range",
                         format!("slice {lo_v}:{hi_v} is out of range 1..{n}"),
                         *span,
                         "out of range",
+                        "indices start at 1 (as in Stan) and end at the length; check the size the data bind",
                     );
                 }
                 let len = (hi_v - lo_v + 1) as usize;
@@ -899,7 +906,7 @@ impl Checker {
             return Ok(());
         };
         if let Some((pos, bad)) = xs.iter().enumerate().find(|(_, v)| **v < 1 || **v > n as i64) {
-            return self.fail(
+            return self.fail_with_help(
                 "mvi::check::index_out_of_range",
                 format!(
                     "`{name}` holds {bad} at entry {}, out of range 1..{n} for this gather",
@@ -907,6 +914,7 @@ impl Checker {
                 ),
                 t.span,
                 "indices out of range",
+                format!("group and category indices run from 1 to {n}: recode `{name}` (0-based codes need `+ 1`)"),
             );
         }
         Ok(())

@@ -382,11 +382,13 @@ impl Checker {
         let t = self.expr(e)?;
         match (t.shape, t.value) {
             (Shape::Int, Some(v)) => Ok(v as i64),
-            _ => self.fail(
+            _ => self.fail_with_help(
                 "mvi::check::loop_bound_not_known",
                 "loop bounds must be ints known from the data",
                 t.span,
                 format!("this is {}", t.shape),
+                "loops are unrolled when the graph is built, so their bounds are int data, sizes \
+                 or int literals (`for t in 2:T`); a parameter cannot set how many times a loop runs",
             ),
         }
     }
@@ -478,11 +480,13 @@ impl Checker {
             return Err(self.report(d));
         }
         if self.call_stack.contains(&name) || self.call_stack.len() > 32 {
-            return self.fail(
+            return self.fail_with_help(
                 "mvi::check::recursion",
                 format!("`{name}` calls itself; functions are inlined and cannot recurse"),
                 span,
                 "recursive call",
+                "write the recursion as a `for` loop over a local vector (`x[t] = f(x[t - 1])`), \
+                 which costs O(1) per step",
             );
         }
         for ((pname, ty), a) in def.params.iter().zip(&args) {
@@ -559,11 +563,12 @@ impl Checker {
         let (last, init) = match def.body.split_last() {
             Some((Stmt::Return { value, .. }, init)) => (value, init),
             _ => {
-                return self.fail(
+                return self.fail_with_help(
                     "mvi::check::missing_return",
                     format!("`{}` must end with `return …`", def.name.name),
                     def.span,
                     "no final `return`",
+                    "a function's value is its last statement's: end the body with `return <expr>`",
                 )
             }
         };

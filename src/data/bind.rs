@@ -186,7 +186,11 @@ impl Binder<'_> {
                 ),
                 self.set.named_source(entry.source),
             )
-            .with_label(*span, msg.clone()));
+            .with_label(*span, msg.clone())
+            .with_help(
+                "data values are JSON numbers, arrays of them for vectors and `ints`, and arrays \
+                 of rows for matrices; CSV files hold one number per cell",
+            ));
         }
         Ok(entry.clone())
     }
@@ -283,17 +287,23 @@ impl Binder<'_> {
             BaseType::Matrix if v.dims == [0] => return self.empty_matrix_dims(d),
             BaseType::Matrix => "a nested array of rows (a table in CSV)",
         };
-        Err(self.data_error(
-            e,
-            "mvi::data::wrong_shape",
-            format!(
-                "`{}` in `{file}` is {found}, but it is declared `{}`",
-                d.name.name,
-                base_name(d.ty.base)
-            ),
-            e.span,
-            format!("expected {want}"),
-        ))
+        Err(self
+            .data_error(
+                e,
+                "mvi::data::wrong_shape",
+                format!(
+                    "`{}` in `{file}` is {found}, but it is declared `{}`",
+                    d.name.name,
+                    base_name(d.ty.base)
+                ),
+                e.span,
+                format!("expected {want}"),
+            )
+            .with_help(format!(
+                "a `matrix` is written as its rows, `[[1, 2], [3, 4]]`; a `vector` or `ints` as one \
+             array; declare `{}` to match the file, or reshape the value",
+                d.name.name
+            )))
     }
 
     /// The dims `[0, K]` of a matrix given as `[]`, with `K` computed from its declaration.
@@ -447,13 +457,19 @@ impl Binder<'_> {
                     d.name.name,
                     base_name(d.ty.base)
                 );
-                return Err(self.data_error(
-                    e,
-                    "mvi::data::not_int",
-                    msg,
-                    c.span,
-                    format!("{} is not an integer", c.value),
-                ));
+                return Err(self
+                    .data_error(
+                        e,
+                        "mvi::data::not_int",
+                        msg,
+                        c.span,
+                        format!("{} is not an integer", c.value),
+                    )
+                    .with_help(format!(
+                        "`{}` holds counts, labels or indices: give whole numbers, or declare it \
+                     `vector` (or `real`) if it is a measurement",
+                        d.name.name
+                    )));
             }
             if is_int && c.value.abs() > MAX_EXACT_INT {
                 return Err(self
@@ -494,6 +510,11 @@ impl Binder<'_> {
             c.span,
             format!("{} is {why}", c.value),
         )
+        .with_help(format!(
+            "the data must satisfy the declared bounds, as in Stan: fix the value, or loosen the \
+             declaration of `{}`",
+            d.name.name
+        ))
     }
 
     fn bound(&self, b: &Option<Expr>) -> Result<Option<f64>, Diagnostic> {
