@@ -15,6 +15,7 @@ use rand::SeedableRng;
 use crate::check::{infer_keys, memory};
 use crate::density::{Counting, Evals, LogDensity, Want};
 use crate::diagnostic::Diagnostic;
+use crate::graph::logjoint::Structure;
 use crate::graph::predict::PredictSums;
 use crate::graph::{LogJoint, Shape};
 use crate::infer::{registry, timing, InferOptions, Observer, OptionValue};
@@ -352,6 +353,7 @@ fn assemble(
         notes.extend(m.warnings(&columns));
     }
     notes.extend(non_finite_notes(post, &lp, log_q.as_deref(), elbo_fresh));
+    notes.extend(unit_vector_note(model, &post.method));
     if let Some(r) = resampling.filter(|r| r.khat.is_some_and(|k| k > psis::KHAT_OK)) {
         notes.push(crate::report::summary::resampling_warning(&r));
     } else if let Some(k) = khat {
@@ -533,6 +535,26 @@ fn draw_elbo(lp: &[f64], log_q: &[f64]) -> Estimate {
 
 /// CmdStan column names and the constrained draws (n_draws × columns) of every parameter
 /// and reported `let`.
+/// A warning when `laplace` fits a model with a `unit_vector`: the density of its K free
+/// coordinates (the direction times a standard normal radius, Stan's transform) peaks at the
+/// origin, where the direction is undefined, so the mode and Hessian say nothing about the
+/// direction's posterior.
+fn unit_vector_note(model: &LogJoint, method: &str) -> Option<String> {
+    if method != "laplace" {
+        return None;
+    }
+    let p = model
+        .params
+        .iter()
+        .find(|p| p.structure == Some(Structure::Type(crate::graph::transform::TypeKind::UnitVector)))?;
+    Some(format!(
+        "`{}` is a unit_vector: its coordinates have no useful mode (the density peaks where the \
+         direction is undefined), so this Laplace fit does not describe its posterior; use \
+         `vi_full`, `mvi_lr` or `nuts`",
+        p.name
+    ))
+}
+
 fn constrained_draws(
     model: &LogJoint,
     theta: &DVector<f64>,

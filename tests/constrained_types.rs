@@ -505,3 +505,22 @@ fn two_size_cholesky_factor_cov_fits_and_checks_its_data() {
         err[0].render_plain(100)
     );
 }
+
+#[test]
+fn laplace_on_a_unit_vector_says_its_fit_does_not_describe_the_direction() {
+    let src = "data { X: matrix[N, 2] }\nparam {\n  u: unit_vector[2]\n  r: real<lower=0>\n}\nmodel {\n  \
+               r ~ normal(0, 5)\n  X[:, 1] ~ normal(r * u[1], 1)\n  X[:, 2] ~ normal(r * u[2], 1)\n}\n\
+               infer { method = METHOD; seed = 1 }\n";
+    let json = r#"{"X": [[1.4, 2.6], [2.1, 2.2], [1.6, 2.9], [2.0, 1.9], [1.7, 2.5], [2.2, 2.8]]}"#;
+    let note = "`u` is a unit_vector: its coordinates have no useful mode";
+    for (method, warned) in [("laplace", true), ("vi_full", false)] {
+        let (typed, joint) = load(&src.replace("METHOD", method), json);
+        let (_, report) = fit(&typed, &joint);
+        assert_eq!(
+            report.notes.iter().any(|n| n.contains(note)),
+            warned,
+            "{method}: {:?}",
+            report.notes
+        );
+    }
+}
