@@ -259,6 +259,27 @@ impl Checker {
                     .find(|g| g.def.name.name == name)
                     .map(|g| format!("a function defined in `{}`", g.source.name()))
             };
+            // a constrained type or bounds on a function's parameter would be ignored: the
+            // value is checked where it is declared, as in Stan, whose functions take base types
+            for (p, ty) in &f.def.params {
+                if ty.kind.is_some() || ty.lower.is_some() || ty.upper.is_some() {
+                    let d = Diagnostic::error(
+                        "mvi::check::constrained_fn_param",
+                        format!(
+                            "`{}` of `{name}` has a constrained type, which a function parameter cannot have",
+                            p.name
+                        ),
+                        f.source.clone(),
+                    )
+                    .with_label(ty.span, "a constrained type")
+                    .with_help(
+                        "function parameters take the base types `real`, `int`, `vector`, `ints` \
+                         and `matrix` (as in Stan); constraints belong where the value is declared \
+                         (`param`, `hyper`, `data`)",
+                    );
+                    self.errors.push(d);
+                }
+            }
             if let Some(what) = clash {
                 let d = Diagnostic::error(
                     "mvi::check::redeclared",
