@@ -533,8 +533,6 @@ fn draw_elbo(lp: &[f64], log_q: &[f64]) -> Estimate {
     Estimate { value, se }
 }
 
-/// CmdStan column names and the constrained draws (n_draws × columns) of every parameter
-/// and reported `let`.
 /// A warning when `laplace` fits a model with a `unit_vector`: the density of its K free
 /// coordinates (the direction times a standard normal radius, Stan's transform) peaks at the
 /// origin, where the direction is undefined, so the mode and Hessian say nothing about the
@@ -555,6 +553,8 @@ fn unit_vector_note(model: &LogJoint, method: &str) -> Option<String> {
     ))
 }
 
+/// CmdStan column names and the constrained draws (n_draws × columns) of every parameter
+/// and reported `let`.
 fn constrained_draws(
     model: &LogJoint,
     theta: &DVector<f64>,
