@@ -621,14 +621,7 @@ fn column_names(joint: &LogJoint) -> Vec<String> {
         .params
         .iter()
         .chain(&joint.reported)
-        .flat_map(|p| {
-            let dims = match p.shape {
-                graph::Shape::Scalar => vec![],
-                graph::Shape::Vector(n) => vec![n],
-                graph::Shape::Matrix(r, c) => vec![r, c],
-            };
-            report::cmdstan_names(&p.name, &dims)
-        })
+        .flat_map(|p| report::cmdstan_names(&p.name, &p.shape.dims()))
         .collect()
 }
 

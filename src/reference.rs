@@ -15,7 +15,7 @@ use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::graph::logjoint::{eval_nodes, Structure};
 use crate::graph::transform::entry;
-use crate::graph::{LogJoint, Shape};
+use crate::graph::LogJoint;
 use crate::posterior::w1::w1;
 use crate::report::compare::RefMetrics;
 use crate::report::{cmdstan_names, FitReport};
@@ -45,15 +45,6 @@ fn normalise(name: &str) -> String {
     name.trim().replace(['[', ','], ".").replace([']', ' '], "")
 }
 
-/// The dimensions of a shape, as [`cmdstan_names`] takes them.
-fn dims(shape: Shape) -> Vec<usize> {
-    match shape {
-        Shape::Scalar => vec![],
-        Shape::Vector(n) => vec![n],
-        Shape::Matrix(r, c) => vec![r, c],
-    }
-}
-
 /// The unconstrained draws (D × n) of the model's parameters from constrained columns
 /// (n × columns) named `names`, or the names of the columns that are missing.
 ///
@@ -74,7 +65,7 @@ fn unconstrain(
     let mut columns = Vec::new();
     let mut missing = Vec::new();
     for p in &model.params {
-        let cols: Vec<Option<usize>> = cmdstan_names(&p.name, &dims(p.shape))
+        let cols: Vec<Option<usize>> = cmdstan_names(&p.name, &p.shape.dims())
             .into_iter()
             .map(|name| {
                 let j = norm.iter().position(|m| *m == name);
@@ -364,7 +355,7 @@ model {
         let mut names = Vec::new();
         let mut blocks = Vec::new();
         for (p, (name, block)) in model.params.iter().zip(model.constrain(&theta, &w)) {
-            names.extend(cmdstan_names(&name, &dims(p.shape)));
+            names.extend(cmdstan_names(&name, &p.shape.dims()));
             blocks.push(block);
         }
         let mut values = DMatrix::zeros(n, names.len());

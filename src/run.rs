@@ -569,7 +569,7 @@ fn constrained_draws(
         .collect();
     let mut names = Vec::new();
     for ((name, _), shape) in blocks.iter().zip(&shapes) {
-        names.extend(crate::report::cmdstan_names(name, &shape_dims(*shape)));
+        names.extend(crate::report::cmdstan_names(name, &shape.dims()));
     }
     let mut draws = DMatrix::zeros(w.ncols(), names.len());
     let mut c0 = 0;
@@ -579,14 +579,6 @@ fn constrained_draws(
         c0 += block.nrows();
     }
     (names, draws)
-}
-
-fn shape_dims(shape: Shape) -> Vec<usize> {
-    match shape {
-        Shape::Scalar => vec![],
-        Shape::Vector(n) => vec![n],
-        Shape::Matrix(r, c) => vec![r, c],
-    }
 }
 
 /// For each report column, the coordinate of w it equals when the parameter is an
@@ -608,7 +600,7 @@ fn theta_values(model: &LogJoint, theta: &DVector<f64>) -> Vec<(String, f64)> {
     let values = model.constrain_theta(theta);
     let mut out = Vec::new();
     for (p, v) in model.hypers.iter().zip(values) {
-        let names = crate::report::cmdstan_names(&p.name, &shape_dims(p.shape));
+        let names = crate::report::cmdstan_names(&p.name, &p.shape.dims());
         out.extend(names.into_iter().zip(v));
     }
     out

@@ -213,11 +213,7 @@ fn reference_round_trip(src: &str, json: &str) {
             .find(|(name, _)| *name == p.name)
             .expect("a param")
             .1;
-        let dims = match p.shape {
-            graph::Shape::Scalar => vec![],
-            graph::Shape::Vector(k) => vec![k],
-            graph::Shape::Matrix(r, c) => vec![r, c],
-        };
+        let dims = p.shape.dims();
         for (k, name) in mvi::report::cmdstan_names(&p.name, &dims).into_iter().enumerate() {
             columns
                 .push(name.replacen('.', "[", 1).replace('.', ",") + if dims.is_empty() { "" } else { "]" });

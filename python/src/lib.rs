@@ -21,7 +21,7 @@ use mvi::check::{self, Transform, TypedModel};
 use mvi::cli::{self, Failure};
 use mvi::data::{self, DataSet};
 use mvi::diagnostic::Diagnostic;
-use mvi::graph::{self, LogJoint, Shape};
+use mvi::graph::{self, LogJoint};
 use mvi::infer::{InferOptions, Observer};
 use mvi::posterior::IterRecord;
 use mvi::report::{self, FitReport};
@@ -385,7 +385,7 @@ fn fit_value<'py>(py: Python<'py>, joint: &LogJoint, r: &FitReport) -> PyResult<
         .params
         .iter()
         .chain(&joint.reported)
-        .map(|p| (p.name.clone(), dims(p.shape)))
+        .map(|p| (p.name.clone(), p.shape.dims()))
         .collect();
     d.set_item("blocks", blocks)?;
     d.set_item(
@@ -414,14 +414,6 @@ fn fit_value<'py>(py: Python<'py>, joint: &LogJoint, r: &FitReport) -> PyResult<
     }
     d.set_item("sampler", sampler)?;
     Ok(d)
-}
-
-fn dims(shape: Shape) -> Vec<usize> {
-    match shape {
-        Shape::Scalar => vec![],
-        Shape::Vector(n) => vec![n],
-        Shape::Matrix(r, c) => vec![r, c],
-    }
 }
 
 fn f64_bytes(x: &[f64]) -> Vec<u8> {

@@ -61,6 +61,15 @@ impl Shape {
     pub fn size(self) -> usize {
         self.rows() * self.cols()
     }
+
+    /// The dimensions as [`crate::report::cmdstan_names`] takes them: `[]`, `[n]` or `[r, c]`.
+    pub fn dims(self) -> Vec<usize> {
+        match self {
+            Shape::Scalar => vec![],
+            Shape::Vector(n) => vec![n],
+            Shape::Matrix(r, c) => vec![r, c],
+        }
+    }
 }
 
 /// Elementwise functions of one argument.

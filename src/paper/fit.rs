@@ -80,12 +80,7 @@ impl Problem {
         let mut slots: std::collections::HashMap<String, (usize, crate::graph::Constraint)> =
             std::collections::HashMap::new();
         for p in self.joint.hypers.iter().filter(|p| p.structure.is_none()) {
-            let dims = match p.shape {
-                crate::graph::Shape::Scalar => vec![],
-                crate::graph::Shape::Vector(n) => vec![n],
-                crate::graph::Shape::Matrix(r, c) => vec![r, c],
-            };
-            for (i, name) in crate::report::cmdstan_names(&p.name, &dims)
+            for (i, name) in crate::report::cmdstan_names(&p.name, &p.shape.dims())
                 .into_iter()
                 .enumerate()
             {
