@@ -28,6 +28,23 @@ fn mvi(args: &[&str]) -> Output {
         .expect("the mvi binary runs")
 }
 
+/// `mvi compare MODEL --data DATA --methods METHODS --reference REFERENCE -q`, then `extra`.
+fn compare(model: &str, data: &str, methods: &str, reference: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "compare",
+        model,
+        "--data",
+        data,
+        "--methods",
+        methods,
+        "--reference",
+        reference,
+        "-q",
+    ];
+    args.extend(extra);
+    mvi(&args)
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -172,18 +189,13 @@ fn reference_file(dir: &Path) -> PathBuf {
 fn compare_against_a_reference_file_and_a_nuts_run() {
     let dir = scratch("compare");
     let file = reference_file(&dir);
-    let o = mvi(&[
-        "compare",
+    let o = compare(
         LINREG,
-        "--data",
         LINREG_DATA,
-        "--methods",
         "laplace,vi_diag",
-        "--reference",
         file.to_str().unwrap(),
-        "--json",
-        "-q",
-    ]);
+        &["--json"],
+    );
     assert_ok(&o, "compare --reference file");
     let v: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
     assert_eq!(v["reference"]["draws"], 1000);
@@ -195,19 +207,7 @@ fn compare_against_a_reference_file_and_a_nuts_run() {
         assert!((r["sd_ratio"].as_f64().unwrap() - 1.0).abs() < 0.1, "{m}");
         assert!(m["evals"]["gradient"].as_u64().is_some(), "{m}");
     }
-    let mut args = vec![
-        "compare",
-        LINREG,
-        "--data",
-        LINREG_DATA,
-        "--methods",
-        "laplace",
-        "--reference",
-        "nuts",
-        "-q",
-    ];
-    args.extend(SHORT);
-    let o = mvi(&args);
+    let o = compare(LINREG, LINREG_DATA, "laplace", "nuts", &SHORT);
     assert_ok(&o, "compare --reference nuts");
     let out = text(&o.stdout);
     assert!(
@@ -243,23 +243,11 @@ fn compare_against_references_of_constrained_types_and_dependent_bounds() {
     std::fs::write(&model, CONSTRAINED).unwrap();
     std::fs::write(&data, r#"{"y": [1, 2, 2, 3, 3, 3, 1, 3, 2, 3]}"#).unwrap();
     let (model, data) = (model.to_str().unwrap(), data.to_str().unwrap());
-    let mut args = vec![
-        "compare",
-        model,
-        "--data",
-        data,
-        "--methods",
-        "laplace,mvi_lr",
-        "--reference",
-        "nuts",
-        "--json",
-        "-q",
-    ];
-    args.extend(SHORT);
-    let o = mvi(&args);
+    let json_short = [&["--json"][..], &SHORT[..]].concat();
+    let o = compare(model, data, "laplace,mvi_lr", "nuts", &json_short);
     assert_ok(&o, "compare --reference nuts on a simplex and dependent bounds");
     let v: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
-    // the reference's draws read back as CmdStan's draws.csv give the same comparison
+    // the same kind of NUTS run written to draws.csv (CmdStan's layout) and read back
     let out = dir.join("nuts");
     let mut run = vec![
         "run",
@@ -275,18 +263,7 @@ fn compare_against_references_of_constrained_types_and_dependent_bounds() {
     run.extend(SHORT);
     assert_ok(&mvi(&run), "the nuts run");
     let csv = out.join("draws.csv");
-    let o = mvi(&[
-        "compare",
-        model,
-        "--data",
-        data,
-        "--methods",
-        "laplace,mvi_lr",
-        "--reference",
-        csv.to_str().unwrap(),
-        "--json",
-        "-q",
-    ]);
+    let o = compare(model, data, "laplace,mvi_lr", csv.to_str().unwrap(), &["--json"]);
     assert_ok(&o, "compare --reference draws.csv");
     let from_file: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
     for v in [&v, &from_file] {
@@ -306,36 +283,25 @@ fn compare_against_references_of_constrained_types_and_dependent_bounds() {
 #[test]
 fn bad_references_and_options_exit_2_with_a_diagnostic() {
     let dir = scratch("bad");
-    let compare = |reference: &str| {
-        mvi(&[
-            "compare",
-            LINREG,
-            "--data",
-            LINREG_DATA,
-            "--methods",
-            "laplace",
-            "--reference",
-            reference,
-        ])
-    };
+    let against = |reference: &str| compare(LINREG, LINREG_DATA, "laplace", reference, &[]);
     let missing = dir.join("missing.csv");
-    assert_user_error(&compare(missing.to_str().unwrap()), "missing file", "cannot read");
+    assert_user_error(&against(missing.to_str().unwrap()), "missing file", "cannot read");
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, "w[1],w[2],w[3]\n1,2,x\n").unwrap();
     assert_user_error(
-        &compare(bad.to_str().unwrap()),
+        &against(bad.to_str().unwrap()),
         "malformed file",
         "is not a number",
     );
     std::fs::write(&bad, "w[1],w[2],w[3]\n1,2\n").unwrap();
     assert_user_error(
-        &compare(bad.to_str().unwrap()),
+        &against(bad.to_str().unwrap()),
         "short row",
         "2 values for 3 columns",
     );
     std::fs::write(&bad, "mu,tau\n1,2\n").unwrap();
     assert_user_error(
-        &compare(bad.to_str().unwrap()),
+        &against(bad.to_str().unwrap()),
         "other columns",
         "no column for `w.1`",
     );
