@@ -301,7 +301,7 @@ impl Binder<'_> {
             )
             .with_help(format!(
                 "a `matrix` is written as its rows, `[[1, 2], [3, 4]]`; a `vector` or `ints` as one \
-             array; declare `{}` to match the file, or reshape the value",
+                 array; declare `{}` to match the file, or reshape the value",
                 d.name.name
             )))
     }
@@ -467,7 +467,7 @@ impl Binder<'_> {
                     )
                     .with_help(format!(
                         "`{}` holds counts, labels or indices: give whole numbers, or declare it \
-                     `vector` (or `real`) if it is a measurement",
+                         `vector` (or `real`) if it is a measurement",
                         d.name.name
                     )));
             }
