@@ -264,10 +264,10 @@ class Fit:
         """The fit as ArviZ data (``xarray.DataTree``, arviz-base).
 
         Groups: ``posterior`` (each parameter and reported ``let``; one chain, or the
-        sampler's chains for ``nuts``), and
-        ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p``, where q
-        has a density ``log_q``, and for ``nuts`` the sampler's numbers (:attr:`sampler_stats`:
-        ``diverging``, ``energy``, ``tree_depth``, … as ArviZ names them). The fit's method, options and numbers are attributes of the
+        sampler's chains for ``nuts``), and ``sample_stats`` with ``lp`` (log p̃ with the
+        log-Jacobian), ``log_p``, where q has a density ``log_q``, and for ``nuts`` the
+        sampler's numbers (:attr:`sampler_stats`: ``diverging``, ``energy``, ``tree_depth``, …
+        as ArviZ names them). The fit's method, options and numbers are attributes of the
         tree and of both groups.
         """
         from arviz_base import from_dict
