@@ -33,6 +33,8 @@ pub enum ValueKind {
     IntAtLeast(i64),
     /// A real (or integer) > 0.
     PositiveReal,
+    /// A real (or integer) ≥ 0.
+    NonNegativeReal,
     /// `true` or `false`.
     Bool,
     /// One of the listed words.
@@ -52,6 +54,7 @@ impl ValueKind {
             ValueKind::NonNegativeInt => "a non-negative integer".into(),
             ValueKind::IntAtLeast(n) => format!("an integer ≥ {n}"),
             ValueKind::PositiveReal => "a positive number".into(),
+            ValueKind::NonNegativeReal => "a non-negative number".into(),
             ValueKind::Bool => "`true` or `false`".into(),
             ValueKind::Word(ws) => format!(
                 "one of {}",
@@ -75,6 +78,8 @@ impl ValueKind {
             (ValueKind::IntAtLeast(n), OptionValue::Int(i)) => i >= &n,
             (ValueKind::PositiveReal, OptionValue::Int(i)) => *i > 0,
             (ValueKind::PositiveReal, OptionValue::Real(x)) => *x > 0.0 && x.is_finite(),
+            (ValueKind::NonNegativeReal, OptionValue::Int(i)) => *i >= 0,
+            (ValueKind::NonNegativeReal, OptionValue::Real(x)) => *x >= 0.0 && x.is_finite(),
             (ValueKind::Bool, OptionValue::Ident(w)) => w == "true" || w == "false",
             (ValueKind::Word(ws), OptionValue::Ident(w)) => ws.contains(&w.as_str()),
             (ValueKind::Blocks, OptionValue::Blocks(_)) => true,
@@ -313,6 +318,20 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "draws per iterate for its ELBO estimate",
     },
     KeySpec {
+        key: "tol_rel_grad",
+        methods: Methods::Only(&["pathfinder"]),
+        kind: ValueKind::NonNegativeReal,
+        default: Some("0"),
+        meaning: "stop L-BFGS when gᵀHg / max(1, |log p̃|) is below it (CmdStan's test, 2.22e-9 there; 0: off)",
+    },
+    KeySpec {
+        key: "lbfgs_init",
+        methods: Methods::Only(&["pathfinder"]),
+        kind: ValueKind::Word(&["diagonal", "scalar"]),
+        default: Some("diagonal"),
+        meaning: "L-BFGS's initial inverse Hessian: the paper's diagonal α, or Stan's scalar sᵀy/yᵀy",
+    },
+    KeySpec {
         key: "psis_resample",
         methods: Methods::Only(PSIS_RESAMPLE),
         kind: ValueKind::Bool,
@@ -526,6 +545,11 @@ mod tests {
         assert!(!ValueKind::PositiveInt.accepts(&OptionValue::Int(0)));
         assert!(!ValueKind::PositiveInt.accepts(&OptionValue::Real(2.0)));
         assert!(ValueKind::PositiveReal.accepts(&OptionValue::Int(1)));
+        assert!(!ValueKind::PositiveReal.accepts(&OptionValue::Real(0.0)));
+        assert!(ValueKind::NonNegativeReal.accepts(&OptionValue::Int(0)));
+        assert!(ValueKind::NonNegativeReal.accepts(&OptionValue::Real(2.22e-9)));
+        assert!(!ValueKind::NonNegativeReal.accepts(&OptionValue::Real(-1e-9)));
+        assert!(!ValueKind::NonNegativeReal.accepts(&OptionValue::Real(f64::INFINITY)));
         assert!(!ValueKind::Method.accepts(&OptionValue::Ident("mvi".into())));
         assert!(!ValueKind::IntAtLeast(2).accepts(&OptionValue::Int(1)));
         assert!(ValueKind::IntAtLeast(2).accepts(&OptionValue::Int(2)));

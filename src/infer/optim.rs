@@ -265,6 +265,17 @@ fn lbfgs(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Rep
 
 /// H·g by the two-loop recursion, negated: the L-BFGS search direction.
 pub(crate) fn two_loop(g: &DVector<f64>, s_hist: &[DVector<f64>], y_hist: &[DVector<f64>]) -> DVector<f64> {
+    two_loop_from(g, s_hist, y_hist, None)
+}
+
+/// [`two_loop`] with the initial inverse Hessian `h0` (a diagonal) in place of the scalar
+/// sᵀy / yᵀy of the newest pair, when given.
+pub(crate) fn two_loop_from(
+    g: &DVector<f64>,
+    s_hist: &[DVector<f64>],
+    y_hist: &[DVector<f64>],
+    h0: Option<&DVector<f64>>,
+) -> DVector<f64> {
     let mut q = g.clone();
     let mut alphas = vec![0.0; s_hist.len()];
     for i in (0..s_hist.len()).rev() {
@@ -272,8 +283,10 @@ pub(crate) fn two_loop(g: &DVector<f64>, s_hist: &[DVector<f64>], y_hist: &[DVec
         alphas[i] = rho * s_hist[i].dot(&q);
         q.axpy(-alphas[i], &y_hist[i], 1.0);
     }
-    if let (Some(s), Some(y)) = (s_hist.last(), y_hist.last()) {
-        q *= s.dot(y) / y.dot(y);
+    match (h0, s_hist.last(), y_hist.last()) {
+        (Some(diagonal), _, _) => q.component_mul_assign(diagonal),
+        (None, Some(s), Some(y)) => q *= s.dot(y) / y.dot(y),
+        _ => {}
     }
     for i in 0..s_hist.len() {
         let rho = 1.0 / y_hist[i].dot(&s_hist[i]);

@@ -27,9 +27,21 @@
 //! `num_elbo_draws` log p̃ values per iterate, then `num_draws` log p̃ values; O(D J²) per
 //! iterate for the factors.
 //!
-//! L-BFGS stops as CmdStan's does: |Δ log p̃| < 10⁻¹², relative change < `tol` (default
-//! 10⁴ ε ≈ 2.2·10⁻¹², CmdStan's `tol_rel_obj`), ‖∇‖ < 10⁻⁸, gᵀHg / max(1, |log p̃|) < 10⁷ ε
-//! (`tol_rel_grad`), ‖Δw‖ < 10⁻⁸, or `max_iters` (Stan's `max_lbfgs_iters`, default 1000).
+//! L-BFGS stops on CmdStan's tests: |Δ log p̃| < 10⁻¹², relative change < `tol` (default
+//! 10⁴ ε ≈ 2.2·10⁻¹², CmdStan's `tol_rel_obj`), ‖∇‖ < 10⁻⁸, ‖Δw‖ < 10⁻⁸, or `max_iters`
+//! (Stan's `max_lbfgs_iters`, default 1000). Two things differ from Stan's L-BFGS, both
+//! because of badly scaled posteriors (docs/results.md, "Pathfinder against BlackJAX"):
+//!
+//! - the initial inverse Hessian of the two-loop recursion is the diagonal α above (the
+//!   paper's Algorithm 4, Gilbert & Lemaréchal's diagonal update), not Stan's scalar
+//!   sᵀy / yᵀy, so the search direction is the local approximation's own mean shift
+//!   −H_l ∇f; with a scalar, a coordinate whose curvature is 10⁶ times another's takes
+//!   steps scaled to the steep one (`lbfgs_init = scalar` restores Stan's);
+//! - CmdStan's relative-gradient test, gᵀHg / max(1, |log p̃|) < 10⁷ ε with H the L-BFGS
+//!   estimate, is off by default (`tol_rel_grad = 0`). H only knows the directions the path
+//!   has moved along, so on a ridge (kilpisjarvi: alpha and beta correlated at −0.99999) it
+//!   underestimates the variance along the ridge by a factor of about 10⁸ and the test fires
+//!   on the ridge 2 nats below the mode, on every path; `tol_rel_grad = 2.22e-9` restores it.
 //!
 //! # Reference
 //! Zhang, Carpenter, Gelman & Vehtari, "Pathfinder: Parallel quasi-Newton variational
@@ -45,7 +57,7 @@ use rayon::prelude::*;
 
 use crate::density::{value_grad, LogDensity, Want};
 use crate::diagnostic::Diagnostic;
-use crate::infer::optim::{line_search, two_loop};
+use crate::infer::optim::{line_search, two_loop_from};
 use crate::infer::settings::{Common, Reader};
 use crate::infer::{laplace, Error, InferOptions, Method, Observer};
 use crate::posterior::psis::{self, Resampling};
@@ -58,6 +70,8 @@ pub const KEYS: &[&str] = &[
     "num_draws",
     "num_elbo_draws",
     "psis_resample",
+    "tol_rel_grad",
+    "lbfgs_init",
 ];
 
 /// Options of `pathfinder` (Stan's names and defaults).
@@ -78,6 +92,13 @@ pub struct Settings {
     /// `tol`: relative change of log p̃ that stops L-BFGS (default 10⁴ ε, CmdStan's
     /// `tol_rel_obj`).
     pub tol_rel_obj: f64,
+    /// `tol_rel_grad`: stop L-BFGS when gᵀHg / max(1, |log p̃|) falls below it, H its
+    /// inverse-Hessian estimate (CmdStan's relative-gradient test, 10⁷ ε there; default 0:
+    /// off, see the module doc).
+    pub tol_rel_grad: f64,
+    /// `lbfgs_init`: L-BFGS's initial inverse Hessian is the diagonal α of the paper's
+    /// Algorithm 4 (`diagonal`, default) or Stan's scalar sᵀy / yᵀy (`scalar`).
+    pub diagonal_init: bool,
     /// `psis_resample`: resample the pooled draws by their smoothed weights (default true).
     pub psis_resample: bool,
     /// `learn_hyper`: θ from the Laplace fit (true, default) or as initialised (false).
@@ -94,6 +115,8 @@ impl Default for Settings {
             draws: 1000,
             max_iters: 1000,
             tol_rel_obj: TOL_REL_OBJ,
+            tol_rel_grad: 0.0,
+            diagonal_init: true,
             psis_resample: true,
             learn_hyper: true,
         }
@@ -117,6 +140,8 @@ pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
             draws: r.int("draws", 1, d.draws)?,
             max_iters: r.int("max_iters", 1, d.max_iters)?,
             tol_rel_obj: r.positive("tol", d.tol_rel_obj)?,
+            tol_rel_grad: r.non_negative("tol_rel_grad", d.tol_rel_grad)?,
+            diagonal_init: r.word("lbfgs_init", &["diagonal", "scalar"], "diagonal")? == "diagonal",
             psis_resample: r.boolean("psis_resample", d.psis_resample)?,
             learn_hyper: r.boolean("learn_hyper", d.learn_hyper)?,
         },
@@ -138,8 +163,6 @@ const TOL_OBJ: f64 = 1e-12;
 const TOL_REL_OBJ: f64 = 1e4 * EPS;
 /// CmdStan's `tol_grad`.
 const TOL_GRAD: f64 = 1e-8;
-/// CmdStan's `tol_rel_grad` (10⁷) times ε.
-const TOL_REL_GRAD: f64 = 1e7 * EPS;
 /// CmdStan's `tol_param`.
 const TOL_PARAM: f64 = 1e-8;
 /// Half-width of Stan's uniform initialisation on the unconstrained scale.
@@ -297,7 +320,7 @@ fn run_path(
     let mut best: Option<(f64, LocalGaussian)> = None;
     let (mut trace, mut converged, mut interrupted, mut iterations) = (Vec::new(), false, false, 0);
     for it in 1..=s.max_iters {
-        let mut p = two_loop(&g, &hist.s, &hist.y);
+        let mut p = hist.direction(&g, s.diagonal_init);
         if p.dot(&g) >= 0.0 {
             hist.clear();
             p = -&g;
@@ -338,11 +361,11 @@ fn run_path(
             interrupted = true;
             break;
         }
-        let rel_grad = (-two_loop(&g, &hist.s, &hist.y)).dot(&g).abs() / v.abs().max(1.0);
+        let rel_grad = || hist.direction(&g, s.diagonal_init).dot(&g).abs() / v.abs().max(1.0);
         if dv < TOL_OBJ
             || rel_dv < s.tol_rel_obj
             || g.norm() < TOL_GRAD
-            || rel_grad < TOL_REL_GRAD
+            || (s.tol_rel_grad > 0.0 && rel_grad() < s.tol_rel_grad)
             || dx < TOL_PARAM
         {
             converged = true;
@@ -407,6 +430,13 @@ impl History {
     fn clear(&mut self) {
         self.s.clear();
         self.y.clear();
+    }
+
+    /// The L-BFGS direction −H g from the pairs, H's initial matrix diag(α) when
+    /// `diagonal` (and there are pairs), sᵀy / yᵀy of the newest pair otherwise.
+    fn direction(&self, g: &DVector<f64>, diagonal: bool) -> DVector<f64> {
+        let h0 = (diagonal && !self.s.is_empty()).then_some(&self.alpha);
+        two_loop_from(g, &self.s, &self.y, h0)
     }
 
     /// Keep the pair when it has positive curvature (sᵀy > ε ‖y‖², the paper's check) and

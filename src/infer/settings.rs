@@ -108,6 +108,18 @@ impl<'a> Reader<'a> {
     /// # Errors
     /// A diagnostic at a value that is not a positive number.
     pub fn positive(&self, key: &str, default: f64) -> Result<f64, Diagnostic> {
+        self.real_from(key, default, false)
+    }
+
+    /// A real ≥ 0 (integers accepted), or `default` when absent.
+    ///
+    /// # Errors
+    /// A diagnostic at a value that is not a non-negative number.
+    pub fn non_negative(&self, key: &str, default: f64) -> Result<f64, Diagnostic> {
+        self.real_from(key, default, true)
+    }
+
+    fn real_from(&self, key: &str, default: f64, zero: bool) -> Result<f64, Diagnostic> {
         let Some(e) = self.last(key) else {
             return Ok(default);
         };
@@ -116,8 +128,10 @@ impl<'a> Reader<'a> {
             OptionValue::Real(r) => r,
             _ => f64::NAN,
         };
-        if v.is_finite() && v > 0.0 {
+        if v.is_finite() && (v > 0.0 || (zero && v == 0.0)) {
             Ok(v)
+        } else if zero {
+            Err(self.bad(e, "a non-negative number"))
         } else {
             Err(self.bad(e, "a positive number"))
         }

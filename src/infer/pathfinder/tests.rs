@@ -211,6 +211,52 @@ fn the_factored_draws_have_the_compact_bfgs_covariance() {
 }
 
 #[test]
+fn the_diagonal_initialised_direction_is_the_approximations_mean_shift() {
+    // With `lbfgs_init = diagonal` the L-BFGS step direction −H g is the local Gaussian's
+    // mean minus the iterate; with Stan's scalar start it is not (α differs from sᵀy/yᵀy).
+    let (d, j) = (6, 3);
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut hist = History::new(d, j);
+    let a = DMatrix::from_fn(d, d, |r, c| if r == c { 10f64.powi(r as i32 - 2) } else { 0.01 });
+    for _ in 0..5 {
+        let s = standard_normal(d, 1, &mut rng).column(0).into_owned();
+        let y = &a * &s;
+        hist.push(s, y);
+    }
+    let x = DVector::from_element(d, 0.5);
+    let g = DVector::from_fn(d, |i, _| 1.0 - 0.3 * i as f64);
+    let local = hist.approximation(&x, &g).expect("positive definite");
+    let shift = &local.mean - &x;
+    let diagonal = hist.direction(&g, true);
+    assert!(
+        (&diagonal - &shift).amax() < 1e-9 * shift.amax(),
+        "{diagonal} vs {shift}"
+    );
+    let scalar = hist.direction(&g, false);
+    assert!((&scalar - &shift).amax() > 1e-3 * shift.amax());
+    assert!(diagonal.dot(&g) < 0.0 && scalar.dot(&g) < 0.0, "both descend");
+}
+
+#[test]
+fn lbfgs_keys_default_to_the_diagonal_start_without_the_relative_gradient_test() {
+    let default = Settings::default();
+    assert!(default.diagonal_init);
+    assert!(default.tol_rel_grad == 0.0, "the relative-gradient test is off");
+    let stan = build(&options(&[
+        ("lbfgs_init", OptionValue::Ident("scalar".into())),
+        ("tol_rel_grad", OptionValue::Real(2.22e-9)),
+    ]));
+    assert!(stan.is_ok(), "CmdStan's rule is accepted");
+    for (key, value) in [
+        ("lbfgs_init", OptionValue::Ident("identity".into())),
+        ("tol_rel_grad", OptionValue::Real(-1.0)),
+    ] {
+        let err = build(&options(&[(key, value)])).err().expect("rejected");
+        assert!(err.message.contains(key), "{}", err.message);
+    }
+}
+
+#[test]
 fn one_seed_gives_identical_draws() {
     let model = Gauss::new(3);
     let a = fit(&model, &[], 7);
