@@ -736,3 +736,17 @@ fn a_few_output_draws_do_not_shrink_the_fresh_elbo() {
         );
     }
 }
+
+/// `mvi diagnose` at a point where log p̃ is finite and its gradient is not printed
+/// "log p̃ = −inf" and five "ok" lines: the value came with the gradient, under the rule
+/// that turns either being non-finite into −∞. It now prints the value itself, says that
+/// the gradient is not finite, and fails.
+#[test]
+fn diagnose_tells_a_non_finite_gradient_from_a_non_finite_value() {
+    let o = mvi(&["diagnose", "infinite_gradient.mvi", "--zero"]);
+    let out = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("log p̃ = -9.1893853320e-1"), "{out}");
+    assert!(out.contains("the gradient is not finite here although log p̃ is"), "{out}");
+    assert!(out.contains("FAIL"), "{out}");
+}
