@@ -36,7 +36,7 @@ impl Checker {
             (None, Some(Some(b))) => Transform::Upper(b),
             (Some(Some(a)), Some(Some(b))) if a < b => Transform::LowerUpper(a, b),
             (Some(Some(a)), Some(Some(b))) => {
-                return self.fail_with_help(
+                return self.fail(
                     "mvi::check::empty_interval",
                     format!(
                         "the bounds of `{}` leave no room: lower {a} ≥ upper {b}",

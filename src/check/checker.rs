@@ -210,19 +210,9 @@ impl Checker {
         Reported
     }
 
+    /// An error at `span` with its label and a help line saying what to do (every check
+    /// diagnostic has one; `tests/bad_check.rs` asserts it).
     pub(super) fn fail<T>(
-        &mut self,
-        code: &'static str,
-        msg: impl Into<String>,
-        span: Span,
-        label: impl Into<String>,
-    ) -> R<T> {
-        let d = self.diag(code, msg).with_label(span, label);
-        Err(self.report(d))
-    }
-
-    /// [`Checker::fail`] with a help line saying what to do.
-    pub(super) fn fail_with_help<T>(
         &mut self,
         code: &'static str,
         msg: impl Into<String>,
@@ -491,6 +481,7 @@ impl Checker {
                 format!("param `{}` cannot have a value", d.name.name),
                 e.span,
                 "remove this",
+                "a `param` is what inference finds: remove `= …`, or declare a fixed value as `data` or a `let`",
             ),
             None => Ok((None, None)),
         }
@@ -503,7 +494,7 @@ impl Checker {
         transform: Transform,
     ) -> R<(Option<Vec<f64>>, Option<TExpr>)> {
         let Some(init) = &d.init else {
-            return self.fail_with_help(
+            return self.fail(
                 "mvi::check::hyper_without_init",
                 format!("hyper `{}` needs an initial value", d.name.name),
                 d.span,
@@ -526,6 +517,7 @@ impl Checker {
                 ),
                 d.ty.span,
                 "too large",
+                format!("check the sizes and the data they come from; a declaration holds at most {MAX_SIZE} values"),
             );
         }
         if e.stage != Stage::Const {
@@ -534,6 +526,7 @@ impl Checker {
                 "an initial value may only use data",
                 e.span,
                 "this depends on a hyper or param",
+                "an initial value is computed before inference: use data, literals and functions of them",
             );
         }
         if e.shape.to_real() != shape && !e.shape.is_scalar() {
@@ -545,6 +538,7 @@ impl Checker {
                 ),
                 e.span,
                 format!("this is {}", e.shape),
+                "give an initial value of the declared shape, e.g. `rep_vector(0, N)` for a `vector[N]`",
             );
         }
         let values = self
@@ -628,7 +622,13 @@ impl Checker {
                     ty.sizes.len()
                 )
             };
-            return self.fail("mvi::check::missing_size", msg, ty.span, "here");
+            return self.fail(
+                "mvi::check::missing_size",
+                msg,
+                ty.span,
+                "here",
+                "write the sizes in brackets after the type, e.g. `vector[N]` or `matrix[N, K]`",
+            );
         }
         let mut sizes = Vec::new();
         for s in &ty.sizes {
@@ -651,6 +651,7 @@ impl Checker {
                 format!("a size of {v} is too large (at most {MAX_SIZE})"),
                 s.span,
                 "too large",
+                format!("check the size and the data it comes from; a size is at most {MAX_SIZE}"),
             ),
             (Shape::Int, Some(v)) if v >= 0.0 => Ok(v as usize),
             (Shape::Int, Some(v)) => self.fail(
@@ -658,18 +659,21 @@ impl Checker {
                 format!("a size must not be negative, this is {v}"),
                 s.span,
                 "negative",
+                "a size counts entries: check the data value or the expression it comes from",
             ),
             (Shape::Int, None) => self.fail(
                 "mvi::check::unknown_size",
                 "a size must be known from the data",
                 s.span,
                 "not known before inference",
+                "use a data `int` (or an expression of data ints and literals) for the size",
             ),
             (sh, _) => self.fail(
                 "mvi::check::size_not_int",
                 format!("a size must be an int, found {sh}"),
                 s.span,
                 "not an int",
+                "declare the data the size comes from as `int`, or write an integer literal",
             ),
         }
     }

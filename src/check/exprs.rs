@@ -43,6 +43,7 @@ impl Checker {
                 "a string is only allowed in `import` and `csv(\"…\")`",
                 e.span,
                 "string here",
+                "remove the quotes, or read a file into a data declaration with `= csv(\"file.csv\")`",
             ),
             ExprKind::Name(n) => self.name(n, e.span),
             ExprKind::Array(items) => self.array(items, e.span),
@@ -94,6 +95,7 @@ impl Checker {
                 format!("`{n}` is not data: sizes and initial values may only use data"),
                 span,
                 format!("a {}", kind_word(sym.kind)),
+                "use data, literals and functions of them here; parameters and hyperparameters are only known during inference",
             );
         }
         if let Some(k) = sym.loop_index {
@@ -215,6 +217,7 @@ impl Checker {
                     "rows of a matrix literal must be lists of scalars",
                     r.span,
                     "this row",
+                    "write a matrix literal as rows of numbers, e.g. `[[1, 2], [3, 4]]`",
                 );
             };
             if *ncols.get_or_insert(elems.len()) != elems.len() {
@@ -227,6 +230,7 @@ impl Checker {
                     ),
                     r.span,
                     "row of a different length",
+                    "give every row of the matrix literal the same number of entries",
                 );
             }
             out.push(elems);
@@ -283,7 +287,7 @@ impl Checker {
         } else {
             "a hyper"
         };
-        self.fail_with_help(
+        self.fail(
             "mvi::check::condition_not_data",
             format!("{what} may only be used on data"),
             t.span,
@@ -299,23 +303,23 @@ impl Checker {
         let tb = self.expr(b);
         let (ta, tb) = (ta?, tb?);
         let stage = ta.stage.max(tb.stage);
-        let (top, shape) = match op {
-            BinOp::Add | BinOp::Sub | BinOp::ElemMul | BinOp::ElemDiv | BinOp::Pow => {
-                self.elementwise(op, &ta, &tb)?
-            }
-            BinOp::Mul => self.product(&ta, &tb)?,
-            BinOp::Div => self.division(&ta, &tb)?,
-            BinOp::Mod if ta.shape == Shape::Int && tb.shape == Shape::Int => (TBinOp::Mod, Shape::Int),
-            BinOp::Mod => {
-                return self.fail(
+        let (top, shape) =
+            match op {
+                BinOp::Add | BinOp::Sub | BinOp::ElemMul | BinOp::ElemDiv | BinOp::Pow => {
+                    self.elementwise(op, &ta, &tb)?
+                }
+                BinOp::Mul => self.product(&ta, &tb)?,
+                BinOp::Div => self.division(&ta, &tb)?,
+                BinOp::Mod if ta.shape == Shape::Int && tb.shape == Shape::Int => (TBinOp::Mod, Shape::Int),
+                BinOp::Mod => return self.fail(
                     "mvi::check::mod_not_int",
                     format!("`%` takes two ints, found {} and {}", ta.shape, tb.shape),
                     span,
                     "here",
-                )
-            }
-            _ => return self.comparison(op, ta, tb, span),
-        };
+                    "`%` is the remainder of two ints; use int data, literals or loop indices on both sides",
+                ),
+                _ => return self.comparison(op, ta, tb, span),
+            };
         let value = match (ta.value, tb.value) {
             (Some(x), Some(y)) => fold(top, x, y),
             _ => None,
@@ -449,6 +453,7 @@ impl Checker {
                     format!("cannot transpose a {s}"),
                     span,
                     "a scalar",
+                    "remove the `'`: a scalar is its own transpose",
                 )
             }
         };
@@ -465,6 +470,7 @@ impl Checker {
                 format!("a condition must be a scalar, found {}", tc.shape),
                 tc.span,
                 "not a scalar",
+                "reduce the condition to one value, e.g. with an index or `sum(…)`",
             );
         }
         let ta = self.expr(a)?;
@@ -506,6 +512,15 @@ impl Checker {
         let name = func.name.as_str();
         if let Some((base, form, suffix)) = dists::split_form(name) {
             if let Some(spec) = dists::lookup(base) {
+                if !conditional && args.len() > 1 && spec.forms().contains(&suffix) {
+                    return self.fail(
+                        "mvi::check::density_call_without_bar",
+                        format!("`{name}` separates the outcome from the parameters with `|`"),
+                        args[0].span,
+                        "the outcome, then `|`",
+                        format!("write `{name}(x | …)`, as in Stan, e.g. `normal_lpdf(y | mu, sigma)`"),
+                    );
+                }
                 return self.dist_call(spec, form, suffix, func, args, span);
             }
         }
@@ -523,7 +538,7 @@ impl Checker {
                          sigma)`; see the distributions in docs/language.md"
                     .to_string(),
             };
-            return self.fail_with_help(
+            return self.fail(
                 "mvi::check::unknown_distribution",
                 format!("`{name}` is not a distribution function"),
                 func.span,
@@ -537,6 +552,7 @@ impl Checker {
                 "`csv(\"…\")` may only give the value of a `data` declaration",
                 span,
                 "here",
+                "declare `name: vector[N] = csv(\"file.csv\")` in `data` and use `name` here",
             );
         }
         if builtins::is_builtin(name) {
@@ -620,7 +636,7 @@ impl Checker {
         };
         let n = if name == "col" { c } else { r };
         if i < 1.0 || i > n as f64 {
-            return self.fail_with_help(
+            return self.fail(
                 "mvi::check::index_out_of_range",
                 format!("`{name}` index {i} is out of range 1..{n}"),
                 targs[1].span,
@@ -718,7 +734,7 @@ impl Checker {
                     Support::Unit => "in [0, 1]",
                     _ => "non-negative",
                 };
-                return self.fail_with_help(
+                return self.fail(
                     "mvi::check::invalid_distribution_argument",
                     format!("`{pname}` of `{}` must be {want}, found {v}", spec.name),
                     a.span,
@@ -748,7 +764,7 @@ impl Checker {
                 continue;
             }
             let as_declared = declared.map_or("a plain vector".to_string(), |k| format!("`{}`", k.name()));
-            return self.fail_with_help(
+            return self.fail(
                 "mvi::check::wrong_constrained_type",
                 format!(
                     "`{n}` is declared {as_declared}, but `{dist}` needs {} here",
@@ -773,6 +789,7 @@ impl Checker {
                     format!("cannot index a {s}"),
                     tb.span,
                     "a scalar",
+                    "remove the index: a scalar has no entries",
                 )
             }
         };
@@ -788,6 +805,7 @@ impl Checker {
                 ),
                 span,
                 "too many indices",
+                "a vector takes one index (`v[i]`), a matrix one or two (`M[i]` is row i, `M[i, j]` an entry)",
             );
         }
         let mut tidx = Vec::new();
@@ -820,7 +838,7 @@ impl Checker {
             Index::At(e) => {
                 let t = self.expr(e)?;
                 if t.stage != Stage::Const {
-                    return self.fail_with_help(
+                    return self.fail(
                         "mvi::check::index_not_data",
                         "an index must be known from the data",
                         t.span,
@@ -833,7 +851,7 @@ impl Checker {
                 match t.shape {
                     Shape::Int => {
                         if let Some(v) = t.value.filter(|v| *v < 1.0 || *v > n as f64) {
-                            return self.fail_with_help(
+                            return self.fail(
                                 "mvi::check::index_out_of_range",
                                 format!("index {v} is out of range 1..{n}"),
                                 t.span,
@@ -852,6 +870,7 @@ impl Checker {
                         format!("an index must be an int or ints, found {s}"),
                         t.span,
                         "not an int",
+                        "index with an int, an array of ints, or a slice `a:b`",
                     ),
                 }
             }
@@ -865,7 +884,7 @@ impl Checker {
                     None => n as i64,
                 };
                 if lo_v < 1 || hi_v > n as i64 || hi_v < lo_v.saturating_sub(1) {
-                    return self.fail_with_help(
+                    return self.fail(
                         "mvi::check::index_out_of_range",
                         format!("slice {lo_v}:{hi_v} is out of range 1..{n}"),
                         *span,
@@ -894,6 +913,7 @@ impl Checker {
                 "slice bounds must be ints known from the data",
                 t.span,
                 format!("this is {}", t.shape),
+                "write slice bounds with data ints, literals or loop indices, e.g. `y[2:N]`",
             ),
         }
     }
@@ -906,7 +926,7 @@ impl Checker {
             return Ok(());
         };
         if let Some((pos, bad)) = xs.iter().enumerate().find(|(_, v)| **v < 1 || **v > n as i64) {
-            return self.fail_with_help(
+            return self.fail(
                 "mvi::check::index_out_of_range",
                 format!(
                     "`{name}` holds {bad} at entry {}, out of range 1..{n} for this gather",

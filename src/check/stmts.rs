@@ -60,6 +60,7 @@ impl Checker {
                 "`return` may only end a function body",
                 *span,
                 "here",
+                "write `return` as the last statement of a `fn` body",
             ),
         }
     }
@@ -127,6 +128,7 @@ impl Checker {
                 "only a local variable (possibly indexed) can be assigned",
                 target.span,
                 "not a variable",
+                "assign to a local made with `let` (`x = …`, `x[i] = …`); data and parameters cannot be changed",
             );
         };
         let Some(sym) = self.lookup(name).cloned() else {
@@ -196,6 +198,7 @@ impl Checker {
                 "functions are pure: `~` is not allowed in a function body",
                 span,
                 "here",
+                "return the log density from the function (e.g. `return normal_lpdf(x | mu, sigma)`) and add it in `model` with `target += f(…)`",
             );
         }
         // A name (possibly indexed) must be something a `~` can score; any other expression
@@ -213,6 +216,7 @@ impl Checker {
                     "in `predict`, the left of `~` must be held-out data, possibly indexed",
                     lhs.span,
                     "not a name",
+                    "write `y ~ …` or `y[i] ~ …` with `y` declared in `data`",
                 );
             }
             None => {}
@@ -373,6 +377,7 @@ impl Checker {
                 "functions are pure: `target +=` is not allowed in a function body",
                 span,
                 "here",
+                "return the value from the function and add it in `model` with `target += f(…)`",
             );
         }
         Ok(TStmt::Target(self.expr(value)?))
@@ -382,7 +387,7 @@ impl Checker {
         let t = self.expr(e)?;
         match (t.shape, t.value) {
             (Shape::Int, Some(v)) => Ok(v as i64),
-            _ => self.fail_with_help(
+            _ => self.fail(
                 "mvi::check::loop_bound_not_known",
                 "loop bounds must be ints known from the data",
                 t.span,
@@ -401,7 +406,7 @@ impl Checker {
         let count = hi_v.saturating_sub(lo_v).saturating_add(1).max(0);
         self.unrolled = self.unrolled.saturating_add(count);
         if count > MAX_LOOP_ITERATIONS || self.unrolled > MAX_UNROLLED {
-            return self.fail("mvi::check::loop_too_long", format!("this loop runs {count} times, {} in all with the loops around and before it; loops unroll into the graph", self.unrolled), hi.span, "too many iterations");
+            return self.fail("mvi::check::loop_too_long", format!("this loop runs {count} times, {} in all with the loops around and before it; loops unroll into the graph", self.unrolled), hi.span, "too many iterations", "write the loop body over whole vectors (one statement for all iterations), or split the data");
         }
         let mut iterations = Vec::new();
         for k in lo_v..=hi_v {
@@ -444,6 +449,7 @@ impl Checker {
                 format!("a condition must be a scalar, found {}", c.shape),
                 c.span,
                 "not a scalar",
+                "reduce the condition to one value, e.g. with an index or `sum(…)`",
             );
         }
         let (t, o) = match c.value {
@@ -480,7 +486,7 @@ impl Checker {
             return Err(self.report(d));
         }
         if self.call_stack.contains(&name) || self.call_stack.len() > 32 {
-            return self.fail_with_help(
+            return self.fail(
                 "mvi::check::recursion",
                 format!("`{name}` calls itself; functions are inlined and cannot recurse"),
                 span,
@@ -563,7 +569,7 @@ impl Checker {
         let (last, init) = match def.body.split_last() {
             Some((Stmt::Return { value, .. }, init)) => (value, init),
             _ => {
-                return self.fail_with_help(
+                return self.fail(
                     "mvi::check::missing_return",
                     format!("`{}` must end with `return …`", def.name.name),
                     def.span,
@@ -594,6 +600,7 @@ impl Checker {
                     ),
                     ret.span,
                     format!("this is {}", ret.shape),
+                    "return a value of the declared type, or change the declared return type",
                 );
             }
         }
@@ -616,6 +623,7 @@ impl Checker {
                         format!("size `{n}` is {v} from an earlier argument, but {d} here"),
                         s.span,
                         "sizes disagree",
+                        "pass arguments whose sizes agree, as the function's declaration names them",
                     );
                 }
                 Some(_) => {}
