@@ -747,6 +747,9 @@ fn diagnose_tells_a_non_finite_gradient_from_a_non_finite_value() {
     let out = text(&o);
     assert_ne!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("log p̃ = -9.1893853320e-1"), "{out}");
-    assert!(out.contains("the gradient is not finite here although log p̃ is"), "{out}");
+    assert!(
+        out.contains("the gradient is not finite here although log p̃ is"),
+        "{out}"
+    );
     assert!(out.contains("FAIL"), "{out}");
 }
