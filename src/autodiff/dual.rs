@@ -21,7 +21,7 @@ fn lift_point<T: super::Scalar>(x: &[f64]) -> Vec<T> {
 pub fn hvp(graph: &Graph, theta: &[f64], w: &[f64], v: &[f64]) -> DVector<f64> {
     let consts = lift_consts::<Dual64>(graph);
     let wd: Vec<Dual64> = w.iter().zip(v).map(|(&x, &e)| Dual64::new(x, e)).collect();
-    let g = value_grad_with(graph, &consts, &lift_point(theta), &wd, 1, false);
+    let g = value_grad_with(graph, &consts, &lift_point(theta), &wd, 1, false, None);
     DVector::from_iterator(w.len(), g.grad_w.iter().map(|x| x.eps))
 }
 
@@ -59,7 +59,7 @@ pub fn hessian_times(graph: &Graph, theta: &[f64], w: &[f64], v: &DMatrix<f64>) 
             for j in j0..j1 {
                 wd.extend(w.iter().zip(v.column(j).iter()).map(|(&x, &e)| Dual64::new(x, e)));
             }
-            let g = value_grad_with(graph, &consts, &th, &wd, j1 - j0, false);
+            let g = value_grad_with(graph, &consts, &th, &wd, j1 - j0, false, None);
             g.grad_w.iter().map(|x| x.eps).collect()
         })
         .collect();

@@ -42,11 +42,13 @@ pub fn value_grad<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Grads<T> {
-    value_grad_with(graph, consts, theta, w, s, true)
+    value_grad_with(graph, consts, theta, w, s, true, None)
 }
 
 /// As [`value_grad`]; with `want_theta = false` the nodes that do not depend on w are skipped
-/// in the reverse sweep and ∇_θ comes back as zeros.
+/// in the reverse sweep and ∇_θ comes back as zeros. `tangents`: the θ-only nodes'
+/// tangents at this θ from [`shared_tangents`], when the caller evaluates several chunks of
+/// columns at the same θ (computed here otherwise).
 pub fn value_grad_with<'a, T: Scalar>(
     graph: &'a Graph,
     consts: &'a [Cow<'a, [T]>],
@@ -54,10 +56,11 @@ pub fn value_grad_with<'a, T: Scalar>(
     w: &[T],
     s: usize,
     want_theta: bool,
+    tangents: Option<&[Tangent<T>]>,
 ) -> Grads<T> {
     let tape = forward(graph, consts, theta, w, s);
     let values = tape.target_values();
-    let (grad_w, grad_theta) = reverse_with(&tape, want_theta);
+    let (grad_w, grad_theta) = reverse_shared(&tape, want_theta, tangents);
     Grads {
         values,
         grad_w,
@@ -70,9 +73,36 @@ pub fn reverse<T: Scalar>(tape: &Tape<'_, T>) -> (Vec<T>, Vec<T>) {
     reverse_with(tape, true)
 }
 
+/// The tangents of the θ-only nodes at θ (`autodiff::theta`), computed once for a batched
+/// evaluation whose columns are split into chunks: they depend on θ alone, and at P
+/// directions they cost about P forward sweeps of the θ-only nodes (RBF features of learned
+/// centres: P = 2 + M·Q), which every chunk would otherwise repeat. `w` is any one column
+/// (the θ-only nodes do not read it). `None` when ∇_θ is not taken by tangents here.
+pub fn shared_tangents<T: Scalar>(
+    graph: &Graph,
+    consts: &[Cow<'_, [T]>],
+    theta: &[T],
+    w: &[T],
+) -> Option<Vec<Tangent<T>>> {
+    if graph.theta_dim == 0 {
+        return None;
+    }
+    let tape = forward(graph, consts, theta, &w[..graph.dim], 1);
+    super::theta::supported(&tape).then(|| super::theta::tangents(&tape))
+}
+
 /// The reverse sweep; `want_theta = false` leaves out every node that does not depend on w
 /// (∇_θ is then zero).
 pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>, Vec<T>) {
+    reverse_shared(tape, want_theta, None)
+}
+
+/// [`reverse_with`] with the θ-only nodes' tangents given (see [`shared_tangents`]).
+fn reverse_shared<T: Scalar>(
+    tape: &Tape<'_, T>,
+    want_theta: bool,
+    given: Option<&[Tangent<T>]>,
+) -> (Vec<T>, Vec<T>) {
     let g = tape.graph;
     let s = tape.s;
     // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
@@ -117,7 +147,14 @@ pub fn reverse_with<T: Scalar>(tape: &Tape<'_, T>, want_theta: bool) -> (Vec<T>,
         }
     }
     if by_tangents {
-        let tangents = super::theta::tangents(tape);
+        let owned;
+        let tangents = match given {
+            Some(t) => t,
+            None => {
+                owned = super::theta::tangents(tape);
+                &owned[..]
+            }
+        };
         for (k, vbar) in adj.iter().enumerate() {
             if frontier[k] && !pushed[k] && !tangents[k].is_empty() {
                 push_frontier(&tangents[k], g.nodes[k].shape.size(), vbar, s, &mut gt);
@@ -149,11 +186,13 @@ fn push_frontier<T: Scalar>(tk: &Tangent<T>, size: usize, vbar: &[T], s: usize, 
 
 /// ∇_θ of the product Y = A·B (node `c`, B batched, A θ-only with tangent `ta`): column s
 /// gains Σ_ij Ȳ_ij ((dA/dθ_q) B_s)_ij = Σ_jl (dA_qᵀ Ȳ_s)_jl (B_s)_jl for every direction q
-/// in which A moves. Only the columns j0..j1 of A that direction q moves take part: G =
-/// dA_q[:, j0..j1]ᵀ · Ȳ, one product (w×m)·(m×n·S) with the S blocks of Ȳ side by side,
-/// then G's dot with rows j0..j1 of each B_s. A direction that moves w of A's k columns
-/// costs m·w·n·S instead of m·k·n·S: an RBF centre moves one column of Φ (w = 1), the
-/// width all of them.
+/// in which A moves. Only the columns j0..j1 of A that direction q moves take part: with
+/// those columns of every direction stacked side by side into one m × Σ_q w_q matrix D,
+/// G = Dᵀ · Ȳ is one product (Σ w_q × m)·(m × n·S) with the S blocks of Ȳ side by side,
+/// and direction q's gain is its w_q rows of G dotted with rows j0..j1 of each B_s. A
+/// direction that moves w of A's k columns costs m·w·n·S instead of m·k·n·S (an RBF centre
+/// moves one column of Φ, the width all of them), and Ȳ is packed for the product once,
+/// not once per direction (with one row per direction the packing dominated the product).
 fn push_matmul<T: Scalar>(
     tape: &Tape<'_, T>,
     ta: &Tangent<T>,
@@ -167,21 +206,31 @@ fn push_matmul<T: Scalar>(
     let (m, n) = (shape.rows(), shape.cols());
     let bb = tape.arg(b);
     let k = bb.size / n.max(1);
-    let (mut da, mut g) = (Vec::new(), Vec::new());
+    // (direction, first column, columns, first row of G)
+    let mut dirs = Vec::new();
+    let mut rows = 0;
     for (q, span) in ta.spans.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
         let (j0, j1) = (span.start / m, (span.end - 1) / m + 1);
-        let w = j1 - j0;
-        da.clear();
-        da.resize(m * w, T::zero());
-        da[span.start - j0 * m..span.end - j0 * m].copy_from_slice(ta.dir(q));
-        g.clear();
-        g.resize(w * n * s, T::zero());
-        T::gemm(true, false, w, n * s, m, &da, ybar, &mut g);
+        dirs.push((q, j0, j1 - j0, rows));
+        rows += j1 - j0;
+    }
+    if rows == 0 {
+        return;
+    }
+    let mut da = vec![T::zero(); m * rows];
+    for &(q, j0, _, r0) in &dirs {
+        let span = &ta.spans[q];
+        let at = r0 * m + (span.start - j0 * m);
+        da[at..at + span.len()].copy_from_slice(ta.dir(q));
+    }
+    let mut g = vec![T::zero(); rows * n * s];
+    T::gemm(true, false, rows, n * s, m, &da, ybar, &mut g);
+    for &(q, j0, w, r0) in &dirs {
         for col in 0..s {
             let mut dot = T::zero();
             for l in 0..n {
-                let gl = &g[(col * n + l) * w..(col * n + l + 1) * w];
-                let bl = &bb.data[(col * n + l) * k + j0..(col * n + l) * k + j1];
+                let gl = &g[(col * n + l) * rows + r0..(col * n + l) * rows + r0 + w];
+                let bl = &bb.data[(col * n + l) * k + j0..(col * n + l) * k + j0 + w];
                 dot = gl.iter().zip(bl).fold(dot, |acc, (x, y)| acc + *x * *y);
             }
             gt[col * p + q] += dot;
@@ -920,7 +969,7 @@ mod tests {
             assert_relative_eq!(r.grad_theta[c], 2.0 * k * (w1 + 4.0 * w2), epsilon = 1e-12);
             assert_relative_eq!(r.grad_w[2 * c + 1], 4.0 * k, epsilon = 1e-12);
         }
-        let no_theta = value_grad_with(&g, &consts, &theta, &ws, 3, false);
+        let no_theta = value_grad_with(&g, &consts, &theta, &ws, 3, false, None);
         assert_eq!(no_theta.grad_w, r.grad_w);
         assert!(no_theta.grad_theta.iter().all(|x| x.abs() < f64::MIN_POSITIVE));
     }
@@ -998,6 +1047,12 @@ mod tests {
         }
         assert!(dense.iter().any(|v| v.abs() > 1e-3), "the check is not vacuous");
         let r = value_grad(g, &consts, &theta, &w, s);
+        // the tangents shared between the chunks of an evaluation (computed at one column)
+        // give the per-chunk result to the bit
+        let shared = shared_tangents(g, &consts, &theta, &w[d..]).expect("by tangents");
+        let r_shared = value_grad_with(g, &consts, &theta, &w, s, true, Some(&shared));
+        assert_eq!(r.grad_theta, r_shared.grad_theta);
+        assert_eq!((r.values, r.grad_w), (r_shared.values, r_shared.grad_w));
         let h = 1e-6;
         for q in 0..p {
             let (mut up, mut down) = (theta.clone(), theta.clone());

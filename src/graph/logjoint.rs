@@ -295,6 +295,12 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
     // one point (L-BFGS, NUTS) is one chunk: no chunk plan, no hand-over to the thread pool
     let chunk = if s == 1 { 1 } else { super::eval::chunk_cols(g) };
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
+    // ∇_θ's tangents depend on θ alone: once for all chunks, not once per chunk
+    let tangents = if want.grad_theta && starts.len() > 1 {
+        reverse::shared_tangents(g, &consts, theta.as_slice(), w.as_slice())
+    } else {
+        None
+    };
     let one = |&c0: &usize| {
         let c1 = (c0 + chunk).min(s);
         reverse::value_grad_with(
@@ -304,6 +310,7 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
             &w.as_slice()[c0 * d..c1 * d],
             c1 - c0,
             want.grad_theta,
+            tangents.as_deref(),
         )
     };
     let parts: Vec<reverse::Grads<f64>> = if starts.len() == 1 {
