@@ -174,7 +174,7 @@ model {
   nu ~ gamma(2, 0.1)
   y ~ student_t(nu, mu[2], s0 * pos[1])
   y[1:2] ~ multi_normal([0, 0], S)
-  target += log_sum_exp(mu) + max(mu) - min(pos) + pow(a, 2.5) + gamma_lcdf(pos[1], 2, 1)
+  target += log_sum_exp(mu) + max(mu) - min(pos) + pow(a, 2.5) + gamma_lcdf(pos[1] | 2, 1)
   target += skew_normal_lcdf(y[3] | mu[1], pos[2], 2 * a - 1) + sum(cumulative_sum(c))
 }
 ";
