@@ -319,8 +319,11 @@ fn run_path(
     let mut hist = History::new(x.len(), s.history_size);
     let mut best: Option<(f64, LocalGaussian)> = None;
     let (mut trace, mut converged, mut interrupted, mut iterations) = (Vec::new(), false, false, 0);
+    // the direction the relative-gradient test computed at the end of the last iteration
+    // (the same pairs and gradient): the next step's, not computed twice
+    let mut next: Option<DVector<f64>> = None;
     for it in 1..=s.max_iters {
-        let mut p = hist.direction(&g, s.diagonal_init);
+        let mut p = next.take().unwrap_or_else(|| hist.direction(&g, s.diagonal_init));
         if p.dot(&g) >= 0.0 {
             hist.clear();
             p = -&g;
@@ -361,11 +364,15 @@ fn run_path(
             interrupted = true;
             break;
         }
-        let rel_grad = || hist.direction(&g, s.diagonal_init).dot(&g).abs() / v.abs().max(1.0);
         if dv < TOL_OBJ
             || rel_dv < s.tol_rel_obj
             || g.norm() < TOL_GRAD
-            || (s.tol_rel_grad > 0.0 && rel_grad() < s.tol_rel_grad)
+            || (s.tol_rel_grad > 0.0 && {
+                let d = hist.direction(&g, s.diagonal_init);
+                let rel_grad = d.dot(&g).abs() / v.abs().max(1.0);
+                next = Some(d);
+                rel_grad < s.tol_rel_grad
+            })
             || dx < TOL_PARAM
         {
             converged = true;
