@@ -208,3 +208,135 @@ fn a_recursion_in_predict_gives_the_model_block_log_likelihood() {
     let priors = norm(w[0], 10.0) + norm(w[1], 2.0) + norm(w[2], 2.0) + half_cauchy + w[3];
     assert!((lp - priors - ll).abs() < 1e-9, "{lp} vs {}", priors + ll);
 }
+
+/// The number of scan nodes of a graph.
+fn scans(g: &mvi::graph::Graph) -> usize {
+    g.nodes
+        .iter()
+        .filter(|n| matches!(n.op, mvi::graph::Op::Scan(_)))
+        .count()
+}
+
+/// The same log joint with every scan unrolled again (`graph::scan::expand`).
+fn unrolled(lj: &LogJoint) -> LogJoint {
+    let mut u = lj.clone();
+    u.graph = mvi::graph::scan::expand(&lj.graph);
+    u.predict = lj.predict.as_ref().map(mvi::graph::scan::expand);
+    u
+}
+
+/// Points around the initial point, deterministic.
+fn points_near(lj: &LogJoint, n: usize) -> Vec<Vec<f64>> {
+    let c = lj.initial_point();
+    (0..n)
+        .map(|s| {
+            (0..lj.dim())
+                .map(|i| c[i] + (((i + 7 * s) * 7919 % 97) as f64 / 97.0 - 0.5) * 0.8)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_long_recursion_is_one_scan_node_whatever_its_length() {
+    let src = arma_src();
+    let small = lower(&src, &arma_json(12));
+    let large = lower(&src, &arma_json(2000));
+    assert_eq!(scans(&large.graph), 1);
+    // the same graph for 12 and 2000 steps: the loop's body is stored once
+    assert_eq!(small.graph.nodes.len(), large.graph.nodes.len());
+    let expanded = mvi::graph::scan::expand(&large.graph);
+    assert!(
+        expanded.nodes.len() > 2000 * 5,
+        "{} nodes unrolled",
+        expanded.nodes.len()
+    );
+    assert_eq!(scans(&expanded), 0);
+}
+
+#[test]
+fn scans_give_the_unrolled_log_joint_gradients_and_hessians() {
+    let read = |f: &str| std::fs::read_to_string(root().join("benches/loops").join(f)).unwrap();
+    let series: Vec<f64> = (0..40)
+        .map(|i| ((i as f64) * 0.7).sin() * 2.0 + 3.0 * f64::from(i % 7 < 3))
+        .collect();
+    let y = serde_json::to_string(&series).unwrap();
+    // a recursion on a hyperparameter, targets inside the loop, a matrix row carried
+    let ar_hyper = "data { y: vector[T] }\nhyper { rho: real<lower=0, upper=1> = 0.5 }\n\
+        param { x: vector[T]\n s: real<lower=0> }\n\
+        model { s ~ half_normal(1)\n x[1] ~ normal(0, 1)\n for t in 2:T { x[t] ~ normal(rho * x[t - 1], 1) }\n y ~ normal(x, s) }";
+    let rows = "data { y: vector[T] }\nparam { a: vector[2]\n s: real<lower=0> }\n\
+        model { a ~ normal(0, 1)\n s ~ half_normal(1)\n let m = rep_matrix(0, T, 2)\n let v = rep_vector(0, 2)\n\
+        m[1, 1] = y[1]\n m[1, 2] = -y[1]\n\
+        for t in 2:T { v = a .* v + [y[t], 1]\n m[t, 1] = a[1] * m[t - 1, 1] + v[2]\n m[t, 2] = a[2] * m[t - 1, 2] + y[t] }\n\
+        target += normal_lpdf(m[T, 1] | 0, s) + normal_lpdf(m[T, 2] | 0, s) + normal_lpdf(sum(v) | 0, s) }";
+    let models = [
+        ("arma", lower(&arma_src(), &arma_json(30))),
+        (
+            "garch",
+            lower(
+                &read("garch11.mvi"),
+                &format!(r#"{{"T": 40, "y": {y}, "sigma1": 1.0}}"#),
+            ),
+        ),
+        (
+            "hmm",
+            lower(&read("hmm.mvi"), &format!(r#"{{"N": 40, "y": {y}}}"#)),
+        ),
+        (
+            "mixture",
+            lower(&read("mixture.mvi"), &format!(r#"{{"N": 40, "y": {y}}}"#)),
+        ),
+        ("ar_hyper", lower(ar_hyper, &format!(r#"{{"T": 40, "y": {y}}}"#))),
+        ("rows", lower(rows, &format!(r#"{{"T": 40, "y": {y}}}"#))),
+    ];
+    for (name, lj) in &models {
+        assert!(scans(&lj.graph) >= 1, "{name}: no scan");
+        let u = unrolled(lj);
+        let points = points_near(lj, 3);
+        assert_same_log_joint(&[lj, &u], &points);
+        // ∇_θ too, and the single-point path (compiled unrolled) against the batched one
+        let theta = lj.theta_init();
+        let w = DMatrix::from_fn(lj.dim(), 3, |i, j| points[j][i]);
+        let (a, b) = (lj.eval(&theta, &w, Want::ALL), u.eval(&theta, &w, Want::ALL));
+        let (ta, tb) = (a.grad_theta.unwrap(), b.grad_theta.unwrap());
+        assert!(
+            (&ta - &tb).abs().max() <= SAME_TOL * ta.abs().max().max(1.0),
+            "{name}: ∇θ {ta} vs {tb}"
+        );
+        let mut g = vec![0.0; lj.dim()];
+        let v = lj.value_grad_into(&theta, &points[0], &mut g);
+        assert!(
+            (v - a.values[0]).abs() < SAME_TOL * v.abs().max(1.0),
+            "{name}: point value"
+        );
+        let gw = a.grad_w.unwrap();
+        for (i, gi) in g.iter().enumerate() {
+            assert!(
+                (gi - gw[(i, 0)]).abs() < SAME_TOL * gi.abs().max(1.0),
+                "{name}: point gradient {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn scans_pass_the_three_way_derivative_checks_with_a_hyperparameter() {
+    let src = "data { y: vector[T] }\nhyper { rho: real<lower=0, upper=1> = 0.5 }\n\
+        param { x: vector[T]\n s: real<lower=0> }\n\
+        model { s ~ half_normal(1)\n x[1] ~ normal(0, 1)\n for t in 2:T { x[t] ~ normal(rho * x[t - 1], 1) }\n y ~ normal(x, s) }";
+    let lj = lower(
+        src,
+        r#"{"T": 12, "y": [0.1, 0.3, -0.2, 2.9, 3.2, 3.1, 0.2, -0.1, 3.3, 2.8, 0.0, 0.4]}"#,
+    );
+    assert_eq!(scans(&lj.graph), 1);
+    let theta = lj.theta_init();
+    let w = DVector::from_fn(lj.dim(), |i, _| ((i * 7919 % 97) as f64 / 97.0 - 0.5) * 1.5);
+    let r = diagnose(&lj, &theta, &w, Tolerances::default());
+    assert!(
+        r.passed(),
+        "grad {:.2e} / {:.2e}",
+        r.grad_err_exact,
+        r.grad_err_fd
+    );
+}

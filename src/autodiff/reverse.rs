@@ -11,10 +11,12 @@ use std::borrow::Cow;
 
 use num_dual::Dual;
 
+use crate::graph::eval::lift_consts;
 use crate::graph::eval::{
     argext, broadcast_at, flat_operand, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg,
     Tape,
 };
+use crate::graph::scan::{step_consts, step_tape, Scan, ScanInput};
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
 use super::{incomplete, owen, von_mises_cdf};
@@ -143,6 +145,7 @@ fn reverse_shared<T: Scalar>(
             Op::Const(_) => {}
             Op::Param { offset } => scatter_input(ybar, &mut gw, g.dim, *offset, size, s),
             Op::Hyper { offset } => scatter_input(ybar, &mut gt, g.theta_dim, *offset, size, s),
+            Op::Scan(scan) => back_scan(tape, k, scan, ybar, lower, want_theta),
             op => backprop(tape, k, op, ybar, lower),
         }
     }
@@ -169,6 +172,106 @@ fn reverse_shared<T: Scalar>(
         }
     }
     (gw, gt)
+}
+
+/// The reverse sweep of scan node `k` with adjoint `ybar`: the steps from the last to the
+/// first, each the body's own reverse rules on that step's values. A step's inputs add
+/// straight into the adjoints of the nodes they read (the outer nodes', or the previous
+/// step's carried node's), and the exported nodes' adjoints start from `ybar`'s share
+/// before the next step adds to them, so every adjoint is summed in the order of the
+/// unrolled loop.
+fn back_scan<T: Scalar>(
+    tape: &Tape<'_, T>,
+    k: usize,
+    scan: &Scan,
+    ybar: &[T],
+    adj: &mut [Vec<T>],
+    want_theta: bool,
+) {
+    let s = tape.s;
+    let trace = tape.trace(k);
+    let body = &scan.body;
+    let (n_in, nb) = (scan.inputs.len(), body.nodes.len());
+    let stride = scan.stride();
+    let offsets = scan.export_offsets();
+    let size = scan.steps * stride;
+    let mut consts = lift_consts::<T>(body);
+    let wanted = |p: usize| !matches!(body.nodes[p].op, Op::Const(_)) && (want_theta || trace.batched[p]);
+    // the adjoints of step t's body nodes, the exported ones started at ybar's share
+    let fresh = |t: usize| -> Vec<Vec<T>> {
+        let mut v: Vec<Vec<T>> = (0..nb)
+            .map(|p| {
+                if p >= n_in && wanted(p) {
+                    vec![T::zero(); body.nodes[p].shape.size() * s]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        for (e, &p) in scan.exports.iter().enumerate() {
+            let n = body.nodes[p].shape.size();
+            if v[p].is_empty() {
+                continue;
+            }
+            for c in 0..s {
+                let at = c * size + t * stride + offsets[e];
+                for (o, &y) in v[p][c * n..(c + 1) * n].iter_mut().zip(&ybar[at..at + n]) {
+                    *o += y;
+                }
+            }
+        }
+        v
+    };
+    let mut cur = fresh(scan.steps - 1);
+    for t in (0..scan.steps).rev() {
+        let mut prev = (t > 0).then(|| fresh(t - 1));
+        // each input's adjoint is the buffer it adds to (a scratch one when that is not kept)
+        let mut borrowed = vec![false; n_in];
+        for (j, input) in scan.inputs.iter().enumerate() {
+            let source = match (*input, prev.as_mut()) {
+                (ScanInput::Carry { node, .. }, Some(pv)) => &mut pv[node],
+                (ScanInput::Outer(id), _) | (ScanInput::Carry { init: id, .. }, None) => &mut adj[id.0],
+            };
+            cur[j] = std::mem::take(source);
+            borrowed[j] = !cur[j].is_empty();
+            if !borrowed[j] && wanted(j) {
+                cur[j] = vec![T::zero(); body.nodes[j].shape.size() * s];
+            }
+        }
+        {
+            step_consts(scan, &mut consts, t);
+            let last = t.checked_sub(1).map(|i| &trace.steps[i]);
+            let mut bt = step_tape(tape, scan, &consts, &trace.batched, last, t);
+            let step = &trace.steps[t];
+            for (v, a) in step.vals.iter().zip(&step.aux) {
+                bt.vals.push(Cow::Borrowed(v));
+                bt.aux.push(Cow::Borrowed(a));
+            }
+            for p in (n_in..nb).rev() {
+                let (lower, upper) = cur.split_at_mut(p);
+                if upper[0].is_empty() {
+                    continue;
+                }
+                match scan.op_at(p, t) {
+                    Op::Const(_) => {}
+                    op => backprop(&bt, p, op, &upper[0], lower),
+                }
+            }
+        }
+        for (j, input) in scan.inputs.iter().enumerate() {
+            if !borrowed[j] {
+                continue;
+            }
+            let back = std::mem::take(&mut cur[j]);
+            match (*input, prev.as_mut()) {
+                (ScanInput::Carry { node, .. }, Some(pv)) => pv[node] = back,
+                (ScanInput::Outer(id), _) | (ScanInput::Carry { init: id, .. }, None) => adj[id.0] = back,
+            }
+        }
+        if let Some(pv) = prev {
+            cur = pv;
+        }
+    }
 }
 
 /// ∇_θ (P×S) += J_kᵀ V̄_k for a frontier node with tangent J_k (size × P) and adjoint V̄_k
@@ -287,6 +390,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
     let n = shape.size();
     match op {
         Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {}
+        Op::Scan(_) => unreachable!("scans are swept by back_scan"),
         Op::Unary(f, a) => {
             let x = tape.arg(*a);
             let xbar = &mut adj[a.0];

@@ -24,11 +24,10 @@ use crate::graph::eval::broadcast_at;
 
 /// Whether every θ-only node has a tangent rule here.
 pub fn supported<T: Scalar>(tape: &Tape<'_, T>) -> bool {
-    tape.graph
-        .nodes
-        .iter()
-        .enumerate()
-        .all(|(k, n)| tape.is_batched(NodeId(k)) || !matches!(n.op, Op::Cholesky(_) | Op::TriSolve(..)))
+    tape.graph.nodes.iter().enumerate().all(|(k, n)| {
+        !matches!(n.op, Op::Scan(_))
+            && (tape.is_batched(NodeId(k)) || !matches!(n.op, Op::Cholesky(_) | Op::TriSolve(..)))
+    })
 }
 
 /// dv/dθ of one θ-only node, stored by direction: direction q is zero outside the flat
@@ -221,6 +220,7 @@ fn tangent_op<T: Scalar>(
 ) -> Tangent<T> {
     let y = tape.arg(NodeId(k));
     match op {
+        Op::Scan(_) => unreachable!("graphs with scans take ∇_θ by the reverse sweep"),
         Op::Unary(f, a) => {
             let x = tape.arg(*a);
             let ta = &t[a.0];

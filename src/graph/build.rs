@@ -24,6 +24,50 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
         Op::Pack(ids) | Op::Assemble(ids, _) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => ids.clone(),
         Op::Ternary(_, ids) => ids.to_vec(),
+        Op::Scan(scan) => scan.inputs.iter().map(|i| i.node()).collect(),
+    }
+}
+
+/// An operation with each input replaced by `f(input)`.
+pub(crate) fn map_inputs(op: Op, f: impl Fn(NodeId) -> NodeId) -> Op {
+    let all = |ids: Vec<NodeId>| ids.into_iter().map(&f).collect::<Vec<_>>();
+    match op {
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => op,
+        Op::Unary(g, a) => Op::Unary(g, f(a)),
+        Op::Binary(g, a, b) => Op::Binary(g, f(a), f(b)),
+        Op::Ternary(g, ids) => Op::Ternary(g, ids.map(&f)),
+        Op::MatMul(a, b) => Op::MatMul(f(a), f(b)),
+        Op::Transpose(a) => Op::Transpose(f(a)),
+        Op::Gather(a, idx) => Op::Gather(f(a), idx),
+        Op::Pack(ids) => Op::Pack(all(ids)),
+        Op::Assemble(ids, idx) => Op::Assemble(all(ids), idx),
+        Op::LikSum(l, ids) => Op::LikSum(l, all(ids)),
+        Op::LikPoint(l, ids) => Op::LikPoint(l, all(ids)),
+        Op::Sum(a) => Op::Sum(f(a)),
+        Op::LogSumExp(a) => Op::LogSumExp(f(a)),
+        Op::LogSumExpRows(a) => Op::LogSumExpRows(f(a)),
+        Op::Max(a) => Op::Max(f(a)),
+        Op::Min(a) => Op::Min(f(a)),
+        Op::Cholesky(a) => Op::Cholesky(f(a)),
+        Op::CumSum(a) => Op::CumSum(f(a)),
+        Op::TriSolve(a, b) => Op::TriSolve(f(a), f(b)),
+        Op::Support {
+            x,
+            lower,
+            upper,
+            strict,
+        } => Op::Support {
+            x: f(x),
+            lower,
+            upper,
+            strict,
+        },
+        Op::Scan(mut scan) => {
+            for i in &mut scan.inputs {
+                i.set_node(f(i.node()));
+            }
+            Op::Scan(scan)
+        }
     }
 }
 
@@ -51,6 +95,7 @@ pub(crate) fn each_input(op: &Op, mut f: impl FnMut(NodeId)) {
             ids.iter().copied().for_each(f)
         }
         Op::Ternary(_, ids) => ids.iter().copied().for_each(f),
+        Op::Scan(scan) => scan.inputs.iter().for_each(|i| f(i.node())),
     }
 }
 

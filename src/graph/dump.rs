@@ -95,7 +95,44 @@ fn op_text(op: &Op) -> String {
             let (o, c) = if *strict { ("(", ")") } else { ("[", "]") };
             format!("support %{} {o}{}, {}{c}", x.0, num(*lower), num(*upper))
         }
+        Op::Scan(scan) => scan_text(scan),
     }
+}
+
+/// A scan: its inputs and exports on the first line, then its body, one node per line
+/// (ids local to the body; `input j` is the j-th input, `~` marks an operation whose
+/// constants or indices change from step to step, shown at the first step).
+fn scan_text(scan: &super::scan::Scan) -> String {
+    use super::scan::ScanInput;
+    let inputs: Vec<String> = scan
+        .inputs
+        .iter()
+        .map(|i| match *i {
+            ScanInput::Outer(id) => format!("%{}", id.0),
+            ScanInput::Carry { node, init } => format!("%{}→${node}", init.0),
+        })
+        .collect();
+    let exports: Vec<String> = scan.exports.iter().map(|p| format!("${p}")).collect();
+    let mut out = format!(
+        "scan {} steps, inputs [{}], exports [{}]",
+        scan.steps,
+        inputs.join(", "),
+        exports.join(" ")
+    );
+    for (p, n) in scan.body.nodes.iter().enumerate() {
+        let text = match &n.op {
+            Op::Param { offset } => format!("input {offset}"),
+            _ if p < scan.inputs.len() => "input (constant)".to_string(),
+            _ => op_text(scan.op_at(p, 0)).replace('%', "$"),
+        };
+        let mark = if scan.varying.iter().any(|v| v.0 == p) {
+            " ~"
+        } else {
+            ""
+        };
+        let _ = write!(out, "\n    ${p} = {text} : {}{mark}", shape_text(n.shape));
+    }
+    out
 }
 
 /// The graph as text, one node per line, then `target` and `pointwise` lines.
@@ -107,7 +144,13 @@ pub fn dump_graph(g: &Graph) -> String {
             .label_of(super::NodeId(i))
             .map(|l| format!("  // {l}"))
             .unwrap_or_default();
-        let _ = writeln!(out, "%{i} = {} : {}{name}", op_text(&n.op), shape_text(n.shape));
+        let text = op_text(&n.op);
+        // a scan's body follows its line
+        let (head, body) = text.split_once('\n').unwrap_or((&text, ""));
+        let _ = writeln!(out, "%{i} = {head} : {}{name}", shape_text(n.shape));
+        if !body.is_empty() {
+            let _ = writeln!(out, "{body}");
+        }
     }
     let t: Vec<String> = g.targets.iter().map(|i| format!("%{}", i.0)).collect();
     let _ = writeln!(out, "target = {}", t.join(" + "));

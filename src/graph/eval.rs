@@ -44,7 +44,13 @@ pub fn chunk_cols(g: &Graph) -> usize {
     let (mut widest, mut per_column, mut per_chunk, mut n_batched) = (1, 0, 0, 0);
     for (i, node) in g.nodes.iter().enumerate() {
         let size = g.shape(NodeId(i)).size();
-        if batched[i] {
+        if let (true, Op::Scan(scan)) = (batched[i], &node.op) {
+            // each step of the body is evaluated like nodes of their own
+            let (w, entries, nodes) = scan.work();
+            widest = widest.max(w);
+            per_column += entries;
+            n_batched += nodes;
+        } else if batched[i] {
             widest = widest.max(size);
             per_column += size;
             n_batched += 1;
@@ -102,12 +108,17 @@ pub struct Tape<'a, T: Scalar> {
     /// Number of batch columns.
     pub s: usize,
     pub(crate) consts: &'a [Cow<'a, [T]>],
-    pub(crate) vals: Vec<Vec<T>>,
+    /// Per node its value (borrowed only in the tape of one step of a [`Op::Scan`] body,
+    /// whose inputs are other nodes' values).
+    pub(crate) vals: Vec<Cow<'a, [T]>>,
     /// Per node: whether it depends on w (and so has a batch dimension).
-    pub(crate) batched: Vec<bool>,
+    pub(crate) batched: Cow<'a, [bool]>,
     /// Per node: partial derivatives cached by the forward pass for the reverse sweep (the
     /// fused likelihoods of [`super::fused`]); empty for other nodes.
-    pub(crate) aux: Vec<Vec<T>>,
+    pub(crate) aux: Vec<Cow<'a, [T]>>,
+    /// The body values of every step of each [`Op::Scan`] node, by node index, kept for the
+    /// reverse sweep (empty when the tape is for values only).
+    pub(crate) traces: Vec<(usize, super::scan::Trace<T>)>,
 }
 
 impl<'a, T: Scalar> Tape<'a, T> {
@@ -133,6 +144,16 @@ impl<'a, T: Scalar> Tape<'a, T> {
     /// Whether node `id` depends on w (one value per batch column).
     pub fn is_batched(&self, id: NodeId) -> bool {
         self.batched[id.0]
+    }
+
+    /// The stored steps of the scan node `k`.
+    pub(crate) fn trace(&self, k: usize) -> &super::scan::Trace<T> {
+        &self
+            .traces
+            .iter()
+            .find(|(i, _)| *i == k)
+            .expect("a scan node evaluated for the reverse sweep keeps its trace")
+            .1
     }
 
     /// Entry i of node `id` at batch column s.
@@ -292,32 +313,54 @@ fn forward_with<'a, T: Scalar>(
         s,
         consts,
         vals: Vec::with_capacity(graph.nodes.len()),
-        batched: batched_mask(graph),
+        batched: Cow::Owned(batched_mask(graph)),
         aux: Vec::with_capacity(graph.nodes.len()),
+        traces: Vec::new(),
     };
     for (k, node) in graph.nodes.iter().enumerate() {
-        let mut aux = Vec::new();
         let skip = needed.is_some_and(|n| !n[k]);
-        let v = match &node.op {
-            Op::Const(_) => Vec::new(),
-            _ if skip => Vec::new(),
-            Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
-                let args: Vec<Arg<T>> = ids.iter().map(|&i| tape.arg(i)).collect();
-                let cols = if tape.batched[k] { s } else { 1 };
-                let aux = partials.then_some(&mut aux);
-                super::fused::forward(*lik, &args, cols, aux, fused_output(&node.op))
+        let cols = if tape.batched[k] { s } else { 1 };
+        let (v, aux) = match &node.op {
+            Op::Const(_) => (Vec::new(), Vec::new()),
+            _ if skip => (Vec::new(), Vec::new()),
+            Op::Param { offset } => (
+                slice_columns(w, graph.dim, *offset, node.shape.size(), s),
+                Vec::new(),
+            ),
+            Op::Hyper { offset } => (theta[*offset..*offset + node.shape.size()].to_vec(), Vec::new()),
+            Op::Scan(scan) => {
+                let (v, trace) = super::scan::forward(&tape, scan, cols, partials);
+                if partials {
+                    tape.traces.push((k, trace));
+                }
+                (v, Vec::new())
             }
-            Op::Param { offset } => slice_columns(w, graph.dim, *offset, node.shape.size(), s),
-            Op::Hyper { offset } => theta[*offset..*offset + node.shape.size()].to_vec(),
-            op => {
-                let cols = if tape.batched[k] { s } else { 1 };
-                eval_op(op, node.shape, &|id| tape.arg(id), cols)
-            }
+            op => eval_node(&tape, op, node.shape, cols, partials),
         };
-        tape.vals.push(v);
-        tape.aux.push(aux);
+        tape.vals.push(Cow::Owned(v));
+        tape.aux.push(Cow::Owned(aux));
     }
     tape
+}
+
+/// The value of an operation on other nodes of `tape` at `cols` columns, and the partial
+/// derivatives a fused likelihood caches for the reverse sweep (when `partials`).
+pub(crate) fn eval_node<T: Scalar>(
+    tape: &Tape<'_, T>,
+    op: &Op,
+    shape: Shape,
+    cols: usize,
+    partials: bool,
+) -> (Vec<T>, Vec<T>) {
+    match op {
+        Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
+            let mut aux = Vec::new();
+            let args: Vec<Arg<T>> = ids.iter().map(|&i| tape.arg(i)).collect();
+            let v = super::fused::forward(*lik, &args, cols, partials.then_some(&mut aux), fused_output(op));
+            (v, aux)
+        }
+        op => (eval_op(op, shape, &|id| tape.arg(id), cols), Vec::new()),
+    }
 }
 
 fn slice_columns<T: Copy>(w: &[T], d: usize, offset: usize, n: usize, s: usize) -> Vec<T> {
@@ -337,8 +380,8 @@ pub(crate) fn eval_op<'b, T: Scalar>(
 ) -> Vec<T> {
     let n = shape.size();
     match op {
-        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => {
-            unreachable!("inputs are handled by forward")
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Scan(_) => {
+            unreachable!("inputs and scans are handled by forward")
         }
         Op::Unary(f, a) => {
             let mut out = get(*a).data.to_vec();

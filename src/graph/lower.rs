@@ -52,12 +52,12 @@ pub fn lower_model(model: &TypedModel) -> Result<LogJoint, Diagnostic> {
         p.declare_slots()?;
         p.lower_lets()?;
         p.block(&model.predict)?;
-        Some(p.g)
+        Some((p.g, p.loops))
     } else {
         None
     };
-    let (graph, params, hypers, reported) = prune(main.g, params, hypers, reported);
-    let predict = predict.map(|g| prune(g, Vec::new(), Vec::new(), Vec::new()).0);
+    let (graph, params, hypers, reported) = finish(main.g, main.loops, params, hypers, reported);
+    let predict = predict.map(|(g, loops)| finish(g, loops, Vec::new(), Vec::new(), Vec::new()).0);
     let mut lj = LogJoint::new(graph, params, hypers);
     lj.reported = reported;
     lj.theta0 = theta0;
@@ -121,6 +121,8 @@ pub(crate) struct Lowerer<'m> {
     /// The call site of the outermost inlined function being lowered (spans inside a
     /// function body point into its own file).
     pub(crate) call_site: Option<Span>,
+    /// Per `for` statement lowered: the node where each iteration starts, then the end.
+    pub(crate) loops: Vec<Vec<usize>>,
 }
 
 impl<'m> Lowerer<'m> {
@@ -132,6 +134,7 @@ impl<'m> Lowerer<'m> {
             scopes: vec![HashMap::new()],
             predict,
             call_site: None,
+            loops: Vec::new(),
         }
     }
 
@@ -318,22 +321,57 @@ impl<'m> Lowerer<'m> {
     }
 }
 
-/// Drop the nodes nothing needs (constants left over from folding, unused lets): a node is
-/// kept when it is a target term, a pointwise output, a declared value, or an input of a kept
-/// node. Node ids are renumbered in order, so the graph stays topologically sorted.
-fn prune(
+/// [`prune`], then each run of identical loop iterations as one scan node
+/// ([`super::scan::compress`]).
+fn finish(
     g: Graph,
+    loops: Vec<Vec<usize>>,
     params: Vec<ParamInfo>,
     hypers: Vec<ParamInfo>,
     reported: Vec<ParamInfo>,
 ) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
+    // a loop boundary moves to the number of kept nodes before it
+    let mut before = Vec::with_capacity(g.nodes.len() + 1);
+    let live = live_nodes(&g, params.iter().chain(&hypers).chain(&reported).map(|p| p.value));
+    let mut count = 0;
+    for &l in &live {
+        before.push(count);
+        count += usize::from(l);
+    }
+    before.push(count);
+    let loops = loops
+        .into_iter()
+        .map(|b| b.into_iter().map(|x| before[x]).collect())
+        .collect();
+    let (g, mut params, mut hypers, mut reported) = prune(g, params, hypers, reported);
+    let mut roots: Vec<NodeId> = params
+        .iter()
+        .chain(&hypers)
+        .chain(&reported)
+        .map(|p| p.value)
+        .collect();
+    let g = super::scan::compress(g, loops, &mut roots);
+    for (p, r) in params
+        .iter_mut()
+        .chain(&mut hypers)
+        .chain(&mut reported)
+        .zip(roots)
+    {
+        p.value = r;
+    }
+    (g, params, hypers, reported)
+}
+
+/// Per node: whether [`prune`] keeps it (a target term, a pointwise output, one of
+/// `roots`, or an input of a kept node).
+fn live_nodes(g: &Graph, roots: impl Iterator<Item = NodeId>) -> Vec<bool> {
     let mut live = vec![false; g.nodes.len()];
-    let roots = g.targets.iter().chain(
+    let outputs = g.targets.iter().copied().chain(
         g.pointwise
             .iter()
-            .flat_map(|p| std::iter::once(&p.loglik).chain(p.quantity.as_ref())),
+            .flat_map(|p| std::iter::once(p.loglik).chain(p.quantity)),
     );
-    for id in roots.chain(params.iter().chain(&hypers).chain(&reported).map(|p| &p.value)) {
+    for id in outputs.chain(roots) {
         live[id.0] = true;
     }
     for k in (0..g.nodes.len()).rev() {
@@ -343,6 +381,19 @@ fn prune(
             }
         }
     }
+    live
+}
+
+/// Drop the nodes nothing needs (constants left over from folding, unused lets): a node is
+/// kept when it is a target term, a pointwise output, a declared value, or an input of a kept
+/// node. Node ids are renumbered in order, so the graph stays topologically sorted.
+fn prune(
+    g: Graph,
+    params: Vec<ParamInfo>,
+    hypers: Vec<ParamInfo>,
+    reported: Vec<ParamInfo>,
+) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
+    let live = live_nodes(&g, params.iter().chain(&hypers).chain(&reported).map(|p| p.value));
     let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
     let mut out = Graph::new(g.dim, g.theta_dim);
     for (k, node) in g.nodes.into_iter().enumerate() {
@@ -384,40 +435,7 @@ fn prune(
 
 /// An operation with its inputs renumbered.
 fn remap(op: super::Op, map: &[NodeId]) -> super::Op {
-    use super::Op;
-    let m = |id: NodeId| map[id.0];
-    match op {
-        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } => op,
-        Op::Unary(f, a) => Op::Unary(f, m(a)),
-        Op::Binary(f, a, b) => Op::Binary(f, m(a), m(b)),
-        Op::Ternary(f, ids) => Op::Ternary(f, ids.map(m)),
-        Op::MatMul(a, b) => Op::MatMul(m(a), m(b)),
-        Op::Transpose(a) => Op::Transpose(m(a)),
-        Op::Gather(a, idx) => Op::Gather(m(a), idx),
-        Op::Pack(ids) => Op::Pack(ids.into_iter().map(m).collect()),
-        Op::Assemble(ids, idx) => Op::Assemble(ids.into_iter().map(m).collect(), idx),
-        Op::LikSum(l, ids) => Op::LikSum(l, ids.into_iter().map(m).collect()),
-        Op::LikPoint(l, ids) => Op::LikPoint(l, ids.into_iter().map(m).collect()),
-        Op::Sum(a) => Op::Sum(m(a)),
-        Op::LogSumExp(a) => Op::LogSumExp(m(a)),
-        Op::LogSumExpRows(a) => Op::LogSumExpRows(m(a)),
-        Op::Max(a) => Op::Max(m(a)),
-        Op::Min(a) => Op::Min(m(a)),
-        Op::Cholesky(a) => Op::Cholesky(m(a)),
-        Op::CumSum(a) => Op::CumSum(m(a)),
-        Op::TriSolve(a, b) => Op::TriSolve(m(a), m(b)),
-        Op::Support {
-            x,
-            lower,
-            upper,
-            strict,
-        } => Op::Support {
-            x: m(x),
-            lower,
-            upper,
-            strict,
-        },
-    }
+    super::build::map_inputs(op, |id| map[id.0])
 }
 
 fn info(s: &Slot, c: Constraint, v: NodeId) -> ParamInfo {

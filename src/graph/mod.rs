@@ -16,6 +16,7 @@ pub mod logjoint;
 pub mod lower;
 pub mod point;
 pub mod predict;
+pub mod scan;
 pub mod transform;
 
 pub use build::fun1_by_name;
@@ -172,7 +173,7 @@ impl Lik {
 }
 
 /// What a node computes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// A constant (data, literal, or a folded data-only expression), stored once.
     Const(Vec<f64>),
@@ -238,13 +239,17 @@ pub enum Op {
     /// The log density of a likelihood at each observation, fused (a vector with one entry
     /// per observation; `predict`'s pointwise log-likelihoods), arguments as [`Op::LikSum`].
     LikPoint(Lik, Vec<NodeId>),
+    /// A loop whose iterations are the same operations (a recursion), its body stored once
+    /// and evaluated once per step (see [`scan`]); the value is the exported body values of
+    /// every step.
+    Scan(Box<scan::Scan>),
 }
 
 /// The index in a [`Op::Gather`] list that stands for the value 0.
 pub const GATHER_ZERO: u32 = u32::MAX;
 
 /// One node: what it computes and the shape of its value.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// The operation.
     pub op: Op,
@@ -253,7 +258,7 @@ pub struct Node {
 }
 
 /// A per-observation output registered for `predict`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PointwiseOutput {
     /// The outcome's name (for reports).
     pub name: String,
@@ -313,7 +318,7 @@ pub enum Error {
 }
 
 /// The log-joint graph: nodes in topological order, the target terms and the outputs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Graph {
     /// The nodes; each refers only to earlier ones.
     pub nodes: Vec<Node>,

@@ -226,12 +226,26 @@ pub struct PointEval {
     log_sigma: Vec<Option<Box<[f64]>>>,
     /// The graph's size when compiled (a graph changed since is compiled again).
     fingerprint: (usize, usize),
+    /// The graph compiled, when it is not the caller's: a graph with scans is compiled
+    /// unrolled ([`super::scan::expand`]), one instruction per step's node.
+    unrolled: Option<Box<Graph>>,
 }
 
 impl PointEval {
     /// Compile a graph; `None` when it has an operation this path does not take (the
     /// pointwise likelihoods of `predict` graphs): the batched path is used then.
     pub fn compile(g: &Graph) -> Option<PointEval> {
+        if !g.nodes.iter().any(|n| matches!(n.op, Op::Scan(_))) {
+            return PointEval::compile_unrolled(g);
+        }
+        let unrolled = super::scan::expand(g);
+        let mut p = PointEval::compile_unrolled(&unrolled)?;
+        p.fingerprint = (g.nodes.len(), g.targets.len());
+        p.unrolled = Some(Box::new(unrolled));
+        Some(p)
+    }
+
+    fn compile_unrolled(g: &Graph) -> Option<PointEval> {
         let batched = batched_mask(g);
         // the nodes that do not depend on w first, then those that do (each group in graph
         // order, so every node's inputs lie below it): the adjoints the reverse sweep
@@ -368,6 +382,7 @@ impl PointEval {
             tmp_len,
             log_sigma,
             fingerprint: (g.nodes.len(), g.targets.len()),
+            unrolled: None,
         })
     }
 
@@ -379,6 +394,7 @@ impl PointEval {
     /// log p̃(w | θ) with ∇_w written to `grad` (length D), as the batched path gives it at
     /// one column: a non-finite value or gradient comes back as −∞ with a zero gradient.
     pub fn value_grad(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64]) -> f64 {
+        let g = self.unrolled.as_deref().unwrap_or(g);
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut s) => self.run(g, theta, w, grad, &mut s),
             // re-entered on this thread (never expected): buffers of its own
@@ -699,6 +715,7 @@ impl PointEval {
         let get = |id: NodeId| self.arg(vals, id);
         match &node.op {
             Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Support { .. } => {}
+            Op::Scan(_) => unreachable!("scans are compiled unrolled"),
             Op::Unary(f, a) => {
                 let x = get(*a);
                 if !x.batched {

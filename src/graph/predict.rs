@@ -156,7 +156,7 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
                     let id = p.loglik;
                     let batched = tape.is_batched(id) && !matches!(g.nodes[id.0].op, Op::Const(_));
                     let v = if batched {
-                        std::mem::take(&mut tape.vals[id.0])
+                        std::mem::take(&mut tape.vals[id.0]).into_owned()
                     } else {
                         columns(&tape, id, cols).into_owned()
                     };

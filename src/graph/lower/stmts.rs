@@ -49,7 +49,17 @@ impl Lowerer<'_> {
                 };
                 self.wrap(e, |g| g.add_target(v).map(|()| v)).map(|_| ())
             }
-            TStmt::For { iterations, .. } => iterations.iter().try_for_each(|body| self.block(body)),
+            TStmt::For { iterations, .. } => {
+                // where each iteration's nodes start, for `graph::scan::compress`
+                let mut bounds = Vec::with_capacity(iterations.len() + 1);
+                for body in iterations {
+                    bounds.push(self.g.nodes.len());
+                    self.block(body)?;
+                }
+                bounds.push(self.g.nodes.len());
+                self.loops.push(bounds);
+                Ok(())
+            }
             TStmt::If {
                 cond,
                 then,

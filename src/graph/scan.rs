@@ -1,0 +1,702 @@
+//! Loops whose graph does not grow: a run of loop iterations that are the same operations
+//! (a recursion such as `err[t] = y[t] - nu[t]`) becomes one [`Op::Scan`] node holding the
+//! body once, evaluated once per step.
+//!
+//! Input: a lowered graph and, per `for` statement, the node index where each iteration
+//! starts ([`compress`]). Output: the same log joint with each run of at least
+//! [`MIN_STEPS`] congruent iterations replaced by a scan node, so the graph has
+//! O(body) nodes instead of O(T · body). Two iterations are congruent when their nodes
+//! are the same operations in the same order, each input being a node of the same
+//! iteration, the node at the same position of the previous iteration (a *carry*), or the
+//! same node before the loop; constants (the step's data, `y[t]`) and the indices of
+//! gathers may differ from step to step and are stored per step.
+//!
+//! A scan's value is the values of its *exported* body nodes (those read after the loop,
+//! target terms, declared values) at every step, one step after the other; the nodes that
+//! read them gather from it. Evaluation ([`forward`], and the reverse sweep in
+//! `autodiff::reverse`) runs the body's own operations step by step with the evaluator's
+//! code, so values and gradients are those of the unrolled loop, and the adjoints are
+//! accumulated in the same order. [`expand`] unrolls the scans again (the single-point
+//! tape of `graph::point` compiles the unrolled graph).
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+
+use super::build::{inputs, map_inputs};
+use super::eval::{eval_node, lift_consts, Arg, Tape};
+use super::{Graph, NodeId, Op, Shape};
+use crate::autodiff::Scalar;
+
+/// Runs of fewer congruent iterations stay unrolled.
+pub const MIN_STEPS: usize = 4;
+
+/// A loop's body stored once and evaluated `steps` times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scan {
+    /// The number of steps.
+    pub steps: usize,
+    /// The body: node j < `inputs.len()` stands for input j (an `Op::Param { offset: j }`
+    /// placeholder, or a copy of the input when it is a constant), then the operations of
+    /// one step, whose inputs are body nodes.
+    pub body: Graph,
+    /// Where each input comes from.
+    pub inputs: Vec<ScanInput>,
+    /// The body nodes whose operation changes from step to step (constants: the step's data;
+    /// gathers: their indices), by body index in increasing order, with the operation at
+    /// each step.
+    pub varying: Vec<(usize, Vec<Op>)>,
+    /// The body nodes whose values make the scan's value: per step, their entries one after
+    /// the other (by body index in increasing order).
+    pub exports: Vec<usize>,
+}
+
+/// Where an input of a scan's body comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanInput {
+    /// A node of the enclosing graph, the same at every step.
+    Outer(NodeId),
+    /// The value of body node `node` at the previous step; at the first step, the node
+    /// `init` of the enclosing graph.
+    Carry {
+        /// The body node carried.
+        node: usize,
+        /// Its value before the first step.
+        init: NodeId,
+    },
+}
+
+impl ScanInput {
+    /// The node of the enclosing graph read.
+    pub fn node(self) -> NodeId {
+        match self {
+            ScanInput::Outer(id) | ScanInput::Carry { init: id, .. } => id,
+        }
+    }
+
+    pub(crate) fn set_node(&mut self, to: NodeId) {
+        match self {
+            ScanInput::Outer(id) | ScanInput::Carry { init: id, .. } => *id = to,
+        }
+    }
+}
+
+impl Scan {
+    /// Entries of one step's exported values.
+    pub fn stride(&self) -> usize {
+        self.exports
+            .iter()
+            .map(|&p| self.body.nodes[p].shape.size())
+            .sum()
+    }
+
+    /// The offset of each export within a step.
+    pub fn export_offsets(&self) -> Vec<usize> {
+        let mut at = 0;
+        self.exports
+            .iter()
+            .map(|&p| {
+                let o = at;
+                at += self.body.nodes[p].shape.size();
+                o
+            })
+            .collect()
+    }
+
+    /// The operation of body node `p` at step `t`.
+    pub fn op_at(&self, p: usize, t: usize) -> &Op {
+        match self.varying.binary_search_by_key(&p, |v| v.0) {
+            Ok(i) => &self.varying[i].1[t],
+            Err(_) => &self.body.nodes[p].op,
+        }
+    }
+
+    /// The evaluation work as unrolled nodes: the longest body value, the entries of all
+    /// steps' body values, and the number of body nodes times the steps.
+    pub fn work(&self) -> (usize, usize, usize) {
+        let n_in = self.inputs.len();
+        let ops = &self.body.nodes[n_in..];
+        let widest = ops.iter().map(|n| n.shape.size()).max().unwrap_or(1);
+        let entries: usize = ops.iter().map(|n| n.shape.size()).sum();
+        (widest, entries * self.steps, ops.len() * self.steps)
+    }
+
+    /// Per body node: whether it depends on w, given whether each input's source does. A
+    /// carried input depends on w when its first value or the body node carried does.
+    pub fn body_batched(&self, outer: impl Fn(NodeId) -> bool) -> Vec<bool> {
+        let n_in = self.inputs.len();
+        let mut input: Vec<bool> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(j, i)| !matches!(self.body.nodes[j].op, Op::Const(_)) && outer(i.node()))
+            .collect();
+        loop {
+            let mut b = input.clone();
+            for p in n_in..self.body.nodes.len() {
+                let mut any = false;
+                if !matches!(self.body.nodes[p].op, Op::Const(_)) {
+                    super::build::each_input(&self.body.nodes[p].op, |i| any |= b[i.0]);
+                }
+                b.push(any);
+            }
+            let mut changed = false;
+            for (j, i) in self.inputs.iter().enumerate() {
+                if let ScanInput::Carry { node, .. } = *i {
+                    if b[node] && !input[j] {
+                        input[j] = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return b;
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ evaluation
+
+/// The body values of one step (body nodes after the inputs, in order) and the partials
+/// its fused likelihoods cached.
+pub(crate) struct Step<T> {
+    pub(crate) vals: Vec<Vec<T>>,
+    pub(crate) aux: Vec<Vec<T>>,
+}
+
+/// What the forward pass keeps of a scan for the reverse sweep.
+pub(crate) struct Trace<T> {
+    /// Per body node: whether it depends on w.
+    pub(crate) batched: Vec<bool>,
+    /// Every step's values.
+    pub(crate) steps: Vec<Step<T>>,
+}
+
+/// Set the body's constants (every constant lifted) to their values at step `t`.
+pub(crate) fn step_consts<'a, T: Scalar>(scan: &'a Scan, consts: &mut [Cow<'a, [T]>], t: usize) {
+    for (p, ops) in &scan.varying {
+        if let Op::Const(v) = &ops[t] {
+            consts[*p] = T::lift(v);
+        }
+    }
+}
+
+/// The tape of step `t` with the body's inputs filled in (the outer nodes' values, the
+/// carried values of the previous step `prev`, or their first values); the caller pushes
+/// the body nodes' values.
+pub(crate) fn step_tape<'a, T: Scalar>(
+    outer: &'a Tape<'_, T>,
+    scan: &'a Scan,
+    consts: &'a [Cow<'a, [T]>],
+    batched: &'a [bool],
+    prev: Option<&'a Step<T>>,
+    t: usize,
+) -> Tape<'a, T> {
+    let s = outer.s;
+    let n_in = scan.inputs.len();
+    let nb = scan.body.nodes.len();
+    let mut vals = Vec::with_capacity(nb);
+    let mut aux = Vec::with_capacity(nb);
+    for (j, input) in scan.inputs.iter().enumerate() {
+        let v: Cow<'a, [T]> = if matches!(scan.body.nodes[j].op, Op::Const(_)) {
+            Cow::Borrowed(&[])
+        } else {
+            match (*input, prev) {
+                (ScanInput::Outer(id), _) | (ScanInput::Carry { init: id, .. }, None) => {
+                    fit(outer.arg(id), batched[j], s)
+                }
+                (ScanInput::Carry { node, .. }, Some(step)) => {
+                    if let Op::Const(v) = scan.op_at(node, t - 1) {
+                        // a carried constant (the previous step's data)
+                        let lifted = T::lift(v).into_owned();
+                        let reps = if batched[j] { s } else { 1 };
+                        Cow::Owned(lifted.repeat(reps))
+                    } else {
+                        let data = &step.vals[node - n_in];
+                        let size = scan.body.nodes[node].shape.size();
+                        fit(
+                            Arg {
+                                data,
+                                size,
+                                batched: batched[node],
+                                constant: false,
+                            },
+                            batched[j],
+                            s,
+                        )
+                    }
+                }
+            }
+        };
+        vals.push(v);
+        aux.push(Cow::Borrowed(&[][..]));
+    }
+    Tape {
+        graph: &scan.body,
+        s,
+        consts,
+        vals,
+        batched: Cow::Borrowed(batched),
+        aux,
+        traces: Vec::new(),
+    }
+}
+
+/// A value as an input that is `batched` (one value per column) or not: borrowed, or
+/// repeated for each of the `s` columns when the value is the same for all.
+fn fit<'a, T: Copy>(src: Arg<'a, T>, batched: bool, s: usize) -> Cow<'a, [T]> {
+    if src.batched || !batched {
+        Cow::Borrowed(src.data)
+    } else {
+        Cow::Owned((0..s).flat_map(|_| src.data.iter().copied()).collect())
+    }
+}
+
+/// The value of a scan node at `cols` columns (the outer tape holds its inputs), and the
+/// steps' values when `partials` (for the reverse sweep; otherwise only the last step is
+/// kept while evaluating).
+pub(crate) fn forward<T: Scalar>(
+    outer: &Tape<'_, T>,
+    scan: &Scan,
+    cols: usize,
+    partials: bool,
+) -> (Vec<T>, Trace<T>) {
+    let s = outer.s;
+    let n_in = scan.inputs.len();
+    let batched = scan.body_batched(|id| outer.is_batched(id));
+    let mut consts = lift_consts::<T>(&scan.body);
+    let stride = scan.stride();
+    let offsets = scan.export_offsets();
+    let size = scan.steps * stride;
+    let mut out = vec![T::zero(); size * cols];
+    let mut steps: Vec<Step<T>> = Vec::with_capacity(if partials { scan.steps } else { 1 });
+    for t in 0..scan.steps {
+        step_consts(scan, &mut consts, t);
+        let step = {
+            let mut tape = step_tape(outer, scan, &consts, &batched, steps.last(), t);
+            for (p, node) in scan.body.nodes.iter().enumerate().skip(n_in) {
+                let c = if batched[p] { s } else { 1 };
+                let (v, aux) = match scan.op_at(p, t) {
+                    Op::Const(_) => (Vec::new(), Vec::new()),
+                    op => eval_node(&tape, op, node.shape, c, partials),
+                };
+                tape.vals.push(Cow::Owned(v));
+                tape.aux.push(Cow::Owned(aux));
+            }
+            for (e, &p) in scan.exports.iter().enumerate() {
+                let a = tape.arg(NodeId(p));
+                for c in 0..cols {
+                    let at = c * size + t * stride + offsets[e];
+                    for (i, o) in out[at..at + a.size].iter_mut().enumerate() {
+                        *o = a.at(i, c);
+                    }
+                }
+            }
+            Step {
+                vals: tape.vals.drain(n_in..).map(Cow::into_owned).collect(),
+                aux: tape.aux.drain(n_in..).map(Cow::into_owned).collect(),
+            }
+        };
+        if !partials {
+            steps.clear();
+        }
+        steps.push(step);
+    }
+    if !partials {
+        steps.clear();
+    }
+    (out, Trace { batched, steps })
+}
+
+// ----------------------------------------------------------------------------- unrolling
+
+/// The graph with every scan unrolled again: each step's body nodes in turn, and for the
+/// scan's value one node assembling the exported entries.
+pub fn expand(g: &Graph) -> Graph {
+    let mut out = Graph::new(g.dim, g.theta_dim);
+    out.unfused = g.unfused;
+    let mut map: Vec<NodeId> = Vec::with_capacity(g.nodes.len());
+    for node in &g.nodes {
+        let id = match &node.op {
+            Op::Scan(scan) => expand_scan(&mut out, scan, &map, node.shape),
+            op => out.push(map_inputs(op.clone(), |i| map[i.0]), node.shape),
+        };
+        map.push(id);
+    }
+    let m = |id: NodeId| map[id.0];
+    out.targets = g.targets.iter().map(|&t| m(t)).collect();
+    out.pointwise = g
+        .pointwise
+        .iter()
+        .map(|p| super::PointwiseOutput {
+            loglik: m(p.loglik),
+            quantity: p.quantity.map(m),
+            ..p.clone()
+        })
+        .collect();
+    out.labels = g.labels.iter().map(|(id, l)| (m(*id), l.clone())).collect();
+    out
+}
+
+fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> NodeId {
+    let n_in = scan.inputs.len();
+    let mut prev: Vec<NodeId> = Vec::new();
+    let mut srcs: Vec<NodeId> = Vec::new();
+    let mut slot: HashMap<NodeId, u32> = HashMap::new();
+    let mut idx: Vec<(u32, u32)> = Vec::with_capacity(shape.size());
+    for t in 0..scan.steps {
+        let mut cur: Vec<NodeId> = scan
+            .inputs
+            .iter()
+            .map(|i| match *i {
+                ScanInput::Outer(id) => map[id.0],
+                ScanInput::Carry { init, .. } if t == 0 => map[init.0],
+                ScanInput::Carry { node, .. } => prev[node],
+            })
+            .collect();
+        for p in n_in..scan.body.nodes.len() {
+            let op = map_inputs(scan.op_at(p, t).clone(), |i| cur[i.0]);
+            cur.push(out.push(op, scan.body.nodes[p].shape));
+        }
+        for &p in &scan.exports {
+            let j = *slot.entry(cur[p]).or_insert_with(|| {
+                srcs.push(cur[p]);
+                (srcs.len() - 1) as u32
+            });
+            idx.extend((0..scan.body.nodes[p].shape.size() as u32).map(|k| (j, k)));
+        }
+        prev = cur;
+    }
+    out.push(Op::Assemble(srcs, idx), shape)
+}
+
+// ---------------------------------------------------------------------------- compression
+
+/// Tags of an iteration's inputs in a [`signature`]: a node of the same iteration (no tag),
+/// of the previous iteration, or before both.
+const PREV: usize = 1 << 60;
+const ABS: usize = 1 << 61;
+
+/// Replace each run of at least [`MIN_STEPS`] congruent iterations of a loop by a scan node.
+/// `loops`: per `for` statement, the node index where each iteration starts and, last,
+/// where the loop ends; `roots`: node ids held outside the graph (declared values),
+/// renumbered with it.
+pub(crate) fn compress(mut g: Graph, mut loops: Vec<Vec<usize>>, roots: &mut [NodeId]) -> Graph {
+    loops.retain(|b| b.len() > MIN_STEPS);
+    // outer loops first: a loop inside a compressed iteration is part of the body
+    loops.sort_by_key(|b| std::cmp::Reverse(b[b.len() - 1] - b[0]));
+    for i in 0..loops.len() {
+        let bounds = std::mem::take(&mut loops[i]);
+        if bounds.len() <= MIN_STEPS {
+            continue;
+        }
+        for (k, m) in runs(&g, &bounds).into_iter().rev() {
+            let (a, b) = (bounds[k], bounds[m + 1]);
+            let Some((next, added)) = compress_run(&g, &bounds, k, m, roots) else {
+                continue;
+            };
+            g = next;
+            let shift = |x: usize| {
+                if x <= a {
+                    Some(x)
+                } else if x >= b {
+                    Some(x - (b - a) + added)
+                } else {
+                    None
+                }
+            };
+            for l in &mut loops[i + 1..] {
+                *l = l
+                    .iter()
+                    .map(|&x| shift(x))
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_default();
+            }
+        }
+    }
+    g
+}
+
+/// Iteration t's nodes with inputs tagged (see [`PREV`]), constants without their values and
+/// gathers without their indices; `None` when an iteration cannot be a scan step.
+fn signature(g: &Graph, bounds: &[usize], t: usize) -> Option<Vec<(Op, Shape)>> {
+    let (s0, s1) = (bounds[t], bounds[t + 1]);
+    let sp = if t > 0 { bounds[t - 1] } else { s0 };
+    let code = |x: NodeId| {
+        NodeId(if x.0 >= s0 {
+            x.0 - s0
+        } else if x.0 >= sp {
+            PREV | (x.0 - sp)
+        } else {
+            ABS | x.0
+        })
+    };
+    (s0..s1)
+        .map(|k| {
+            let node = &g.nodes[k];
+            let op = match &node.op {
+                Op::Scan(_) | Op::Param { .. } | Op::Hyper { .. } => return None,
+                Op::Const(_) => Op::Const(Vec::new()),
+                Op::Gather(a, _) => Op::Gather(code(*a), Vec::new()),
+                Op::Assemble(ids, _) => Op::Assemble(ids.iter().map(|&i| code(i)).collect(), Vec::new()),
+                op => map_inputs(op.clone(), code),
+            };
+            Some((op, node.shape))
+        })
+        .collect()
+}
+
+/// The runs (first and last iteration) of at least [`MIN_STEPS`] consecutive congruent,
+/// non-empty iterations.
+fn runs(g: &Graph, bounds: &[usize]) -> Vec<(usize, usize)> {
+    let n = bounds.len() - 1;
+    let mut out = Vec::new();
+    let mut t = 0;
+    while t < n {
+        let Some(first) = signature(g, bounds, t).filter(|s| !s.is_empty()) else {
+            t += 1;
+            continue;
+        };
+        let mut m = t;
+        while m + 1 < n && signature(g, bounds, m + 1).as_ref() == Some(&first) {
+            m += 1;
+        }
+        if m + 1 - t >= MIN_STEPS {
+            out.push((t, m));
+        }
+        t = m + 1;
+    }
+    out
+}
+
+/// Iterations k..=m of the loop with these bounds as one scan node: the new graph and the
+/// number of nodes that stand where the run's nodes were. `None` when the run cannot be one
+/// (a carried value whose shape is not the carrying node's, or nothing read from it).
+fn compress_run(
+    g: &Graph,
+    bounds: &[usize],
+    k: usize,
+    m: usize,
+    roots: &mut [NodeId],
+) -> Option<(Graph, usize)> {
+    let (a, b) = (bounds[k], bounds[m + 1]);
+    let l = bounds[k + 1] - a;
+    let steps = m + 1 - k;
+    let sp = if k > 0 { bounds[k - 1] } else { a };
+    // the inputs, from the first iteration: carries (tagged PREV) and outer nodes
+    let mut inputs: Vec<ScanInput> = Vec::new();
+    let mut input_of: HashMap<usize, usize> = HashMap::new();
+    for p in 0..l {
+        for x in inputs_of(&g.nodes[a + p].op) {
+            if x.0 >= a {
+                continue;
+            }
+            let code = if x.0 >= sp { PREV | (x.0 - sp) } else { ABS | x.0 };
+            input_of.entry(code).or_insert_with(|| {
+                inputs.push(if x.0 >= sp {
+                    ScanInput::Carry {
+                        node: x.0 - sp,
+                        init: x,
+                    }
+                } else {
+                    ScanInput::Outer(x)
+                });
+                inputs.len() - 1
+            });
+        }
+    }
+    let n_in = inputs.len();
+    for i in &mut inputs {
+        if let ScanInput::Carry { node, init } = i {
+            if g.nodes[a + *node].shape != g.nodes[init.0].shape {
+                return None;
+            }
+            *node += n_in;
+        }
+    }
+    let mut body = Graph::new(0, 0);
+    for (j, i) in inputs.iter().enumerate() {
+        let src = &g.nodes[i.node().0];
+        match (&src.op, i) {
+            (Op::Const(v), ScanInput::Outer(_)) => body.push(Op::Const(v.clone()), src.shape),
+            _ => body.push(Op::Param { offset: j }, src.shape),
+        };
+    }
+    // step t's nodes in body numbering
+    let at_step = |t: usize, p: usize| {
+        let base = a + t * l;
+        let pb = if t == 0 { sp } else { base - l };
+        map_inputs(g.nodes[base + p].op.clone(), |x| {
+            NodeId(if x.0 >= base {
+                n_in + x.0 - base
+            } else if x.0 >= pb {
+                input_of[&(PREV | (x.0 - pb))]
+            } else {
+                input_of[&(ABS | x.0)]
+            })
+        })
+    };
+    let mut varying = Vec::new();
+    for p in 0..l {
+        let template = at_step(0, p);
+        if matches!(template, Op::Const(_) | Op::Gather(..) | Op::Assemble(..)) {
+            let ops: Vec<Op> = (0..steps).map(|t| at_step(t, p)).collect();
+            if ops.iter().any(|o| *o != template) {
+                varying.push((n_in + p, ops));
+            }
+        }
+        body.push(template, g.nodes[a + p].shape);
+    }
+    // what is read from the run after it: the scan exports those body nodes at every step
+    let in_run = |x: NodeId| x.0 >= a && x.0 < b;
+    let position = |x: NodeId| ((x.0 - a) / l, (x.0 - a) % l);
+    let mut exported: BTreeSet<usize> = BTreeSet::new();
+    let mut gathered: BTreeSet<NodeId> = BTreeSet::new();
+    for node in &g.nodes[b..] {
+        match &node.op {
+            Op::Assemble(ids, _) | Op::Pack(ids) => {
+                exported.extend(ids.iter().filter(|&&x| in_run(x)).map(|&x| position(x).1));
+            }
+            op => gathered.extend(inputs_of(op).into_iter().filter(|&x| in_run(x))),
+        }
+    }
+    let run_targets: Vec<NodeId> = g.targets.iter().copied().filter(|&t| in_run(t)).collect();
+    exported.extend(run_targets.iter().map(|&t| position(t).1));
+    gathered.extend(
+        g.pointwise
+            .iter()
+            .flat_map(|p| std::iter::once(p.loglik).chain(p.quantity))
+            .chain(roots.iter().copied())
+            .filter(|&x| in_run(x)),
+    );
+    exported.extend(gathered.iter().map(|&x| position(x).1));
+    if exported.is_empty() {
+        return None;
+    }
+    let scan = Scan {
+        steps,
+        body,
+        inputs,
+        varying,
+        exports: exported.iter().map(|p| n_in + p).collect(),
+    };
+    let stride = scan.stride();
+    let offsets: HashMap<usize, usize> = exported.iter().copied().zip(scan.export_offsets()).collect();
+    let flat = |x: NodeId| {
+        let (t, p) = position(x);
+        t * stride + offsets[&p]
+    };
+    let entries = |x: NodeId| {
+        let f = flat(x) as u32;
+        (f..f + g.nodes[x.0].shape.size() as u32).collect::<Vec<u32>>()
+    };
+    let mut out = Graph::new(g.dim, g.theta_dim);
+    out.unfused = g.unfused;
+    out.nodes.extend_from_slice(&g.nodes[..a]);
+    let scan_id = out.push(Op::Scan(Box::new(scan)), Shape::Vector(steps * stride));
+    let mut gather_of: HashMap<NodeId, NodeId> = HashMap::new();
+    for &x in &gathered {
+        gather_of.insert(x, out.push(Op::Gather(scan_id, entries(x)), g.nodes[x.0].shape));
+    }
+    let target_sum = (!run_targets.is_empty()).then(|| {
+        let idx = run_targets.iter().flat_map(|&t| entries(t)).collect::<Vec<_>>();
+        let terms = out.push(Op::Gather(scan_id, idx), Shape::Vector(run_targets.len()));
+        out.push(Op::Sum(terms), Shape::Scalar)
+    });
+    let added = out.nodes.len() - a;
+    let remap = |x: NodeId| {
+        if x.0 < a {
+            x
+        } else if x.0 >= b {
+            NodeId(x.0 - (b - a) + added)
+        } else {
+            gather_of[&x]
+        }
+    };
+    for node in &g.nodes[b..] {
+        let op = match &node.op {
+            Op::Assemble(ids, idx) if ids.iter().any(|&x| in_run(x)) => {
+                let pairs: Vec<(NodeId, u32)> = idx
+                    .iter()
+                    .map(|&(j, e)| {
+                        let x = ids[j as usize];
+                        if in_run(x) {
+                            (scan_id, flat(x) as u32 + e)
+                        } else {
+                            (remap(x), e)
+                        }
+                    })
+                    .collect();
+                assembled(&pairs)
+            }
+            Op::Pack(ids) if ids.iter().any(|&x| in_run(x)) => {
+                let pairs: Vec<(NodeId, u32)> = ids
+                    .iter()
+                    .map(|&x| {
+                        if in_run(x) {
+                            (scan_id, flat(x) as u32)
+                        } else {
+                            (remap(x), 0)
+                        }
+                    })
+                    .collect();
+                assembled(&pairs)
+            }
+            op => map_inputs(op.clone(), remap),
+        };
+        out.push(op, node.shape);
+    }
+    let mut first = true;
+    for &t in &g.targets {
+        if !in_run(t) {
+            out.targets.push(remap(t));
+        } else if std::mem::take(&mut first) {
+            out.targets.extend(target_sum);
+        }
+    }
+    out.pointwise = g
+        .pointwise
+        .iter()
+        .map(|p| super::PointwiseOutput {
+            loglik: remap(p.loglik),
+            quantity: p.quantity.map(remap),
+            ..p.clone()
+        })
+        .collect();
+    out.labels = g
+        .labels
+        .iter()
+        .filter(|(id, _)| !in_run(*id))
+        .map(|(id, l)| (remap(*id), l.clone()))
+        .collect();
+    for r in roots.iter_mut() {
+        *r = remap(*r);
+    }
+    Some((out, added))
+}
+
+fn inputs_of(op: &Op) -> Vec<NodeId> {
+    inputs(op)
+}
+
+/// The operation whose entry i is entry `pairs[i].1` of node `pairs[i].0`: a gather when
+/// every entry comes from one node, else an assemble.
+fn assembled(pairs: &[(NodeId, u32)]) -> Op {
+    let first = pairs[0].0;
+    if pairs.iter().all(|p| p.0 == first) {
+        return Op::Gather(first, pairs.iter().map(|p| p.1).collect());
+    }
+    let mut srcs: Vec<NodeId> = Vec::new();
+    let mut slot: HashMap<NodeId, u32> = HashMap::new();
+    let idx = pairs
+        .iter()
+        .map(|&(id, e)| {
+            let j = *slot.entry(id).or_insert_with(|| {
+                srcs.push(id);
+                (srcs.len() - 1) as u32
+            });
+            (j, e)
+        })
+        .collect();
+    Op::Assemble(srcs, idx)
+}
