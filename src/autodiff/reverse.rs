@@ -223,10 +223,10 @@ fn back_scan<T: Scalar>(
         v
     };
     let mut cur = fresh(scan.steps - 1);
+    let mut borrowed = vec![false; n_in];
     for t in (0..scan.steps).rev() {
         let mut prev = (t > 0).then(|| fresh(t - 1));
         // each input's adjoint is the buffer it adds to (a scratch one when that is not kept)
-        let mut borrowed = vec![false; n_in];
         for (j, input) in scan.inputs.iter().enumerate() {
             let source = match (*input, prev.as_mut()) {
                 (ScanInput::Carry { node, .. }, Some(pv)) => &mut pv[node],
@@ -243,9 +243,9 @@ fn back_scan<T: Scalar>(
             let last = t.checked_sub(1).map(|i| &trace.steps[i]);
             let mut bt = step_tape(tape, scan, &consts, &trace.batched, last, t);
             let step = &trace.steps[t];
-            for (v, a) in step.vals.iter().zip(&step.aux) {
+            for (i, v) in step.vals.iter().enumerate() {
                 bt.vals.push(Cow::Borrowed(v));
-                bt.aux.push(Cow::Borrowed(a));
+                bt.aux.push(Cow::Borrowed(step.aux.get(i).map_or(&[][..], |a| a)));
             }
             for p in (n_in..nb).rev() {
                 let (lower, upper) = cur.split_at_mut(p);

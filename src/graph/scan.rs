@@ -270,6 +270,10 @@ pub(crate) fn forward<T: Scalar>(
     let size = scan.steps * stride;
     let mut out = vec![T::zero(); size * cols];
     let mut steps: Vec<Step<T>> = Vec::with_capacity(if partials { scan.steps } else { 1 });
+    let fused = partials
+        && scan.body.nodes[n_in..]
+            .iter()
+            .any(|n| matches!(n.op, Op::LikSum(..) | Op::LikPoint(..)));
     for t in 0..scan.steps {
         step_consts(scan, &mut consts, t);
         let step = {
@@ -294,7 +298,12 @@ pub(crate) fn forward<T: Scalar>(
             }
             Step {
                 vals: tape.vals.drain(n_in..).map(Cow::into_owned).collect(),
-                aux: tape.aux.drain(n_in..).map(Cow::into_owned).collect(),
+                // no allocation for a body without fused likelihoods
+                aux: if fused {
+                    tape.aux.drain(n_in..).map(Cow::into_owned).collect()
+                } else {
+                    Vec::new()
+                },
             }
         };
         if !partials {
