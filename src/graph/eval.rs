@@ -28,6 +28,10 @@ const NODE_OVERHEAD_ENTRIES: usize = 64;
 /// stay in the shared L3 cache.
 const CHUNK_MEMORY: usize = 1 << 20;
 
+/// [`CHUNK_MEMORY`] for a graph with a scan node, whose steps' buffers are written and
+/// read in order: 8 Mi f64 (64 MiB).
+const SCAN_CHUNK_MEMORY: usize = 1 << 23;
+
 /// The work done once per chunk may take about 1/this of a chunk's time.
 const PER_CHUNK_SHARE: usize = 20;
 
@@ -42,14 +46,18 @@ const PER_CHUNK_SHARE: usize = 20;
 pub fn chunk_cols(g: &Graph) -> usize {
     let batched = batched_mask(g);
     let (mut widest, mut per_column, mut per_chunk, mut n_batched) = (1, 0, 0, 0);
+    let mut memory = CHUNK_MEMORY;
     for (i, node) in g.nodes.iter().enumerate() {
         let size = g.shape(NodeId(i)).size();
         if let (true, Op::Scan(scan)) = (batched[i], &node.op) {
-            // each step of the body is evaluated like nodes of their own
+            // each step of the body is evaluated like nodes of their own; the steps are
+            // visited in order (forward, then backwards), so a chunk's values may
+            // outgrow the cache without being fetched out of order
             let (w, entries, nodes) = scan.work();
             widest = widest.max(w);
             per_column += entries;
             n_batched += nodes;
+            memory = SCAN_CHUNK_MEMORY;
         } else if batched[i] {
             widest = widest.max(size);
             per_column += size;
@@ -64,7 +72,7 @@ pub fn chunk_cols(g: &Graph) -> usize {
     // about as much bookkeeping per chunk as 64 entries of work, so chunks widen until that
     // is at most a quarter of the work, while a chunk's buffers stay under CHUNK_MEMORY.
     let for_nodes =
-        (4 * NODE_OVERHEAD_ENTRIES * n_batched / per_column.max(1)).min(CHUNK_MEMORY / per_column.max(1));
+        (4 * NODE_OVERHEAD_ENTRIES * n_batched / per_column.max(1)).min(memory / per_column.max(1));
     for_cache.max(for_overhead).max(for_nodes).clamp(8, CHUNK)
 }
 

@@ -114,9 +114,13 @@ impl Scan {
     /// steps' body values, and the number of body nodes times the steps.
     pub fn work(&self) -> (usize, usize, usize) {
         let n_in = self.inputs.len();
-        let ops = &self.body.nodes[n_in..];
-        let widest = ops.iter().map(|n| n.shape.size()).max().unwrap_or(1);
-        let entries: usize = ops.iter().map(|n| n.shape.size()).sum();
+        let ops: Vec<usize> = self.body.nodes[n_in..]
+            .iter()
+            .filter(|n| !matches!(n.op, Op::Const(_)))
+            .map(|n| n.shape.size())
+            .collect();
+        let widest = ops.iter().copied().max().unwrap_or(1);
+        let entries: usize = ops.iter().sum();
         (widest, entries * self.steps, ops.len() * self.steps)
     }
 
