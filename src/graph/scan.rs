@@ -3,7 +3,7 @@
 //! body once, evaluated once per step.
 //!
 //! Input: a lowered graph and, per `for` statement, the node index where each iteration
-//! starts ([`compress`]). Output: the same log joint with each run of at least
+//! starts (`compress`). Output: the same log joint with each run of at least
 //! [`MIN_STEPS`] congruent iterations replaced by a scan node, so the graph has
 //! O(body) nodes instead of O(T · body). Two iterations are congruent when their nodes
 //! are the same operations in the same order, each input being a node of the same
@@ -13,7 +13,7 @@
 //!
 //! A scan's value is the values of its *exported* body nodes (those read after the loop,
 //! target terms, declared values) at every step, one step after the other; the nodes that
-//! read them gather from it. Evaluation ([`forward`], and the reverse sweep in
+//! read them gather from it. Evaluation (`forward`, and the reverse sweep in
 //! `autodiff::reverse`) runs the body's own operations step by step with the evaluator's
 //! code, so values and gradients are those of the unrolled loop, and the adjoints are
 //! accumulated in the same order. [`expand`] unrolls the scans again (the single-point
