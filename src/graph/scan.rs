@@ -586,12 +586,13 @@ fn compress_run(
     if exported.is_empty() {
         return None;
     }
+    let simple = simplify(body, inputs, &varying, &exported, a);
     let scan = Scan {
         steps,
-        body,
-        inputs,
-        varying,
-        exports: exported.iter().map(|p| n_in + p).collect(),
+        body: simple.body,
+        inputs: simple.inputs,
+        varying: simple.varying,
+        exports: exported.iter().map(|&p| simple.position[p]).collect(),
     };
     let stride = scan.stride();
     let offsets: HashMap<usize, usize> = exported.iter().copied().zip(scan.export_offsets()).collect();
@@ -606,6 +607,7 @@ fn compress_run(
     let mut out = Graph::new(g.dim, g.theta_dim);
     out.unfused = g.unfused;
     out.nodes.extend_from_slice(&g.nodes[..a]);
+    out.nodes.extend(simple.hoisted);
     let scan_id = out.push(Op::Scan(Box::new(scan)), Shape::Vector(steps * stride));
     let mut gather_of: HashMap<NodeId, NodeId> = HashMap::new();
     for &x in &gathered {
@@ -686,6 +688,151 @@ fn compress_run(
         *r = remap(*r);
     }
     Some((out, added))
+}
+
+/// A scan body after [`simplify`].
+struct Simplified {
+    body: Graph,
+    inputs: Vec<ScanInput>,
+    varying: Vec<(usize, Vec<Op>)>,
+    /// Per position of the first iteration, its body node (for the exported positions).
+    position: Vec<usize>,
+    /// The nodes moved out of the body, to stand right after node `a - 1` of the graph.
+    hoisted: Vec<super::Node>,
+}
+
+/// The body of a scan (inputs, then one node per position of the first iteration) with
+/// common subexpressions merged (the same operation on the same nodes, constants equal at
+/// every step), and the operations that are the same at every step (computed from outer
+/// nodes and constants alone: `lt[j, k]`, `mu[k]` of an HMM) moved out before the scan and
+/// read as inputs. Exported and carried nodes stay in the body. `a`: where the scan's
+/// nodes start in the graph (the moved nodes are numbered from there).
+fn simplify(
+    body: Graph,
+    inputs: Vec<ScanInput>,
+    varying: &[(usize, Vec<Op>)],
+    exported: &BTreeSet<usize>,
+    a: usize,
+) -> Simplified {
+    let n_in = inputs.len();
+    let nb = body.nodes.len();
+    let vary: HashMap<usize, &Vec<Op>> = varying.iter().map(|(p, ops)| (*p, ops)).collect();
+    // common subexpressions: a node is merged into the first with the same key
+    let mut canon: Vec<usize> = (0..nb).collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for p in n_in..nb {
+        let c = &canon;
+        let mapped = |op: &Op| map_inputs(op.clone(), |i| NodeId(c[i.0]));
+        let node = &body.nodes[p];
+        let key = match vary.get(&p) {
+            Some(ops) => format!("{:?}{:?}", node.shape, ops.iter().map(mapped).collect::<Vec<_>>()),
+            None => format!("{:?}{:?}", node.shape, mapped(&node.op)),
+        };
+        canon[p] = *seen.entry(key).or_insert(p);
+    }
+    let mut protect = vec![false; nb];
+    for &p in exported {
+        protect[canon[n_in + p]] = true;
+    }
+    for i in &inputs {
+        if let ScanInput::Carry { node, .. } = *i {
+            protect[canon[node]] = true;
+        }
+    }
+    // hoisted: the same at every step, and reading only outer nodes, constants or hoisted
+    let is_const = |p: usize| matches!(body.nodes[p].op, Op::Const(_)) && !vary.contains_key(&p);
+    let mut hoist = vec![false; nb];
+    for p in n_in..nb {
+        let node = &body.nodes[p];
+        if canon[p] != p || protect[p] || vary.contains_key(&p) || matches!(node.op, Op::Const(_)) {
+            continue;
+        }
+        let mut ok = true;
+        super::build::each_input(&node.op, |i| {
+            let i = canon[i.0];
+            let outer = i < n_in && matches!(inputs[i], ScanInput::Outer(_));
+            ok &= outer || is_const(i) || hoist[i];
+        });
+        hoist[p] = ok;
+    }
+    // the moved nodes, in outer numbering (constants they read are moved along)
+    let mut hoisted: Vec<super::Node> = Vec::new();
+    let mut outer_id: HashMap<usize, NodeId> = HashMap::new();
+    for (j, i) in inputs.iter().enumerate() {
+        outer_id.insert(j, i.node());
+    }
+    for p in (n_in..nb).filter(|&p| hoist[p]) {
+        for i in super::build::inputs(&body.nodes[p].op) {
+            let i = canon[i.0];
+            if let std::collections::hash_map::Entry::Vacant(e) = outer_id.entry(i) {
+                hoisted.push(body.nodes[i].clone());
+                e.insert(NodeId(a + hoisted.len() - 1));
+            }
+        }
+        let op = map_inputs(body.nodes[p].op.clone(), |i| outer_id[&canon[i.0]]);
+        hoisted.push(super::Node {
+            op,
+            shape: body.nodes[p].shape,
+        });
+        outer_id.insert(p, NodeId(a + hoisted.len() - 1));
+    }
+    // the new body: the inputs, one more per hoisted node read, then the kept nodes
+    let kept: Vec<usize> = (n_in..nb).filter(|&p| canon[p] == p && !hoist[p]).collect();
+    let mut read: Vec<usize> = Vec::new();
+    for &p in &kept {
+        super::build::each_input(&body.nodes[p].op, |i| {
+            let i = canon[i.0];
+            if hoist[i] && !read.contains(&i) {
+                read.push(i);
+            }
+        });
+    }
+    for ops in kept.iter().filter_map(|p| vary.get(p)) {
+        for op in ops.iter() {
+            super::build::each_input(op, |i| {
+                let i = canon[i.0];
+                if hoist[i] && !read.contains(&i) {
+                    read.push(i);
+                }
+            });
+        }
+    }
+    let mut new_id = vec![usize::MAX; nb];
+    let mut out = Graph::new(0, 0);
+    for (j, node) in body.nodes.iter().enumerate().take(n_in) {
+        new_id[j] = out.push(node.op.clone(), node.shape).0;
+    }
+    let mut new_inputs = inputs;
+    for &h in &read {
+        let j = new_inputs.len();
+        new_id[h] = out.push(Op::Param { offset: j }, body.nodes[h].shape).0;
+        new_inputs.push(ScanInput::Outer(outer_id[&h]));
+    }
+    let renumber = |op: &Op, new_id: &[usize]| map_inputs(op.clone(), |i| NodeId(new_id[canon[i.0]]));
+    for &p in &kept {
+        let op = renumber(&body.nodes[p].op, &new_id);
+        new_id[p] = out.push(op, body.nodes[p].shape).0;
+    }
+    for i in &mut new_inputs {
+        if let ScanInput::Carry { node, .. } = i {
+            *node = new_id[canon[*node]];
+        }
+    }
+    let new_varying = kept
+        .iter()
+        .filter_map(|p| {
+            vary.get(p)
+                .map(|ops| (new_id[*p], ops.iter().map(|o| renumber(o, &new_id)).collect()))
+        })
+        .collect();
+    let position = (0..nb - n_in).map(|p| new_id[canon[n_in + p]]).collect();
+    Simplified {
+        body: out,
+        inputs: new_inputs,
+        varying: new_varying,
+        position,
+        hoisted,
+    }
 }
 
 fn inputs_of(op: &Op) -> Vec<NodeId> {
