@@ -323,15 +323,34 @@ pub(crate) fn forward<T: Scalar>(
 
 // ----------------------------------------------------------------------------- unrolling
 
-/// The graph with every scan unrolled again: each step's body nodes in turn, and for the
-/// scan's value one node assembling the exported entries.
+/// The graph with every scan unrolled again: each step's body nodes in turn. What read the
+/// scan's value reads the steps' nodes directly (a gather or assemble of it becomes one of
+/// them), and nodes that only the scan's value fed are dropped.
 pub fn expand(g: &Graph) -> Graph {
     let mut out = Graph::new(g.dim, g.theta_dim);
     out.unfused = g.unfused;
     let mut map: Vec<NodeId> = Vec::with_capacity(g.nodes.len());
-    for node in &g.nodes {
+    // per scan node: where each entry of its value comes from
+    let mut entries: HashMap<usize, Vec<(NodeId, u32)>> = HashMap::new();
+    for (k, node) in g.nodes.iter().enumerate() {
+        let from = |id: NodeId, e: u32| match entries.get(&id.0) {
+            Some(src) => src[e as usize],
+            None => (map[id.0], e),
+        };
         let id = match &node.op {
-            Op::Scan(scan) => expand_scan(&mut out, scan, &map, node.shape),
+            Op::Scan(scan) => {
+                let (id, src) = expand_scan(&mut out, scan, &map, node.shape);
+                entries.insert(k, src);
+                id
+            }
+            Op::Gather(a, idx) if entries.contains_key(&a.0) && !idx.contains(&super::GATHER_ZERO) => {
+                let pairs: Vec<(NodeId, u32)> = idx.iter().map(|&e| from(*a, e)).collect();
+                out.push(assembled(&pairs), node.shape)
+            }
+            Op::Assemble(ids, idx) if ids.iter().any(|i| entries.contains_key(&i.0)) => {
+                let pairs: Vec<(NodeId, u32)> = idx.iter().map(|&(j, e)| from(ids[j as usize], e)).collect();
+                out.push(assembled(&pairs), node.shape)
+            }
             op => out.push(map_inputs(op.clone(), |i| map[i.0]), node.shape),
         };
         map.push(id);
@@ -348,15 +367,55 @@ pub fn expand(g: &Graph) -> Graph {
         })
         .collect();
     out.labels = g.labels.iter().map(|(id, l)| (m(*id), l.clone())).collect();
+    without_dead_nodes(out)
+}
+
+/// The graph without the nodes that no target term or pointwise output reads.
+fn without_dead_nodes(g: Graph) -> Graph {
+    let mut live = vec![false; g.nodes.len()];
+    for id in g.targets.iter().chain(
+        g.pointwise
+            .iter()
+            .flat_map(|p| std::iter::once(&p.loglik).chain(&p.quantity)),
+    ) {
+        live[id.0] = true;
+    }
+    for k in (0..g.nodes.len()).rev() {
+        if live[k] {
+            super::build::each_input(&g.nodes[k].op, |i| live[i.0] = true);
+        }
+    }
+    let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
+    let mut out = Graph::new(g.dim, g.theta_dim);
+    out.unfused = g.unfused;
+    for (k, node) in g.nodes.into_iter().enumerate() {
+        if live[k] {
+            map[k] = out.push(map_inputs(node.op, |i| map[i.0]), node.shape);
+        }
+    }
+    out.targets = g.targets.iter().map(|t| map[t.0]).collect();
+    out.pointwise = g
+        .pointwise
+        .into_iter()
+        .map(|p| super::PointwiseOutput {
+            loglik: map[p.loglik.0],
+            quantity: p.quantity.map(|q| map[q.0]),
+            ..p
+        })
+        .collect();
+    out.labels = g
+        .labels
+        .into_iter()
+        .filter(|(id, _)| live[id.0])
+        .map(|(id, l)| (map[id.0], l))
+        .collect();
     out
 }
 
-fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> NodeId {
+fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (NodeId, Vec<(NodeId, u32)>) {
     let n_in = scan.inputs.len();
     let mut prev: Vec<NodeId> = Vec::new();
-    let mut srcs: Vec<NodeId> = Vec::new();
-    let mut slot: HashMap<NodeId, u32> = HashMap::new();
-    let mut idx: Vec<(u32, u32)> = Vec::with_capacity(shape.size());
+    let mut src: Vec<(NodeId, u32)> = Vec::with_capacity(shape.size());
     for t in 0..scan.steps {
         let mut cur: Vec<NodeId> = scan
             .inputs
@@ -372,15 +431,12 @@ fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> No
             cur.push(out.push(op, scan.body.nodes[p].shape));
         }
         for &p in &scan.exports {
-            let j = *slot.entry(cur[p]).or_insert_with(|| {
-                srcs.push(cur[p]);
-                (srcs.len() - 1) as u32
-            });
-            idx.extend((0..scan.body.nodes[p].shape.size() as u32).map(|k| (j, k)));
+            src.extend((0..scan.body.nodes[p].shape.size() as u32).map(|k| (cur[p], k)));
         }
         prev = cur;
     }
-    out.push(Op::Assemble(srcs, idx), shape)
+    let id = out.push(assembled(&src), shape);
+    (id, src)
 }
 
 // ---------------------------------------------------------------------------- compression
