@@ -340,3 +340,57 @@ fn scans_pass_the_three_way_derivative_checks_with_a_hyperparameter() {
         r.grad_err_fd
     );
 }
+
+#[test]
+fn a_recursion_with_lag_two_is_one_scan_with_the_model_s_log_density() {
+    // e[t] reads e[t - 2]: a carry two steps back, from two first values
+    let src = "data { y: vector[T] }\nparam { phi1: real\n phi2: real\n s: real<lower=0> }\n\
+        model { phi1 ~ normal(0, 1)\n phi2 ~ normal(0, 1)\n s ~ half_normal(1)\n let e = rep_vector(0, T)\n\
+        e[1] = y[1]\n e[2] = y[2] - phi1 * y[1]\n\
+        for t in 3:T { e[t] = y[t] - phi1 * y[t - 1] - phi2 * y[t - 2] + 0.1 * e[t - 2] }\n\
+        e ~ normal(0, s) }";
+    let y: Vec<f64> = (0..60)
+        .map(|i| ((i as f64) * 0.9).sin() + 0.3 * ((i * i) as f64 * 0.1).cos())
+        .collect();
+    let lj = lower(src, &serde_json::json!({ "T": 60, "y": &y }).to_string());
+    let short = lower(src, &serde_json::json!({ "T": 20, "y": &y[..20] }).to_string());
+    assert_eq!(scans(&lj.graph), 1);
+    assert_eq!(
+        lj.graph.nodes.len(),
+        short.graph.nodes.len(),
+        "the graph grows with T"
+    );
+    let (phi1, phi2, u) = (0.4, -0.2, 0.1_f64);
+    let s = u.exp();
+    let mut e = vec![0.0; 60];
+    e[0] = y[0];
+    e[1] = y[1] - phi1 * y[0];
+    for t in 2..60 {
+        e[t] = y[t] - phi1 * y[t - 1] - phi2 * y[t - 2] + 0.1 * e[t - 2];
+    }
+    let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
+    let norm = |x: f64, sd: f64| -0.5 * (x / sd).powi(2) - sd.ln() - half_log_2pi;
+    let expected = norm(phi1, 1.0)
+        + norm(phi2, 1.0)
+        + norm(s, 1.0)
+        + 2f64.ln()
+        + u
+        + e.iter().map(|&x| norm(x, s)).sum::<f64>();
+    let w = DMatrix::from_column_slice(3, 1, &[phi1, phi2, u]);
+    let got = lj.eval(&lj.theta_init(), &w, Want::VALUE).values[0];
+    assert!((got - expected).abs() < 1e-9, "{got} vs {expected}");
+    let u = unrolled(&lj);
+    assert_same_log_joint(&[&lj, &u], &points_near(&lj, 3));
+    let r = diagnose(
+        &lj,
+        &lj.theta_init(),
+        &DVector::from_vec(vec![phi1, phi2, 0.1]),
+        Tolerances::default(),
+    );
+    assert!(
+        r.passed(),
+        "grad {:.2e} / {:.2e}",
+        r.grad_err_exact,
+        r.grad_err_fd
+    );
+}

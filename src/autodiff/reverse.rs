@@ -222,15 +222,21 @@ fn back_scan<T: Scalar>(
         }
         v
     };
+    // the adjoints of the steps a carry adds to, step t − 1 first
+    let lag = scan.max_lag();
+    let mut earlier: std::collections::VecDeque<Vec<Vec<T>>> = std::collections::VecDeque::new();
     let mut cur = fresh(scan.steps - 1);
     let mut borrowed = vec![false; n_in];
     for t in (0..scan.steps).rev() {
-        let mut prev = (t > 0).then(|| fresh(t - 1));
+        while earlier.len() < lag.min(t) {
+            earlier.push_back(fresh(t - 1 - earlier.len()));
+        }
         // each input's adjoint is the buffer it adds to (a scratch one when that is not kept)
         for (j, input) in scan.inputs.iter().enumerate() {
-            let source = match (*input, prev.as_mut()) {
-                (ScanInput::Carry { node, .. }, Some(pv)) => &mut pv[node],
-                (ScanInput::Outer(id), _) | (ScanInput::Carry { init: id, .. }, None) => &mut adj[id.0],
+            let source = match (input.source(t), input) {
+                (Some(id), _) => &mut adj[id.0],
+                (None, ScanInput::Carry { node, init }) => &mut earlier[init.len() - 1][*node],
+                (None, ScanInput::Outer(_)) => unreachable!("an outer input always has a source"),
             };
             cur[j] = std::mem::take(source);
             borrowed[j] = !cur[j].is_empty();
@@ -240,8 +246,7 @@ fn back_scan<T: Scalar>(
         }
         {
             step_consts(scan, &mut consts, t);
-            let last = t.checked_sub(1).map(|i| &trace.steps[i]);
-            let mut bt = step_tape(tape, scan, &consts, &trace.batched, last, t);
+            let mut bt = step_tape(tape, scan, &consts, &trace.batched, &trace.steps[..t], t);
             let step = &trace.steps[t];
             for (i, v) in step.vals.iter().enumerate() {
                 bt.vals.push(Cow::Borrowed(v));
@@ -263,13 +268,14 @@ fn back_scan<T: Scalar>(
                 continue;
             }
             let back = std::mem::take(&mut cur[j]);
-            match (*input, prev.as_mut()) {
-                (ScanInput::Carry { node, .. }, Some(pv)) => pv[node] = back,
-                (ScanInput::Outer(id), _) | (ScanInput::Carry { init: id, .. }, None) => adj[id.0] = back,
+            match (input.source(t), input) {
+                (Some(id), _) => adj[id.0] = back,
+                (None, ScanInput::Carry { node, init }) => earlier[init.len() - 1][*node] = back,
+                (None, ScanInput::Outer(_)) => unreachable!("an outer input always has a source"),
             }
         }
-        if let Some(pv) = prev {
-            cur = pv;
+        if let Some(next) = earlier.pop_front() {
+            cur = next;
         }
     }
 }

@@ -24,7 +24,11 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
         Op::Pack(ids) | Op::Assemble(ids, _) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => ids.clone(),
         Op::Ternary(_, ids) => ids.to_vec(),
-        Op::Scan(scan) => scan.inputs.iter().map(|i| i.node()).collect(),
+        Op::Scan(scan) => scan
+            .inputs
+            .iter()
+            .flat_map(|i| i.nodes().iter().copied())
+            .collect(),
     }
 }
 
@@ -64,7 +68,7 @@ pub(crate) fn map_inputs(op: Op, f: impl Fn(NodeId) -> NodeId) -> Op {
         },
         Op::Scan(mut scan) => {
             for i in &mut scan.inputs {
-                i.set_node(f(i.node()));
+                i.map_nodes(&f);
             }
             Op::Scan(scan)
         }
@@ -95,7 +99,11 @@ pub(crate) fn each_input(op: &Op, mut f: impl FnMut(NodeId)) {
             ids.iter().copied().for_each(f)
         }
         Op::Ternary(_, ids) => ids.iter().copied().for_each(f),
-        Op::Scan(scan) => scan.inputs.iter().for_each(|i| f(i.node())),
+        Op::Scan(scan) => scan
+            .inputs
+            .iter()
+            .flat_map(|i| i.nodes().iter().copied())
+            .for_each(f),
     }
 }
 

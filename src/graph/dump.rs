@@ -107,9 +107,12 @@ fn scan_text(scan: &super::scan::Scan) -> String {
     let inputs: Vec<String> = scan
         .inputs
         .iter()
-        .map(|i| match *i {
+        .map(|i| match i {
             ScanInput::Outer(id) => format!("%{}", id.0),
-            ScanInput::Carry { node, init } => format!("%{}→${node}", init.0),
+            ScanInput::Carry { node, init } => {
+                let first: Vec<String> = init.iter().map(|i| format!("%{}", i.0)).collect();
+                format!("{}→${node}", first.join(" "))
+            }
         })
         .collect();
     let exports: Vec<String> = scan.exports.iter().map(|p| format!("${p}")).collect();

@@ -51,31 +51,42 @@ pub struct Scan {
 }
 
 /// Where an input of a scan's body comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScanInput {
     /// A node of the enclosing graph, the same at every step.
     Outer(NodeId),
-    /// The value of body node `node` at the previous step; at the first step, the node
-    /// `init` of the enclosing graph.
+    /// The value of body node `node` at the step `init.len()` steps before (the lag: 1 for
+    /// `err[t - 1]`, 2 for `err[t - 2]`); at the first steps, before there is one, the
+    /// node `init[t]` of the enclosing graph.
     Carry {
         /// The body node carried.
         node: usize,
-        /// Its value before the first step.
-        init: NodeId,
+        /// Its values before the first steps, one per step of the lag.
+        init: Vec<NodeId>,
     },
 }
 
 impl ScanInput {
-    /// The node of the enclosing graph read.
-    pub fn node(self) -> NodeId {
+    /// The nodes of the enclosing graph read.
+    pub fn nodes(&self) -> &[NodeId] {
         match self {
-            ScanInput::Outer(id) | ScanInput::Carry { init: id, .. } => id,
+            ScanInput::Outer(id) => std::slice::from_ref(id),
+            ScanInput::Carry { init, .. } => init,
         }
     }
 
-    pub(crate) fn set_node(&mut self, to: NodeId) {
+    pub(crate) fn map_nodes(&mut self, f: impl Fn(NodeId) -> NodeId) {
         match self {
-            ScanInput::Outer(id) | ScanInput::Carry { init: id, .. } => *id = to,
+            ScanInput::Outer(id) => *id = f(*id),
+            ScanInput::Carry { init, .. } => init.iter_mut().for_each(|i| *i = f(*i)),
+        }
+    }
+
+    /// The node of the enclosing graph read at step `t`, if the input reads one then.
+    pub fn source(&self, t: usize) -> Option<NodeId> {
+        match self {
+            ScanInput::Outer(id) => Some(*id),
+            ScanInput::Carry { init, .. } => init.get(t).copied(),
         }
     }
 }
@@ -100,6 +111,18 @@ impl Scan {
                 o
             })
             .collect()
+    }
+
+    /// The longest lag of a carried input (1 when there is none).
+    pub fn max_lag(&self) -> usize {
+        self.inputs
+            .iter()
+            .map(|i| match i {
+                ScanInput::Carry { init, .. } => init.len(),
+                ScanInput::Outer(_) => 1,
+            })
+            .max()
+            .unwrap_or(1)
     }
 
     /// The operation of body node `p` at step `t`.
@@ -132,7 +155,9 @@ impl Scan {
             .inputs
             .iter()
             .enumerate()
-            .map(|(j, i)| !matches!(self.body.nodes[j].op, Op::Const(_)) && outer(i.node()))
+            .map(|(j, i)| {
+                !matches!(self.body.nodes[j].op, Op::Const(_)) && i.nodes().iter().any(|&n| outer(n))
+            })
             .collect();
         loop {
             let mut b = input.clone();
@@ -145,8 +170,8 @@ impl Scan {
             }
             let mut changed = false;
             for (j, i) in self.inputs.iter().enumerate() {
-                if let ScanInput::Carry { node, .. } = *i {
-                    if b[node] && !input[j] {
+                if let ScanInput::Carry { node, .. } = i {
+                    if b[*node] && !input[j] {
                         input[j] = true;
                         changed = true;
                     }
@@ -186,14 +211,14 @@ pub(crate) fn step_consts<'a, T: Scalar>(scan: &'a Scan, consts: &mut [Cow<'a, [
 }
 
 /// The tape of step `t` with the body's inputs filled in (the outer nodes' values, the
-/// carried values of the previous step `prev`, or their first values); the caller pushes
-/// the body nodes' values.
+/// carried values of earlier steps, or their first values); `prev` holds the last steps
+/// evaluated, step t − 1 last. The caller pushes the body nodes' values.
 pub(crate) fn step_tape<'a, T: Scalar>(
     outer: &'a Tape<'_, T>,
     scan: &'a Scan,
     consts: &'a [Cow<'a, [T]>],
     batched: &'a [bool],
-    prev: Option<&'a Step<T>>,
+    prev: &'a [Step<T>],
     t: usize,
 ) -> Tape<'a, T> {
     let s = outer.s;
@@ -204,32 +229,31 @@ pub(crate) fn step_tape<'a, T: Scalar>(
     for (j, input) in scan.inputs.iter().enumerate() {
         let v: Cow<'a, [T]> = if matches!(scan.body.nodes[j].op, Op::Const(_)) {
             Cow::Borrowed(&[])
+        } else if let Some(id) = input.source(t) {
+            fit(outer.arg(id), batched[j], s)
         } else {
-            match (*input, prev) {
-                (ScanInput::Outer(id), _) | (ScanInput::Carry { init: id, .. }, None) => {
-                    fit(outer.arg(id), batched[j], s)
-                }
-                (ScanInput::Carry { node, .. }, Some(step)) => {
-                    if let Op::Const(v) = scan.op_at(node, t - 1) {
-                        // a carried constant (the previous step's data)
-                        let lifted = T::lift(v).into_owned();
-                        let reps = if batched[j] { s } else { 1 };
-                        Cow::Owned(lifted.repeat(reps))
-                    } else {
-                        let data = &step.vals[node - n_in];
-                        let size = scan.body.nodes[node].shape.size();
-                        fit(
-                            Arg {
-                                data,
-                                size,
-                                batched: batched[node],
-                                constant: false,
-                            },
-                            batched[j],
-                            s,
-                        )
-                    }
-                }
+            let ScanInput::Carry { node, init } = input else {
+                unreachable!("an outer input always has a source")
+            };
+            let (node, lag) = (*node, init.len());
+            if let Op::Const(v) = scan.op_at(node, t - lag) {
+                // a carried constant (an earlier step's data)
+                let lifted = T::lift(v).into_owned();
+                let reps = if batched[j] { s } else { 1 };
+                Cow::Owned(lifted.repeat(reps))
+            } else {
+                let data = &prev[prev.len() - lag].vals[node - n_in];
+                let size = scan.body.nodes[node].shape.size();
+                fit(
+                    Arg {
+                        data,
+                        size,
+                        batched: batched[node],
+                        constant: false,
+                    },
+                    batched[j],
+                    s,
+                )
             }
         };
         vals.push(v);
@@ -273,7 +297,9 @@ pub(crate) fn forward<T: Scalar>(
     let offsets = scan.export_offsets();
     let size = scan.steps * stride;
     let mut out = vec![T::zero(); size * cols];
-    let mut steps: Vec<Step<T>> = Vec::with_capacity(if partials { scan.steps } else { 1 });
+    // without partials only the steps a carry may still read are kept
+    let keep = scan.max_lag();
+    let mut steps: Vec<Step<T>> = Vec::with_capacity(if partials { scan.steps } else { keep });
     let fused = partials
         && scan.body.nodes[n_in..]
             .iter()
@@ -281,7 +307,7 @@ pub(crate) fn forward<T: Scalar>(
     for t in 0..scan.steps {
         step_consts(scan, &mut consts, t);
         let step = {
-            let mut tape = step_tape(outer, scan, &consts, &batched, steps.last(), t);
+            let mut tape = step_tape(outer, scan, &consts, &batched, &steps, t);
             for (p, node) in scan.body.nodes.iter().enumerate().skip(n_in) {
                 let c = if batched[p] { s } else { 1 };
                 let (v, aux) = match scan.op_at(p, t) {
@@ -310,8 +336,8 @@ pub(crate) fn forward<T: Scalar>(
                 },
             }
         };
-        if !partials {
-            steps.clear();
+        if !partials && steps.len() == keep {
+            steps.remove(0);
         }
         steps.push(step);
     }
@@ -414,16 +440,16 @@ fn without_dead_nodes(g: Graph) -> Graph {
 
 fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (NodeId, Vec<(NodeId, u32)>) {
     let n_in = scan.inputs.len();
-    let mut prev: Vec<NodeId> = Vec::new();
+    let mut done: Vec<Vec<NodeId>> = Vec::with_capacity(scan.steps);
     let mut src: Vec<(NodeId, u32)> = Vec::with_capacity(shape.size());
     for t in 0..scan.steps {
         let mut cur: Vec<NodeId> = scan
             .inputs
             .iter()
-            .map(|i| match *i {
-                ScanInput::Outer(id) => map[id.0],
-                ScanInput::Carry { init, .. } if t == 0 => map[init.0],
-                ScanInput::Carry { node, .. } => prev[node],
+            .map(|i| match (i.source(t), i) {
+                (Some(id), _) => map[id.0],
+                (None, ScanInput::Carry { node, init }) => done[t - init.len()][*node],
+                (None, ScanInput::Outer(_)) => unreachable!("an outer input always has a source"),
             })
             .collect();
         for p in n_in..scan.body.nodes.len() {
@@ -433,7 +459,7 @@ fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (N
         for &p in &scan.exports {
             src.extend((0..scan.body.nodes[p].shape.size() as u32).map(|k| (cur[p], k)));
         }
-        prev = cur;
+        done.push(cur);
     }
     let id = out.push(assembled(&src), shape);
     (id, src)
@@ -441,10 +467,12 @@ fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (N
 
 // ---------------------------------------------------------------------------- compression
 
-/// Tags of an iteration's inputs in a [`signature`]: a node of the same iteration (no tag),
-/// of the previous iteration, or before both.
-const PREV: usize = 1 << 60;
-const ABS: usize = 1 << 61;
+/// The longest lag of a carried value: an iteration may read the nodes of the
+/// [`MAX_LAG`] iterations before it (`err[t - 1]`, `y[t - 2]`, …).
+pub const MAX_LAG: usize = 16;
+
+/// Stands for an input from outside the iteration in a [`skeleton`].
+const EXT: usize = usize::MAX;
 
 /// Replace each run of at least [`MIN_STEPS`] congruent iterations of a loop by a scan node.
 /// `loops`: per `for` statement, the node index where each iteration starts and, last,
@@ -459,9 +487,9 @@ pub(crate) fn compress(mut g: Graph, mut loops: Vec<Vec<usize>>, roots: &mut [No
         if bounds.len() <= MIN_STEPS {
             continue;
         }
-        for (k, m) in runs(&g, &bounds).into_iter().rev() {
+        for (k, m, pattern) in runs(&g, &bounds).into_iter().rev() {
             let (a, b) = (bounds[k], bounds[m + 1]);
-            let Some((next, added)) = compress_run(&g, &bounds, k, m, roots) else {
+            let Some((next, added)) = compress_run(&g, &bounds, k, m, &pattern, roots) else {
                 continue;
             };
             g = next;
@@ -486,20 +514,12 @@ pub(crate) fn compress(mut g: Graph, mut loops: Vec<Vec<usize>>, roots: &mut [No
     g
 }
 
-/// Iteration t's nodes with inputs tagged (see [`PREV`]), constants without their values and
-/// gathers without their indices; `None` when an iteration cannot be a scan step.
-fn signature(g: &Graph, bounds: &[usize], t: usize) -> Option<Vec<(Op, Shape)>> {
+/// Iteration t's nodes with each input from outside the iteration replaced by [`EXT`],
+/// constants without their values and gathers without their indices; `None` when an
+/// iteration cannot be a scan step.
+fn skeleton(g: &Graph, bounds: &[usize], t: usize) -> Option<Vec<(Op, Shape)>> {
     let (s0, s1) = (bounds[t], bounds[t + 1]);
-    let sp = if t > 0 { bounds[t - 1] } else { s0 };
-    let code = |x: NodeId| {
-        NodeId(if x.0 >= s0 {
-            x.0 - s0
-        } else if x.0 >= sp {
-            PREV | (x.0 - sp)
-        } else {
-            ABS | x.0
-        })
-    };
+    let code = |x: NodeId| NodeId(if x.0 >= s0 { x.0 - s0 } else { EXT });
     (s0..s1)
         .map(|k| {
             let node = &g.nodes[k];
@@ -515,93 +535,165 @@ fn signature(g: &Graph, bounds: &[usize], t: usize) -> Option<Vec<(Op, Shape)>> 
         .collect()
 }
 
-/// The runs (first and last iteration) of at least [`MIN_STEPS`] consecutive congruent,
-/// non-empty iterations.
-fn runs(g: &Graph, bounds: &[usize]) -> Vec<(usize, usize)> {
+/// The inputs of iteration t from outside it, in the order of its nodes and their inputs.
+fn external(g: &Graph, bounds: &[usize], t: usize) -> Vec<NodeId> {
+    let s0 = bounds[t];
+    (s0..bounds[t + 1])
+        .flat_map(|k| inputs(&g.nodes[k].op))
+        .filter(|x| x.0 < s0)
+        .collect()
+}
+
+/// How an input from outside an iteration relates to the same input of the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Link {
+    /// The same node (before the loop, or in an iteration read by all that follow).
+    Same,
+    /// The node at the same position of the iteration d before (a carry with lag d).
+    Lag(usize),
+}
+
+/// The iteration holding node x and x's position in it.
+fn locate(bounds: &[usize], x: NodeId) -> Option<(usize, usize)> {
+    if x.0 < bounds[0] || x.0 >= bounds[bounds.len() - 1] {
+        return None;
+    }
+    let u = bounds.partition_point(|&b| b <= x.0) - 1;
+    Some((u, x.0 - bounds[u]))
+}
+
+/// The links between the outside inputs of iteration t (`this`) and of iteration t + 1
+/// (`next`), slot by slot; `None` when a slot is neither.
+fn links(bounds: &[usize], t: usize, this: &[NodeId], next: &[NodeId]) -> Option<Vec<Link>> {
+    if this.len() != next.len() {
+        return None;
+    }
+    this.iter()
+        .zip(next)
+        .map(|(&x, &y)| {
+            if x == y {
+                return Some(Link::Same);
+            }
+            let ((u, q), (v, r)) = (locate(bounds, x)?, locate(bounds, y)?);
+            (v == u + 1 && q == r && t - u <= MAX_LAG).then_some(Link::Lag(t - u))
+        })
+        .collect()
+}
+
+/// The runs (first and last iteration, and how their outside inputs link from step to
+/// step) of at least [`MIN_STEPS`] consecutive congruent, non-empty iterations.
+fn runs(g: &Graph, bounds: &[usize]) -> Vec<(usize, usize, Vec<Link>)> {
     let n = bounds.len() - 1;
     let mut out = Vec::new();
     let mut t = 0;
-    while t < n {
-        let Some(first) = signature(g, bounds, t).filter(|s| !s.is_empty()) else {
+    while t + 1 < n {
+        let first = skeleton(g, bounds, t).filter(|s| !s.is_empty());
+        let pattern = first
+            .as_ref()
+            .filter(|sk| skeleton(g, bounds, t + 1).as_ref() == Some(*sk))
+            .and_then(|_| links(bounds, t, &external(g, bounds, t), &external(g, bounds, t + 1)));
+        let (Some(sk), Some(pattern)) = (first, pattern) else {
             t += 1;
             continue;
         };
-        let mut m = t;
-        while m + 1 < n && signature(g, bounds, m + 1).as_ref() == Some(&first) {
+        let mut m = t + 1;
+        let mut ext = external(g, bounds, m);
+        while m + 1 < n && skeleton(g, bounds, m + 1).as_ref() == Some(&sk) {
+            let e = external(g, bounds, m + 1);
+            if links(bounds, m, &ext, &e).as_ref() != Some(&pattern) {
+                break;
+            }
             m += 1;
+            ext = e;
         }
         if m + 1 - t >= MIN_STEPS {
-            out.push((t, m));
+            out.push((t, m, pattern));
+            t = m + 1;
+        } else {
+            t += 1;
         }
-        t = m + 1;
     }
     out
 }
 
-/// Iterations k..=m of the loop with these bounds as one scan node: the new graph and the
-/// number of nodes that stand where the run's nodes were. `None` when the run cannot be one
-/// (a carried value whose shape is not the carrying node's, or nothing read from it).
+/// Iterations k..=m of the loop with these bounds as one scan node, their outside inputs
+/// linked by `pattern`: the new graph and the number of nodes that stand where the run's
+/// nodes were. `None` when the run cannot be one (a carried value whose first values are
+/// missing or of another shape, or nothing read from it).
 fn compress_run(
     g: &Graph,
     bounds: &[usize],
     k: usize,
     m: usize,
+    pattern: &[Link],
     roots: &mut [NodeId],
 ) -> Option<(Graph, usize)> {
     let (a, b) = (bounds[k], bounds[m + 1]);
     let l = bounds[k + 1] - a;
     let steps = m + 1 - k;
-    let sp = if k > 0 { bounds[k - 1] } else { a };
-    // the inputs, from the first iteration: carries (tagged PREV) and outer nodes
+    // the inputs, from the first iteration's outside inputs: outer nodes and carries
     let mut inputs: Vec<ScanInput> = Vec::new();
-    let mut input_of: HashMap<usize, usize> = HashMap::new();
-    for p in 0..l {
-        for x in inputs_of(&g.nodes[a + p].op) {
-            if x.0 >= a {
-                continue;
-            }
-            let code = if x.0 >= sp { PREV | (x.0 - sp) } else { ABS | x.0 };
-            input_of.entry(code).or_insert_with(|| {
-                inputs.push(if x.0 >= sp {
-                    ScanInput::Carry {
-                        node: x.0 - sp,
-                        init: x,
-                    }
-                } else {
-                    ScanInput::Outer(x)
-                });
-                inputs.len() - 1
-            });
+    let mut input_of: HashMap<(Link, usize), usize> = HashMap::new();
+    let mut slot_input: Vec<usize> = Vec::new();
+    for (&x, &link) in external(g, bounds, k).iter().zip(pattern) {
+        let key = match link {
+            Link::Same => (link, x.0),
+            Link::Lag(_) => (link, locate(bounds, x)?.1),
+        };
+        if let Some(&j) = input_of.get(&key) {
+            slot_input.push(j);
+            continue;
         }
+        inputs.push(match link {
+            Link::Same => ScanInput::Outer(x),
+            Link::Lag(d) => {
+                let q = key.1;
+                let shape = g.nodes[a + q].shape;
+                let init = (0..d)
+                    .map(|s| {
+                        let u = k - d + s;
+                        let id = bounds[u] + q;
+                        (id < bounds[u + 1] && g.nodes[id].shape == shape).then_some(NodeId(id))
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                ScanInput::Carry { node: q, init }
+            }
+        });
+        input_of.insert(key, inputs.len() - 1);
+        slot_input.push(inputs.len() - 1);
     }
     let n_in = inputs.len();
     for i in &mut inputs {
-        if let ScanInput::Carry { node, init } = i {
-            if g.nodes[a + *node].shape != g.nodes[init.0].shape {
-                return None;
-            }
+        if let ScanInput::Carry { node, .. } = i {
             *node += n_in;
         }
     }
     let mut body = Graph::new(0, 0);
     for (j, i) in inputs.iter().enumerate() {
-        let src = &g.nodes[i.node().0];
+        let src = &g.nodes[i.nodes()[0].0];
         match (&src.op, i) {
             (Op::Const(v), ScanInput::Outer(_)) => body.push(Op::Const(v.clone()), src.shape),
             _ => body.push(Op::Param { offset: j }, src.shape),
         };
     }
+    // where each node's outside inputs start among the slots (the same in every iteration)
+    let mut slot_start = Vec::with_capacity(l);
+    let mut count = 0;
+    for p in 0..l {
+        slot_start.push(count);
+        count += inputs_of(&g.nodes[a + p].op).iter().filter(|x| x.0 < a).count();
+    }
     // step t's nodes in body numbering
     let at_step = |t: usize, p: usize| {
         let base = a + t * l;
-        let pb = if t == 0 { sp } else { base - l };
+        let slot = std::cell::Cell::new(slot_start[p]);
         map_inputs(g.nodes[base + p].op.clone(), |x| {
             NodeId(if x.0 >= base {
                 n_in + x.0 - base
-            } else if x.0 >= pb {
-                input_of[&(PREV | (x.0 - pb))]
             } else {
-                input_of[&(ABS | x.0)]
+                let j = slot_input[slot.get()];
+                slot.set(slot.get() + 1);
+                j
             })
         })
     };
@@ -815,7 +907,9 @@ fn simplify(
     let mut hoisted: Vec<super::Node> = Vec::new();
     let mut outer_id: HashMap<usize, NodeId> = HashMap::new();
     for (j, i) in inputs.iter().enumerate() {
-        outer_id.insert(j, i.node());
+        if let ScanInput::Outer(id) = i {
+            outer_id.insert(j, *id);
+        }
     }
     for p in (n_in..nb).filter(|&p| hoist[p]) {
         for i in super::build::inputs(&body.nodes[p].op) {
