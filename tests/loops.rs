@@ -289,6 +289,7 @@ fn scans_give_the_unrolled_log_joint_gradients_and_hessians() {
         ),
         ("ar_hyper", lower(ar_hyper, &format!(r#"{{"T": 40, "y": {y}}}"#))),
         ("rows", lower(rows, &format!(r#"{{"T": 40, "y": {y}}}"#))),
+        ("ragged", lower(RAGGED, &ragged_json(40))),
     ];
     for (name, lj) in &models {
         assert!(scans(&lj.graph) >= 1, "{name}: no scan");
@@ -393,4 +394,34 @@ fn a_recursion_with_lag_two_is_one_scan_with_the_model_s_log_density() {
         r.grad_err_exact,
         r.grad_err_fd
     );
+}
+
+/// A short recursion per group of ragged data: many small loops, each its own scan until
+/// the lowering's budget of graph rebuilds is spent (the rest stay unrolled).
+const RAGGED: &str =
+    "data { y: vector[N]\n len: ints[G]\n start: ints[G] }\nparam { mu: real\n s: real<lower=0> }\n\
+    model { mu ~ normal(0, 1)\n s ~ half_normal(1)\n\
+    for g in 1:G { let acc = rep_vector(0, len[g])\n acc[1] = y[start[g]] - mu\n\
+    for j in 2:len[g] { acc[j] = 0.5 * acc[j - 1] + y[start[g] + j - 1] - mu }\n acc ~ normal(0, s) } }";
+
+fn ragged_json(groups: usize) -> String {
+    let lens: Vec<usize> = (0..groups).map(|g| 5 + g % 4).collect();
+    let mut start = Vec::new();
+    let mut at = 1;
+    for l in &lens {
+        start.push(at);
+        at += l;
+    }
+    let y: Vec<f64> = (0..at - 1).map(|i| ((i as f64) * 0.37).sin()).collect();
+    serde_json::json!({ "N": at - 1, "G": groups, "y": y, "len": lens, "start": start }).to_string()
+}
+
+#[test]
+fn thousands_of_short_loops_lower_quickly_and_stay_the_same_log_joint() {
+    // 3000 groups: the first loops become scans, the rest stay unrolled (no quadratic time)
+    let lj = lower(RAGGED, &ragged_json(3000));
+    let n = scans(&lj.graph);
+    assert!(n >= 1 && n < 3000, "{n} scans");
+    let u = unrolled(&lj);
+    assert_same_log_joint(&[&lj, &u], &points_near(&lj, 2));
 }

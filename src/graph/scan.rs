@@ -471,6 +471,9 @@ fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (N
 /// [`MAX_LAG`] iterations before it (`err[t - 1]`, `y[t - 2]`, …).
 pub const MAX_LAG: usize = 16;
 
+/// How many times the whole graph may be rebuilt by compressions (see [`compress`]).
+const REBUILDS: usize = 32;
+
 /// Stands for an input from outside the iteration in a [`skeleton`].
 const EXT: usize = usize::MAX;
 
@@ -482,12 +485,20 @@ pub(crate) fn compress(mut g: Graph, mut loops: Vec<Vec<usize>>, roots: &mut [No
     loops.retain(|b| b.len() > MIN_STEPS);
     // outer loops first: a loop inside a compressed iteration is part of the body
     loops.sort_by_key(|b| std::cmp::Reverse(b[b.len() - 1] - b[0]));
+    // each compression rebuilds the graph: at most REBUILDS graphs' worth of nodes in all,
+    // so that thousands of short loops (one per group of ragged data) stay unrolled rather
+    // than cost quadratic time
+    let mut budget = REBUILDS * g.nodes.len();
     for i in 0..loops.len() {
         let bounds = std::mem::take(&mut loops[i]);
         if bounds.len() <= MIN_STEPS {
             continue;
         }
         for (k, m, pattern) in runs(&g, &bounds).into_iter().rev() {
+            if budget < g.nodes.len() {
+                return g;
+            }
+            budget -= g.nodes.len();
             let (a, b) = (bounds[k], bounds[m + 1]);
             let Some((next, added)) = compress_run(&g, &bounds, k, m, &pattern, roots) else {
                 continue;
