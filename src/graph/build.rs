@@ -32,6 +32,23 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
     }
 }
 
+/// The [`Op::Assemble`] whose entry i is entry `entries[i].1` of node `entries[i].0`.
+pub(crate) fn assemble_op(entries: &[(NodeId, u32)]) -> Op {
+    let mut srcs: Vec<NodeId> = Vec::new();
+    let mut slot: std::collections::HashMap<NodeId, u32> = std::collections::HashMap::new();
+    let idx = entries
+        .iter()
+        .map(|&(id, k)| {
+            let j = *slot.entry(id).or_insert_with(|| {
+                srcs.push(id);
+                (srcs.len() - 1) as u32
+            });
+            (j, k)
+        })
+        .collect();
+    Op::Assemble(srcs, idx)
+}
+
 /// An operation with each input replaced by `f(input)`.
 pub(crate) fn map_inputs(op: Op, f: impl Fn(NodeId) -> NodeId) -> Op {
     let all = |ids: Vec<NodeId>| ids.into_iter().map(&f).collect::<Vec<_>>();
@@ -478,19 +495,7 @@ impl Graph {
             }
             return Ok(self.add(Op::Gather(src, entries.iter().map(|e| e.1).collect()), shape));
         }
-        let mut srcs: Vec<NodeId> = Vec::new();
-        let mut slot: std::collections::HashMap<NodeId, u32> = std::collections::HashMap::new();
-        let idx = entries
-            .iter()
-            .map(|&(id, k)| {
-                let j = *slot.entry(id).or_insert_with(|| {
-                    srcs.push(id);
-                    (srcs.len() - 1) as u32
-                });
-                (j, k)
-            })
-            .collect();
-        Ok(self.add(Op::Assemble(srcs, idx), shape))
+        Ok(self.add(assemble_op(entries), shape))
     }
 
     /// `sum(x)`.

@@ -396,32 +396,15 @@ fn prune(
     let live = live_nodes(&g, params.iter().chain(&hypers).chain(&reported).map(|p| p.value));
     let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
     let mut out = Graph::new(g.dim, g.theta_dim);
-    for (k, node) in g.nodes.into_iter().enumerate() {
+    let mut g = g;
+    for (k, node) in std::mem::take(&mut g.nodes).into_iter().enumerate() {
         if live[k] {
-            map[k] = NodeId(out.nodes.len());
-            out.nodes.push(super::Node {
-                op: remap(node.op, &map),
-                shape: node.shape,
-            });
+            map[k] = out.push(remap(node.op, &map), node.shape);
         }
     }
     let m = |id: NodeId| map[id.0];
     out.targets = g.targets.iter().map(|&t| m(t)).collect();
-    out.pointwise = g
-        .pointwise
-        .into_iter()
-        .map(|p| super::PointwiseOutput {
-            loglik: m(p.loglik),
-            quantity: p.quantity.map(m),
-            ..p
-        })
-        .collect();
-    out.labels = g
-        .labels
-        .into_iter()
-        .filter(|(id, _)| live[id.0])
-        .map(|(id, l)| (m(id), l))
-        .collect();
+    out.outputs_from(&g, m, |id| live[id.0].then(|| m(id)));
     let fix = |v: Vec<ParamInfo>| {
         v.into_iter()
             .map(|p| ParamInfo {

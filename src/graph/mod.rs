@@ -412,6 +412,30 @@ impl Graph {
             .map(|(_, s)| s.as_str())
     }
 
+    /// Take the pointwise outputs and labels of `from`, renumbered: a pointwise node `i`
+    /// becomes `pointwise(i)`, a label's node `label(i)` (`None` drops the label).
+    pub(crate) fn outputs_from(
+        &mut self,
+        from: &Graph,
+        pointwise: impl Fn(NodeId) -> NodeId,
+        label: impl Fn(NodeId) -> Option<NodeId>,
+    ) {
+        self.pointwise = from
+            .pointwise
+            .iter()
+            .map(|p| PointwiseOutput {
+                loglik: pointwise(p.loglik),
+                quantity: p.quantity.map(&pointwise),
+                ..p.clone()
+            })
+            .collect();
+        self.labels = from
+            .labels
+            .iter()
+            .filter_map(|(id, l)| label(*id).map(|n| (n, l.clone())))
+            .collect();
+    }
+
     pub(crate) fn push(&mut self, op: Op, shape: Shape) -> NodeId {
         self.nodes.push(Node { op, shape });
         NodeId(self.nodes.len() - 1)

@@ -381,23 +381,13 @@ pub fn expand(g: &Graph) -> Graph {
         };
         map.push(id);
     }
-    let m = |id: NodeId| map[id.0];
-    out.targets = g.targets.iter().map(|&t| m(t)).collect();
-    out.pointwise = g
-        .pointwise
-        .iter()
-        .map(|p| super::PointwiseOutput {
-            loglik: m(p.loglik),
-            quantity: p.quantity.map(m),
-            ..p.clone()
-        })
-        .collect();
-    out.labels = g.labels.iter().map(|(id, l)| (m(*id), l.clone())).collect();
+    out.targets = g.targets.iter().map(|&t| map[t.0]).collect();
+    out.outputs_from(g, |id| map[id.0], |id| Some(map[id.0]));
     without_dead_nodes(out)
 }
 
 /// The graph without the nodes that no target term or pointwise output reads.
-fn without_dead_nodes(g: Graph) -> Graph {
+fn without_dead_nodes(mut g: Graph) -> Graph {
     let mut live = vec![false; g.nodes.len()];
     for id in g.targets.iter().chain(
         g.pointwise
@@ -414,27 +404,13 @@ fn without_dead_nodes(g: Graph) -> Graph {
     let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
     let mut out = Graph::new(g.dim, g.theta_dim);
     out.unfused = g.unfused;
-    for (k, node) in g.nodes.into_iter().enumerate() {
+    for (k, node) in std::mem::take(&mut g.nodes).into_iter().enumerate() {
         if live[k] {
             map[k] = out.push(map_inputs(node.op, |i| map[i.0]), node.shape);
         }
     }
     out.targets = g.targets.iter().map(|t| map[t.0]).collect();
-    out.pointwise = g
-        .pointwise
-        .into_iter()
-        .map(|p| super::PointwiseOutput {
-            loglik: map[p.loglik.0],
-            quantity: p.quantity.map(|q| map[q.0]),
-            ..p
-        })
-        .collect();
-    out.labels = g
-        .labels
-        .into_iter()
-        .filter(|(id, _)| live[id.0])
-        .map(|(id, l)| (map[id.0], l))
-        .collect();
+    out.outputs_from(&g, |id| map[id.0], |id| live[id.0].then(|| map[id.0]));
     out
 }
 
@@ -828,21 +804,8 @@ fn compress_run(
             out.targets.extend(target_sum);
         }
     }
-    out.pointwise = g
-        .pointwise
-        .iter()
-        .map(|p| super::PointwiseOutput {
-            loglik: remap(p.loglik),
-            quantity: p.quantity.map(remap),
-            ..p.clone()
-        })
-        .collect();
-    out.labels = g
-        .labels
-        .iter()
-        .filter(|(id, _)| !in_run(*id))
-        .map(|(id, l)| (remap(*id), l.clone()))
-        .collect();
+    // the labels of the run's nodes go with them
+    out.outputs_from(g, remap, |id| (!in_run(id)).then(|| remap(id)));
     for r in roots.iter_mut() {
         *r = remap(*r);
     }
@@ -1007,17 +970,5 @@ fn assembled(pairs: &[(NodeId, u32)]) -> Op {
     if pairs.iter().all(|p| p.0 == first) {
         return Op::Gather(first, pairs.iter().map(|p| p.1).collect());
     }
-    let mut srcs: Vec<NodeId> = Vec::new();
-    let mut slot: HashMap<NodeId, u32> = HashMap::new();
-    let idx = pairs
-        .iter()
-        .map(|&(id, e)| {
-            let j = *slot.entry(id).or_insert_with(|| {
-                srcs.push(id);
-                (srcs.len() - 1) as u32
-            });
-            (j, e)
-        })
-        .collect();
-    Op::Assemble(srcs, idx)
+    super::build::assemble_op(pairs)
 }
