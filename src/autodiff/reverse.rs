@@ -11,11 +11,11 @@ use std::borrow::Cow;
 
 use num_dual::Dual;
 
-use crate::graph::eval::lift_consts;
 use crate::graph::eval::{
     argext, broadcast_at, flat_operand, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg,
     Tape,
 };
+use crate::graph::eval::{lift_consts, lse_weights};
 use crate::graph::scan::{step_consts, step_tape, Scan, ScanInput};
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
@@ -482,7 +482,17 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             }
         }
         Op::Sum(a) => back_reduce(tape, *a, ybar, adj, |_, _, _| T::one()),
-        Op::LogSumExp(a) => back_reduce(tape, *a, ybar, adj, |x, i, c| (x[i] - y.at(0, c)).exp()),
+        Op::LogSumExp(a) => {
+            let x = tape.arg(*a);
+            let w = lse_weights(x, y, s);
+            let n = x.size;
+            let xbar = &mut adj[a.0];
+            for c in 0..s {
+                for i in 0..n {
+                    xbar[i + c * n] += ybar[c] * w[i + c * n];
+                }
+            }
+        }
         Op::Max(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, true) == i)),
         Op::Min(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, false) == i)),
         Op::LogSumExpRows(a) => {

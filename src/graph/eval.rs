@@ -441,7 +441,7 @@ pub(crate) fn eval_op<'b, T: Scalar>(
             out
         }
         Op::Sum(a) => reduce(get(*a), s, |x| x.iter().copied().sum()),
-        Op::LogSumExp(a) => reduce(get(*a), s, log_sum_exp),
+        Op::LogSumExp(a) => lse_values(get(*a), s),
         Op::LogSumExpRows(a) => lse_rows_values(get(*a), shape.rows(), s),
         Op::Max(a) => reduce(get(*a), s, |x| x[argext(x, true)]),
         Op::Min(a) => reduce(get(*a), s, |x| x[argext(x, false)]),
@@ -747,6 +747,40 @@ pub(crate) fn log_sum_exp<T: Scalar>(x: &[T]) -> T {
     }
     let sum: T = x.iter().map(|&v| (v - m).exp()).sum();
     m + sum.ln()
+}
+
+/// log Σ exp of each column's entries, the exponentials and logarithms of all columns in
+/// one pass of the scalar type's kernels (SIMD for f64): m + log Σᵢ exp(xᵢ − m) with m the
+/// column's largest entry (m itself when it is not finite).
+fn lse_values<T: Scalar>(a: Arg<T>, s: usize) -> Vec<T> {
+    let n = a.size;
+    if n == 0 {
+        return vec![T::from(f64::NEG_INFINITY); s];
+    }
+    let m: Vec<T> = (0..s).map(|c| a.col(c)[argext(a.col(c), true)]).collect();
+    let mut z = Vec::with_capacity(n * s);
+    for (c, &mc) in m.iter().enumerate() {
+        z.extend(a.col(c).iter().map(|&v| v - mc));
+    }
+    T::map_in_place(Fun1::Exp, &mut z);
+    let mut sums: Vec<T> = z.chunks(n).map(|col| col.iter().copied().sum()).collect();
+    T::map_in_place(Fun1::Log, &mut sums);
+    m.iter()
+        .zip(sums)
+        .map(|(&mc, l)| if mc.real().is_finite() { mc + l } else { mc })
+        .collect()
+}
+
+/// exp(xᵢ − y) for each entry of each column of `x` (n × S, or one column for all), y one
+/// value per column: the weights of log Σ exp's adjoint, by the scalar type's kernel.
+pub(crate) fn lse_weights<T: Scalar>(x: Arg<'_, T>, y: Arg<'_, T>, s: usize) -> Vec<T> {
+    let mut w = Vec::with_capacity(x.size * s);
+    for c in 0..s {
+        let yc = y.at(0, c);
+        w.extend(x.col(c).iter().map(|&v| v - yc));
+    }
+    T::map_in_place(Fun1::Exp, &mut w);
+    w
 }
 
 fn lse_rows_values<T: Scalar>(a: Arg<T>, rows: usize, s: usize) -> Vec<T> {

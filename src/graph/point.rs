@@ -815,10 +815,10 @@ impl PointEval {
                 }
             }
             Op::LogSumExp(a) => {
-                let x = get(*a).data;
+                let w = super::eval::lse_weights(get(*a), y, 1);
                 let xbar = &mut lower[self.slots[a.0].range()];
-                for (xb, &xv) in xbar.iter_mut().zip(x) {
-                    *xb += ybar[0] * (xv - y.data[0]).exp();
+                for (xb, wi) in xbar.iter_mut().zip(w) {
+                    *xb += ybar[0] * wi;
                 }
             }
             Op::Max(a) | Op::Min(a) => {
