@@ -484,8 +484,9 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
         Op::Sum(a) => back_reduce(tape, *a, ybar, adj, |_, _, _| T::one()),
         Op::LogSumExp(a) => {
             let x = tape.arg(*a);
-            let w = lse_weights(x, y, s);
             let n = x.size;
+            let mut w = vec![T::zero(); n * s];
+            lse_weights(x, y, s, &mut w);
             let xbar = &mut adj[a.0];
             for c in 0..s {
                 for i in 0..n {

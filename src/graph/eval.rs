@@ -773,15 +773,16 @@ fn lse_values<T: Scalar>(a: Arg<T>, s: usize) -> Vec<T> {
 }
 
 /// exp(xᵢ − y) for each entry of each column of `x` (n × S, or one column for all), y one
-/// value per column: the weights of log Σ exp's adjoint, by the scalar type's kernel.
-pub(crate) fn lse_weights<T: Scalar>(x: Arg<'_, T>, y: Arg<'_, T>, s: usize) -> Vec<T> {
-    let mut w = Vec::with_capacity(x.size * s);
-    for c in 0..s {
+/// value per column, into `w` (n·S): the weights of log Σ exp's adjoint, by the scalar
+/// type's kernel.
+pub(crate) fn lse_weights<T: Scalar>(x: Arg<'_, T>, y: Arg<'_, T>, s: usize, w: &mut [T]) {
+    for (c, wc) in w.chunks_mut(x.size.max(1)).enumerate().take(s) {
         let yc = y.at(0, c);
-        w.extend(x.col(c).iter().map(|&v| v - yc));
+        for (wi, &v) in wc.iter_mut().zip(x.col(c)) {
+            *wi = v - yc;
+        }
     }
-    T::map_in_place(Fun1::Exp, &mut w);
-    w
+    T::map_in_place(Fun1::Exp, w);
 }
 
 fn lse_rows_values<T: Scalar>(a: Arg<T>, rows: usize, s: usize) -> Vec<T> {

@@ -333,6 +333,7 @@ fn finish(
     // a loop boundary moves to the number of kept nodes before it
     let mut before = Vec::with_capacity(g.nodes.len() + 1);
     let live = live_nodes(&g, params.iter().chain(&hypers).chain(&reported).map(|p| p.value));
+    // (the loop bounds need the kept nodes before `prune_live` renumbers them)
     let mut count = 0;
     for &l in &live {
         before.push(count);
@@ -343,7 +344,7 @@ fn finish(
         .into_iter()
         .map(|b| b.into_iter().map(|x| before[x]).collect())
         .collect();
-    let (g, mut params, mut hypers, mut reported) = prune(g, params, hypers, reported);
+    let (g, mut params, mut hypers, mut reported) = prune_live(g, &live, params, hypers, reported);
     let mut roots: Vec<NodeId> = params
         .iter()
         .chain(&hypers)
@@ -387,15 +388,27 @@ fn live_nodes(g: &Graph, roots: impl Iterator<Item = NodeId>) -> Vec<bool> {
 /// Drop the nodes nothing needs (constants left over from folding, unused lets): a node is
 /// kept when it is a target term, a pointwise output, a declared value, or an input of a kept
 /// node. Node ids are renumbered in order, so the graph stays topologically sorted.
-fn prune(
+pub(super) fn prune(
     g: Graph,
     params: Vec<ParamInfo>,
     hypers: Vec<ParamInfo>,
     reported: Vec<ParamInfo>,
 ) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
     let live = live_nodes(&g, params.iter().chain(&hypers).chain(&reported).map(|p| p.value));
+    prune_live(g, &live, params, hypers, reported)
+}
+
+/// [`prune`] with the nodes to keep given ([`live_nodes`]).
+fn prune_live(
+    g: Graph,
+    live: &[bool],
+    params: Vec<ParamInfo>,
+    hypers: Vec<ParamInfo>,
+    reported: Vec<ParamInfo>,
+) -> (Graph, Vec<ParamInfo>, Vec<ParamInfo>, Vec<ParamInfo>) {
     let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
     let mut out = Graph::new(g.dim, g.theta_dim);
+    out.unfused = g.unfused;
     let mut g = g;
     for (k, node) in std::mem::take(&mut g.nodes).into_iter().enumerate() {
         if live[k] {

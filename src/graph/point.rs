@@ -815,9 +815,20 @@ impl PointEval {
                 }
             }
             Op::LogSumExp(a) => {
-                let w = super::eval::lse_weights(get(*a), y, 1);
+                // the batched path's weights exp(xᵢ − y) by the same kernel, on the stack
+                // for the short vectors of a recursion's step
+                let x = get(*a);
+                let mut small = [0.0; 16];
+                let mut long = Vec::new();
+                let w: &mut [f64] = if x.size <= small.len() {
+                    &mut small[..x.size]
+                } else {
+                    long.resize(x.size, 0.0);
+                    &mut long
+                };
+                super::eval::lse_weights(x, y, 1, w);
                 let xbar = &mut lower[self.slots[a.0].range()];
-                for (xb, wi) in xbar.iter_mut().zip(w) {
+                for (xb, &wi) in xbar.iter_mut().zip(w.iter()) {
                     *xb += ybar[0] * wi;
                 }
             }

@@ -383,35 +383,8 @@ pub fn expand(g: &Graph) -> Graph {
     }
     out.targets = g.targets.iter().map(|&t| map[t.0]).collect();
     out.outputs_from(g, |id| map[id.0], |id| Some(map[id.0]));
-    without_dead_nodes(out)
-}
-
-/// The graph without the nodes that no target term or pointwise output reads.
-fn without_dead_nodes(mut g: Graph) -> Graph {
-    let mut live = vec![false; g.nodes.len()];
-    for id in g.targets.iter().chain(
-        g.pointwise
-            .iter()
-            .flat_map(|p| std::iter::once(&p.loglik).chain(&p.quantity)),
-    ) {
-        live[id.0] = true;
-    }
-    for k in (0..g.nodes.len()).rev() {
-        if live[k] {
-            super::build::each_input(&g.nodes[k].op, |i| live[i.0] = true);
-        }
-    }
-    let mut map = vec![NodeId(usize::MAX); g.nodes.len()];
-    let mut out = Graph::new(g.dim, g.theta_dim);
-    out.unfused = g.unfused;
-    for (k, node) in std::mem::take(&mut g.nodes).into_iter().enumerate() {
-        if live[k] {
-            map[k] = out.push(map_inputs(node.op, |i| map[i.0]), node.shape);
-        }
-    }
-    out.targets = g.targets.iter().map(|t| map[t.0]).collect();
-    out.outputs_from(&g, |id| map[id.0], |id| live[id.0].then(|| map[id.0]));
-    out
+    // the scans' assembled values that nothing reads any more
+    super::lower::prune(out, Vec::new(), Vec::new(), Vec::new()).0
 }
 
 fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (NodeId, Vec<(NodeId, u32)>) {
@@ -668,7 +641,10 @@ fn compress_run(
     let mut count = 0;
     for p in 0..l {
         slot_start.push(count);
-        count += inputs_of(&g.nodes[a + p].op).iter().filter(|x| x.0 < a).count();
+        count += super::build::inputs(&g.nodes[a + p].op)
+            .iter()
+            .filter(|x| x.0 < a)
+            .count();
     }
     // step t's nodes in body numbering
     let at_step = |t: usize, p: usize| {
@@ -705,7 +681,7 @@ fn compress_run(
             Op::Assemble(ids, _) | Op::Pack(ids) => {
                 exported.extend(ids.iter().filter(|&&x| in_run(x)).map(|&x| position(x).1));
             }
-            op => gathered.extend(inputs_of(op).into_iter().filter(|&x| in_run(x))),
+            op => gathered.extend(super::build::inputs(op).into_iter().filter(|&x| in_run(x))),
         }
     }
     let run_targets: Vec<NodeId> = g.targets.iter().copied().filter(|&t| in_run(t)).collect();
@@ -902,6 +878,7 @@ fn simplify(
     }
     // the new body: the inputs, one more per hoisted node read, then the kept nodes
     let kept: Vec<usize> = (n_in..nb).filter(|&p| canon[p] == p && !hoist[p]).collect();
+    // (a varying node reads the same nodes at every step: only its constants or indices change)
     let mut read: Vec<usize> = Vec::new();
     for &p in &kept {
         super::build::each_input(&body.nodes[p].op, |i| {
@@ -910,16 +887,6 @@ fn simplify(
                 read.push(i);
             }
         });
-    }
-    for ops in kept.iter().filter_map(|p| vary.get(p)) {
-        for op in ops.iter() {
-            super::build::each_input(op, |i| {
-                let i = canon[i.0];
-                if hoist[i] && !read.contains(&i) {
-                    read.push(i);
-                }
-            });
-        }
     }
     let mut new_id = vec![usize::MAX; nb];
     let mut out = Graph::new(0, 0);
@@ -957,10 +924,6 @@ fn simplify(
         position,
         hoisted,
     }
-}
-
-fn inputs_of(op: &Op) -> Vec<NodeId> {
-    inputs(op)
 }
 
 /// The operation whose entry i is entry `pairs[i].1` of node `pairs[i].0`: a gather when
