@@ -3,7 +3,9 @@
 //! one column, on every example model and every posteriordb model of the repository, plus
 //! the loop-written models of `benches/loops/` and every constrained type: the values and
 //! gradients must be equal to the bit (the point path computes the same operations in the
-//! same order), so no optimiser's iterates move.
+//! same order), so no optimiser's iterates move. The points are also evaluated together as
+//! the columns of one batch, and each column must equal its point alone (the batched kernels
+//! that run across columns, such as a one-observation likelihood's, change no bit).
 
 mod common;
 
@@ -51,8 +53,15 @@ fn compare(name: &str, lj: &LogJoint) -> usize {
     let theta = lj.theta_init();
     let centre = lj.initial_point();
     let mut finite = 0;
-    for (k, scale) in [0.0, 0.3, 1.0, 4.0].into_iter().enumerate() {
-        let w = DVector::from_fn(d, |i, _| centre[i] + scale * noise(i + 1000 * k));
+    let points: Vec<DVector<f64>> = [0.0, 0.3, 1.0, 4.0]
+        .into_iter()
+        .enumerate()
+        .map(|(k, scale)| DVector::from_fn(d, |i, _| centre[i] + scale * noise(i + 1000 * k)))
+        .collect();
+    // the four points as the columns of one batch: each column as the point alone
+    let together = lj.eval(&theta, &DMatrix::from_columns(&points), Want::GRAD_W);
+    let g_together = together.grad_w.expect("asked for");
+    for (k, w) in points.iter().enumerate() {
         let batched = lj.eval(
             &theta,
             &DMatrix::from_column_slice(d, 1, w.as_slice()),
@@ -77,6 +86,22 @@ fn compare(name: &str, lj: &LogJoint) -> usize {
                 b.to_bits(),
                 "{name}, point {k}: ∂/∂w{i} {a} against {b}"
             );
+        }
+        assert_eq!(
+            v.to_bits(),
+            together.values[k].to_bits(),
+            "{name}, point {k} in a batch of 4: value {v} against {}",
+            together.values[k]
+        );
+        if v.is_finite() {
+            for (i, a) in g.iter().enumerate() {
+                let b = g_together[(i, k)];
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{name}, point {k} in a batch of 4: ∂/∂w{i} {a} against {b}"
+                );
+            }
         }
         finite += usize::from(v.is_finite());
     }
@@ -126,8 +151,12 @@ fn point_path_equals_the_batched_path_on_the_loop_benchmarks() {
     let tmp = std::env::temp_dir().join(format!("mvi-point-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("a temp dir");
     let series = tmp.join("series.json");
-    std::fs::write(&series, format!(r#"{{"T": 60, "y": [{y}], "sigma1": 1.0}}"#)).expect("written");
-    for stem in ["arma11", "garch11"] {
+    std::fs::write(
+        &series,
+        format!(r#"{{"T": 60, "N": 60, "y": [{y}], "sigma1": 1.0}}"#),
+    )
+    .expect("written");
+    for stem in ["arma11", "garch11", "hmm", "mixture"] {
         let lj = load(
             &root().join(format!("benches/loops/{stem}.mvi")),
             std::slice::from_ref(&series),

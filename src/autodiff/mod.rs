@@ -238,9 +238,17 @@ impl Scalar for f64 {
     }
 
     fn map_in_place(f: crate::graph::Fun1, x: &mut [f64]) {
+        use crate::graph::eval::unary;
+        use crate::graph::Fun1;
         let Some(kernel) = kernel_of(f) else {
-            for v in x {
-                *v = crate::graph::eval::unary(f, *v);
+            // the cheap functions with the formula fixed outside the loop (`unary` chosen
+            // per entry cost as much as the arithmetic); the same formulas, so the same bits
+            match f {
+                Fun1::Neg => x.iter_mut().for_each(|v| *v = unary(Fun1::Neg, *v)),
+                Fun1::Sqrt => x.iter_mut().for_each(|v| *v = unary(Fun1::Sqrt, *v)),
+                Fun1::Square => x.iter_mut().for_each(|v| *v = unary(Fun1::Square, *v)),
+                Fun1::Abs => x.iter_mut().for_each(|v| *v = unary(Fun1::Abs, *v)),
+                f => x.iter_mut().for_each(|v| *v = unary(f, *v)),
             }
             return;
         };

@@ -197,12 +197,16 @@ fn back_scan<T: Scalar>(
     let size = scan.steps * stride;
     let mut consts = lift_consts::<T>(body);
     let wanted = |p: usize| !matches!(body.nodes[p].op, Op::Const(_)) && (want_theta || trace.batched[p]);
-    // the adjoints of step t's body nodes, the exported ones started at ybar's share
-    let fresh = |t: usize| -> Vec<Vec<T>> {
+    // the adjoints of step t's body nodes, the exported ones started at ybar's share; the
+    // buffers of the steps done are reused (`spare`)
+    let fresh = |t: usize, spare: &mut Vec<Vec<T>>| -> Vec<Vec<T>> {
         let mut v: Vec<Vec<T>> = (0..nb)
             .map(|p| {
                 if p >= n_in && wanted(p) {
-                    vec![T::zero(); body.nodes[p].shape.size() * s]
+                    let mut buf = spare.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.resize(body.nodes[p].shape.size() * s, T::zero());
+                    buf
                 } else {
                     Vec::new()
                 }
@@ -225,11 +229,12 @@ fn back_scan<T: Scalar>(
     // the adjoints of the steps a carry adds to, step t − 1 first
     let lag = scan.max_lag();
     let mut earlier: std::collections::VecDeque<Vec<Vec<T>>> = std::collections::VecDeque::new();
-    let mut cur = fresh(scan.steps - 1);
+    let mut spare = Vec::new();
+    let mut cur = fresh(scan.steps - 1, &mut spare);
     let mut borrowed = vec![false; n_in];
     for t in (0..scan.steps).rev() {
         while earlier.len() < lag.min(t) {
-            earlier.push_back(fresh(t - 1 - earlier.len()));
+            earlier.push_back(fresh(t - 1 - earlier.len(), &mut spare));
         }
         // each input's adjoint is the buffer it adds to (a scratch one when that is not kept)
         for (j, input) in scan.inputs.iter().enumerate() {
@@ -275,7 +280,8 @@ fn back_scan<T: Scalar>(
             }
         }
         if let Some(next) = earlier.pop_front() {
-            cur = next;
+            let done = std::mem::replace(&mut cur, next);
+            spare.extend(done.into_iter().filter(|b| b.capacity() > 0));
         }
     }
 }
@@ -410,9 +416,19 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
                 }
                 return;
             }
-            // x and y = f(x) both batched, n × S side by side: one pass over the slices
-            for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.data.iter().zip(y.data)) {
-                *xb += yb * d_unary(*f, xv, yv);
+            // x and y = f(x) both batched, n × S side by side: one pass over the slices, with
+            // the common functions' partial fixed outside the loop (not chosen per entry)
+            match *f {
+                Fun1::Exp => back_unary_batched(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Exp, x, y)),
+                Fun1::Log => back_unary_batched(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Log, x, y)),
+                Fun1::Sqrt => {
+                    back_unary_batched(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Sqrt, x, y))
+                }
+                Fun1::Square => {
+                    back_unary_batched(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Square, x, y))
+                }
+                Fun1::Neg => back_unary_batched(xbar, ybar, x.data, y.data, |x, y| d_unary(Fun1::Neg, x, y)),
+                f => back_unary_batched(xbar, ybar, x.data, y.data, |x, y| d_unary(f, x, y)),
             }
         }
         Op::Binary(f, a, b) => back_binary(tape, *f, *a, *b, y, ybar, adj),
@@ -577,6 +593,14 @@ pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
         Fun1::Lgamma => x.digamma(),
         Fun1::LogPhi => x.dlog_phi(),
         Fun1::LogBesselI0 => x.bessel_i_ratio(),
+    }
+}
+
+/// `x̄ᵢ += ȳᵢ · d(xᵢ, yᵢ)` over the batched entries of a unary node.
+#[inline(always)]
+fn back_unary_batched<T: Scalar>(xbar: &mut [T], ybar: &[T], x: &[T], y: &[T], d: impl Fn(T, T) -> T) {
+    for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.iter().zip(y)) {
+        *xb += yb * d(xv, yv);
     }
 }
 

@@ -499,6 +499,7 @@ fn in_interval(v: f64, lower: f64, upper: f64, strict: bool) -> bool {
 }
 
 /// One elementwise function.
+#[inline]
 pub(crate) fn unary<T: Scalar>(f: Fun1, x: T) -> T {
     match f {
         Fun1::Neg => -x,

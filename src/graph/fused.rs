@@ -119,8 +119,42 @@ pub(crate) fn forward<T: Scalar>(
             });
         }
         Lik::CategoricalLogit => categorical_logit(args, s, aux, &mut out),
+        Lik::Normal | Lik::Cauchy if n == 1 && s > 1 && !args[2].batched => {
+            return one_per_column(lik, args, s, aux, mode);
+        }
         Lik::Normal => location_scale(args, n, s, aux, &mut out, normal_terms),
         Lik::Cauchy => location_scale(args, n, s, aux, &mut out, cauchy_terms),
+    }
+    out.out
+}
+
+/// A location-scale likelihood of one observation per column with a scale that is the same
+/// in every column (a step of a recursion, `normal_lpdf(y[t] | mu[k], 1)`): the S columns
+/// as one column of S observations, so that the scale's log and reciprocal are computed
+/// once and each pass runs over S entries instead of one per column. Each entry's arithmetic
+/// is that of its own column, and the partials land where the column's would (entry c of
+/// each block), so values and gradients are unchanged.
+fn one_per_column<T: Scalar>(
+    lik: Lik,
+    args: &[Arg<'_, T>],
+    s: usize,
+    aux: Option<&mut [T]>,
+    mode: Output,
+) -> Vec<T> {
+    let flat: Vec<Arg<'_, T>> = args
+        .iter()
+        .map(|a| if a.batched { Arg { size: s, ..*a } } else { *a })
+        .collect();
+    let mut out = Collect::new(Output::Pointwise, s, 1);
+    let terms: Terms<T> = if lik == Lik::Normal {
+        normal_terms
+    } else {
+        cauchy_terms
+    };
+    location_scale(&flat, s, 1, aux, &mut out, terms);
+    if mode == Output::Sum {
+        // each column's sum of its one term
+        out.out.iter_mut().for_each(|v| *v = std::iter::once(*v).sum());
     }
     out.out
 }
@@ -401,6 +435,14 @@ pub(crate) fn backprop<T: Scalar>(
         } else {
             ybar.len() / n.max(1)
         };
+        if n == 1 && cols == s {
+            // one observation per column: column c's one term, without a loop per column
+            let m = s.min(ycols);
+            for ((o, &p), &y) in xbar[..m].iter_mut().zip(&part[..m]).zip(&ybar[..m]) {
+                *o += y * p;
+            }
+            continue;
+        }
         for c in 0..s.min(ycols) {
             let pc = &part[(c % cols) * n..(c % cols + 1) * n];
             match (mode, a.size == n) {

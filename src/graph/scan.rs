@@ -321,9 +321,7 @@ pub(crate) fn forward<T: Scalar>(
                 let a = tape.arg(NodeId(p));
                 for c in 0..cols {
                     let at = c * size + t * stride + offsets[e];
-                    for (i, o) in out[at..at + a.size].iter_mut().enumerate() {
-                        *o = a.at(i, c);
-                    }
+                    out[at..at + a.size].copy_from_slice(a.col(c));
                 }
             }
             Step {
