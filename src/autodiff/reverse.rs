@@ -217,6 +217,14 @@ fn back_scan<T: Scalar>(
             if v[p].is_empty() {
                 continue;
             }
+            if n == 1 {
+                // a scalar per step: no loop per column
+                let base = t * stride + offsets[e];
+                for (c, o) in v[p].iter_mut().enumerate() {
+                    *o += ybar[c * size + base];
+                }
+                continue;
+            }
             for c in 0..s {
                 let at = c * size + t * stride + offsets[e];
                 for (o, &y) in v[p][c * n..(c + 1) * n].iter_mut().zip(&ybar[at..at + n]) {

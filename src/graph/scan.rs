@@ -319,6 +319,13 @@ pub(crate) fn forward<T: Scalar>(
             }
             for (e, &p) in scan.exports.iter().enumerate() {
                 let a = tape.arg(NodeId(p));
+                if a.size == 1 {
+                    let base = t * stride + offsets[e];
+                    for c in 0..cols {
+                        out[c * size + base] = a.at(0, c);
+                    }
+                    continue;
+                }
                 for c in 0..cols {
                     let at = c * size + t * stride + offsets[e];
                     out[at..at + a.size].copy_from_slice(a.col(c));
