@@ -261,8 +261,8 @@ fn back_scan<T: Scalar>(
             step_consts(scan, &mut consts, t);
             let mut bt = step_tape(tape, scan, &consts, &trace.batched, &trace.steps[..t], t);
             let step = &trace.steps[t];
-            for (i, v) in step.vals.iter().enumerate() {
-                bt.vals.push(Cow::Borrowed(v));
+            for i in 0..step.len() {
+                bt.vals.push(Cow::Borrowed(step.val(i)));
                 bt.aux.push(Cow::Borrowed(step.aux.get(i).map_or(&[][..], |a| a)));
             }
             for p in (n_in..nb).rev() {

@@ -759,18 +759,26 @@ fn lse_values<T: Scalar>(a: Arg<T>, s: usize) -> Vec<T> {
     if n == 0 {
         return vec![T::from(f64::NEG_INFINITY); s];
     }
-    let m: Vec<T> = (0..s).map(|c| a.col(c)[argext(a.col(c), true)]).collect();
+    // the columns' largest entries, then the result in the same buffer; the sums over the
+    // first S entries of z once each column's block has been read (column c's block starts
+    // at c·n ≥ c), so two buffers instead of four
+    let mut out: Vec<T> = (0..s).map(|c| a.col(c)[argext(a.col(c), true)]).collect();
     let mut z = Vec::with_capacity(n * s);
-    for (c, &mc) in m.iter().enumerate() {
+    for (c, &mc) in out.iter().enumerate() {
         z.extend(a.col(c).iter().map(|&v| v - mc));
     }
     T::map_in_place(Fun1::Exp, &mut z);
-    let mut sums: Vec<T> = z.chunks(n).map(|col| col.iter().copied().sum()).collect();
-    T::map_in_place(Fun1::Log, &mut sums);
-    m.iter()
-        .zip(sums)
-        .map(|(&mc, l)| if mc.real().is_finite() { mc + l } else { mc })
-        .collect()
+    for c in 0..s {
+        z[c] = z[c * n..(c + 1) * n].iter().copied().sum();
+    }
+    let sums = &mut z[..s];
+    T::map_in_place(Fun1::Log, sums);
+    for (mc, &l) in out.iter_mut().zip(sums.iter()) {
+        if mc.real().is_finite() {
+            *mc += l;
+        }
+    }
+    out
 }
 
 /// exp(xᵢ − y) for each entry of each column of `x` (n × S, or one column for all), y one

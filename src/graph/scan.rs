@@ -189,8 +189,37 @@ impl Scan {
 /// The body values of one step (body nodes after the inputs, in order) and the partials
 /// its fused likelihoods cached.
 pub(crate) struct Step<T> {
-    pub(crate) vals: Vec<Vec<T>>,
+    /// The values one after another (one allocation per step, not one per node: a long
+    /// recursion keeps every step's values until the reverse sweep).
+    data: Vec<T>,
+    /// Where each body node's value ends in `data`.
+    ends: Vec<usize>,
     pub(crate) aux: Vec<Vec<T>>,
+}
+
+impl<T: Copy> Step<T> {
+    fn new(vals: &[Cow<'_, [T]>], aux: Vec<Vec<T>>) -> Self {
+        let mut data = Vec::with_capacity(vals.iter().map(|v| v.len()).sum());
+        let ends = vals
+            .iter()
+            .map(|v| {
+                data.extend_from_slice(v);
+                data.len()
+            })
+            .collect();
+        Step { data, ends, aux }
+    }
+
+    /// The value of body node `n_in + i`.
+    pub(crate) fn val(&self, i: usize) -> &[T] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.data[start..self.ends[i]]
+    }
+
+    /// The number of body nodes after the inputs.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
 }
 
 /// What the forward pass keeps of a scan for the reverse sweep.
@@ -242,7 +271,7 @@ pub(crate) fn step_tape<'a, T: Scalar>(
                 let reps = if batched[j] { s } else { 1 };
                 Cow::Owned(lifted.repeat(reps))
             } else {
-                let data = &prev[prev.len() - lag].vals[node - n_in];
+                let data = prev[prev.len() - lag].val(node - n_in);
                 let size = scan.body.nodes[node].shape.size();
                 fit(
                     Arg {
@@ -331,15 +360,15 @@ pub(crate) fn forward<T: Scalar>(
                     out[at..at + a.size].copy_from_slice(a.col(c));
                 }
             }
-            Step {
-                vals: tape.vals.drain(n_in..).map(Cow::into_owned).collect(),
+            Step::new(
+                &tape.vals[n_in..],
                 // no allocation for a body without fused likelihoods
-                aux: if fused {
+                if fused {
                     tape.aux.drain(n_in..).map(Cow::into_owned).collect()
                 } else {
                     Vec::new()
                 },
-            }
+            )
         };
         if !partials && steps.len() == keep {
             steps.remove(0);
