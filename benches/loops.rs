@@ -3,8 +3,11 @@
 //! 1. single-point value + gradient (the path L-BFGS and NUTS use, `value_grad_into`)
 //!    against hand-written Rust log densities and gradients of the same models: eight
 //!    schools (examples/eight_schools.mvi), stochastic volatility (the example at T = 100 and 1000)
-//!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×; the batched path at
-//!    one column is timed beside (what the call cost before `graph::point`). With the
+//!    and ARMA(1,1) (benches/loops/arma11.mvi, T = 200); target ≤ 3×. The ratio is that of
+//!    the tape's machine code (what a sampler's calls run once a graph has been evaluated
+//!    `graph::point::jit_auto_after()` times); the interpreter, which runs the first calls
+//!    and an optimiser's, and the batched path at one column (what the call cost before
+//!    `graph::point`) are timed beside. With the
 //!    environment variable `LOOPS_PROFILE_POINT=<name prefix>` only that model's point path
 //!    runs, for 5 s (for `perf record`);
 //! 2. whole `mvi run` processes (release binary, wall time and peak RSS from
@@ -303,11 +306,24 @@ fn single_point(
         return;
     }
     let reps = (200_000 / w.len()).max(20);
-    // as NUTS calls it: the gradient into the caller's buffer
+    // as NUTS calls it: the gradient into the caller's buffer, by the tape's machine code
+    // (what a sampler's calls run after the first thousand) and by the interpreter
     let mut grad = vec![0.0; w.len()];
+    let point = lj
+        .point
+        .get(&lj.graph)
+        .expect("the single-point path compiles this graph");
+    let compiled = point
+        .value_grad_compiled(&lj.graph, theta.as_slice(), w.as_slice(), &mut grad)
+        .is_some();
     let t_mvi = per_call(reps, || {
+        black_box(point.value_grad_compiled(&lj.graph, theta.as_slice(), black_box(w.as_slice()), &mut grad));
+    });
+    mvi::graph::point::set_jit_policy(mvi::graph::point::JitPolicy::Never);
+    let t_interp = per_call(reps, || {
         black_box(lj.value_grad_into(&theta, black_box(w.as_slice()), &mut grad));
     });
+    mvi::graph::point::set_jit_policy(mvi::graph::point::JitPolicy::Auto);
     let t_hand = per_call(reps, || {
         black_box(hand(black_box(w.as_slice()), &mut g));
     });
@@ -316,12 +332,15 @@ fn single_point(
     let t_batch = per_call(reps, || {
         black_box(lj.eval(&theta, black_box(&w1), mvi::density::Want::GRAD_W));
     });
+    assert!(compiled, "{name}: the tape does not compile to machine code");
     println!(
-        "{name:<28} D = {:>4}  mvi {:>9.2} µs   hand-written {:>8.2} µs   ratio {:>6.1}×  (target ≤ 3×)   batch of one {:>9.2} µs",
+        "{name:<28} D = {:>4}  mvi {:>9.2} µs   hand-written {:>8.2} µs   ratio {:>6.1}×  (target ≤ 3×)   interpreted {:>9.2} µs ({:.1}×)   batch of one {:>9.2} µs",
         w.len(),
         t_mvi * 1e6,
         t_hand * 1e6,
         t_mvi / t_hand,
+        t_interp * 1e6,
+        t_interp / t_hand,
         t_batch * 1e6
     );
 }

@@ -103,6 +103,24 @@ fn compare(name: &str, lj: &LogJoint) -> usize {
                 );
             }
         }
+        // the same tape as machine code: the same bits again
+        let point = lj.point.get(&lj.graph).expect("compiled above");
+        let mut gm = vec![f64::NAN; d];
+        let vm = point
+            .value_grad_compiled(&lj.graph, theta.as_slice(), w.as_slice(), &mut gm)
+            .unwrap_or_else(|| panic!("{name}: the tape does not compile to machine code"));
+        assert_eq!(
+            vm.to_bits(),
+            v.to_bits(),
+            "{name}, point {k}: machine code's value {vm} against {v}"
+        );
+        for (i, (a, b)) in gm.iter().zip(&g).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "{name}, point {k}: machine code's ∂/∂w{i} {a} against {b}"
+            );
+        }
         finite += usize::from(v.is_finite());
     }
     finite
@@ -243,4 +261,25 @@ model {
 ";
     let lj = load_source(src, r#"{"N": 5, "y": [0.3, -1.2, 2.0, 0.7, 0.1]}"#);
     assert!(compare("scalar chains", &lj) >= 1);
+}
+
+#[test]
+fn the_point_path_switches_to_machine_code_after_its_calls_and_gives_the_same_bits() {
+    let es = root().join("examples/eight_schools.mvi");
+    let lj = load(&es, &[root().join("examples/data/eight_schools.json")]);
+    let theta = lj.theta_init();
+    let w = lj.initial_point();
+    let mut first = vec![0.0; lj.dim()];
+    let v0 = lj.value_grad_into(&theta, w.as_slice(), &mut first);
+    let mut g = vec![0.0; lj.dim()];
+    for _ in 0..graph::point::jit_auto_after() + 5 {
+        let v = lj.value_grad_into(&theta, w.as_slice(), &mut g);
+        assert_eq!(v.to_bits(), v0.to_bits());
+        assert!(g.iter().zip(&first).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+    let point = lj.point.get(&lj.graph).expect("compiled");
+    match graph::point::jit_policy() {
+        graph::point::JitPolicy::Never => assert!(!point.is_compiled()),
+        _ => assert!(point.is_compiled(), "still interpreted after its calls"),
+    }
 }

@@ -18,7 +18,8 @@
 //! check it on every example and posteriordb model of the repository).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::eval::{argext, batched_mask, binary, broadcast_at, eval_op, tri_solve_t, Arg};
 use super::fused::{self, Output};
@@ -26,6 +27,17 @@ use super::{Fun1, Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
 use crate::autodiff::reverse::{back_cholesky, d_binary, d_special2, d_ternary, d_unary, is_special2};
 use crate::autodiff::{gemv, Scalar};
 use crate::dist::HALF_LOG_2PI;
+
+#[path = "point_jit.rs"]
+mod jit;
+
+pub use jit::{policy as jit_policy, set_policy as set_jit_policy, Policy as JitPolicy};
+
+/// Calls at one point after which a graph's tape is compiled to machine code under
+/// [`JitPolicy::Auto`].
+pub fn jit_auto_after() -> u32 {
+    jit::AUTO_AFTER
+}
 
 /// Where a node's value lives in the buffers.
 #[derive(Debug, Clone, Copy)]
@@ -229,6 +241,15 @@ pub struct PointEval {
     /// The graph compiled, when it is not the caller's: a graph with scans is compiled
     /// unrolled ([`super::scan::expand`]), one instruction per step's node.
     unrolled: Option<Box<Graph>>,
+    /// The tape as machine code, once compiled (shared by clones).
+    jit: Arc<JitState>,
+}
+
+/// Calls so far and the machine code of one compiled tape ([`jit`]).
+#[derive(Debug, Default)]
+struct JitState {
+    calls: AtomicU32,
+    code: OnceLock<Option<jit::Jit>>,
 }
 
 impl PointEval {
@@ -383,6 +404,7 @@ impl PointEval {
             log_sigma,
             fingerprint: (g.nodes.len(), g.targets.len()),
             unrolled: None,
+            jit: Arc::default(),
         })
     }
 
@@ -396,13 +418,38 @@ impl PointEval {
     pub fn value_grad(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64]) -> f64 {
         let g = self.unrolled.as_deref().unwrap_or(g);
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut s) => self.run(g, theta, w, grad, &mut s),
+            Ok(mut s) => self.run(g, theta, w, grad, &mut s, false),
             // re-entered on this thread (never expected): buffers of its own
-            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default()),
+            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default(), false),
         })
     }
 
-    fn run(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64], s: &mut Scratch) -> f64 {
+    /// [`PointEval::value_grad`] by the tape's machine code, compiled now if it is not yet,
+    /// whatever the [policy](jit_policy); `None` when it cannot be compiled (no code
+    /// generator for this host, or a graph too large). For tests and benchmarks.
+    pub fn value_grad_compiled(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64]) -> Option<f64> {
+        let g = self.unrolled.as_deref().unwrap_or(g);
+        self.jit.code.get_or_init(|| jit::compile(self, g)).as_ref()?;
+        Some(SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut s) => self.run(g, theta, w, grad, &mut s, true),
+            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default(), true),
+        }))
+    }
+
+    /// Whether the tape has been compiled to machine code.
+    pub fn is_compiled(&self) -> bool {
+        matches!(self.jit.code.get(), Some(Some(_)))
+    }
+
+    fn run(
+        &self,
+        g: &Graph,
+        theta: &[f64],
+        w: &[f64],
+        grad: &mut [f64],
+        s: &mut Scratch,
+        compiled: bool,
+    ) -> f64 {
         if s.owner != self.id {
             s.vals.clear();
             s.vals.extend_from_slice(&self.image);
@@ -415,7 +462,38 @@ impl PointEval {
         let Scratch {
             vals, adj, aux, tmp, ..
         } = s;
-        self.forward(g, theta, w, vals, aux, tmp);
+        let code = if compiled {
+            self.jit.code.get().and_then(Option::as_ref)
+        } else {
+            self.machine_code(g)
+        };
+        // the buffers as the machine code takes them (made afresh for each sweep, after the
+        // slices' own uses)
+        let ctx = |vals: &mut Vec<f64>,
+                   adj: &mut Vec<f64>,
+                   aux: &mut Vec<f64>,
+                   tmp: &mut Vec<f64>,
+                   grad: &mut [f64]| {
+            jit::Ctx {
+                p: self,
+                g,
+                theta,
+                w,
+                grad: grad.as_mut_ptr(),
+                n_vals: vals.len(),
+                n_aux: aux.len(),
+                n_tmp: tmp.len(),
+                vals: vals.as_mut_ptr(),
+                adj: adj.as_mut_ptr(),
+                aux: aux.as_mut_ptr(),
+                tmp: tmp.as_mut_ptr(),
+            }
+        };
+        match code {
+            // SAFETY: the buffers of this call for the graph the code was compiled from
+            Some(code) => unsafe { code.forward(&mut ctx(vals, adj, aux, tmp, grad)) },
+            None => self.forward(g, theta, w, vals, aux, tmp),
+        }
         let mut value = 0.0;
         for &t in &self.targets {
             value += vals[self.slots[t as usize].off as usize];
@@ -429,12 +507,33 @@ impl PointEval {
                 adj[slot.off as usize] += 1.0;
             }
         }
-        self.reverse(g, vals, adj, aux, grad);
+        match code {
+            // SAFETY: as above
+            Some(code) => unsafe { code.reverse(&mut ctx(vals, adj, aux, tmp, grad)) },
+            None => self.reverse(g, vals, adj, aux, grad),
+        }
         if !value.is_finite() || grad.iter().any(|x| !x.is_finite()) {
             grad.iter_mut().for_each(|x| *x = 0.0);
             return f64::NEG_INFINITY;
         }
         value
+    }
+
+    /// The tape's machine code when the policy ([`jit::policy`]) says to use it: compiled
+    /// now if it is due and not yet compiled.
+    fn machine_code(&self, g: &Graph) -> Option<&jit::Jit> {
+        let due = match jit::policy() {
+            JitPolicy::Never => false,
+            JitPolicy::Always => true,
+            JitPolicy::Auto => {
+                self.jit.code.get().is_some()
+                    || self.jit.calls.fetch_add(1, Ordering::Relaxed) + 1 >= jit::AUTO_AFTER
+            }
+        };
+        if !due {
+            return None;
+        }
+        self.jit.code.get_or_init(|| jit::compile(self, g)).as_ref()
     }
 
     #[inline(always)]
@@ -457,8 +556,26 @@ impl PointEval {
         aux: &mut [f64],
         tmp: &mut [f64],
     ) {
-        for ins in &self.ins {
-            match *ins {
+        for &ins in &self.ins {
+            self.forward_ins(ins, g, theta, w, vals, aux, tmp);
+        }
+    }
+
+    /// One instruction of the forward sweep.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn forward_ins(
+        &self,
+        ins: Ins,
+        g: &Graph,
+        theta: &[f64],
+        w: &[f64],
+        vals: &mut [f64],
+        aux: &mut [f64],
+        tmp: &mut [f64],
+    ) {
+        {
+            match ins {
                 Ins::Param { out, w: o, n } => {
                     let (o, out, n) = (o as usize, out as usize, n as usize);
                     vals[out..out + n].copy_from_slice(&w[o..o + n]);
@@ -590,8 +707,16 @@ impl PointEval {
     }
 
     fn reverse(&self, g: &Graph, vals: &[f64], adj: &mut [f64], aux: &[f64], grad: &mut [f64]) {
-        for ins in &self.rev {
-            match *ins {
+        for &ins in &self.rev {
+            self.reverse_ins(ins, g, vals, adj, aux, grad);
+        }
+    }
+
+    /// One instruction of the reverse sweep.
+    #[inline(always)]
+    fn reverse_ins(&self, ins: Ins, g: &Graph, vals: &[f64], adj: &mut [f64], aux: &[f64], grad: &mut [f64]) {
+        {
+            match ins {
                 Ins::Param { out, w: o, n } => {
                     let (o, out, n) = (o as usize, out as usize, n as usize);
                     for (gi, &a) in grad[o..o + n].iter_mut().zip(&adj[out..out + n]) {
