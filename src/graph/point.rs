@@ -492,7 +492,11 @@ impl PointEval {
         match code {
             // SAFETY: the buffers of this call for the graph the code was compiled from
             Some(code) => unsafe { code.forward(&mut ctx(vals, adj, aux, tmp, grad)) },
-            None => self.forward(g, theta, w, vals, aux, tmp),
+            None => {
+                for &ins in &self.ins {
+                    self.forward_ins(ins, g, theta, w, vals, aux, tmp);
+                }
+            }
         }
         let mut value = 0.0;
         for &t in &self.targets {
@@ -510,7 +514,11 @@ impl PointEval {
         match code {
             // SAFETY: as above
             Some(code) => unsafe { code.reverse(&mut ctx(vals, adj, aux, tmp, grad)) },
-            None => self.reverse(g, vals, adj, aux, grad),
+            None => {
+                for &ins in &self.rev {
+                    self.reverse_ins(ins, g, vals, adj, aux, grad);
+                }
+            }
         }
         if !value.is_finite() || grad.iter().any(|x| !x.is_finite()) {
             grad.iter_mut().for_each(|x| *x = 0.0);
@@ -547,20 +555,6 @@ impl PointEval {
         }
     }
 
-    fn forward(
-        &self,
-        g: &Graph,
-        theta: &[f64],
-        w: &[f64],
-        vals: &mut [f64],
-        aux: &mut [f64],
-        tmp: &mut [f64],
-    ) {
-        for &ins in &self.ins {
-            self.forward_ins(ins, g, theta, w, vals, aux, tmp);
-        }
-    }
-
     /// One instruction of the forward sweep.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
@@ -574,37 +568,35 @@ impl PointEval {
         aux: &mut [f64],
         tmp: &mut [f64],
     ) {
-        {
-            match ins {
-                Ins::Param { out, w: o, n } => {
-                    let (o, out, n) = (o as usize, out as usize, n as usize);
-                    vals[out..out + n].copy_from_slice(&w[o..o + n]);
-                }
-                Ins::Hyper { out, t, n } => {
-                    let (t, out, n) = (t as usize, out as usize, n as usize);
-                    vals[out..out + n].copy_from_slice(&theta[t..t + n]);
-                }
-                Ins::Add1(o) => vals[o.out as usize] = vals[o.a as usize] + vals[o.b as usize],
-                Ins::Sub1(o) => vals[o.out as usize] = vals[o.a as usize] - vals[o.b as usize],
-                Ins::Mul1(o) => vals[o.out as usize] = vals[o.a as usize] * vals[o.b as usize],
-                Ins::Div1(o) => vals[o.out as usize] = vals[o.a as usize] / vals[o.b as usize],
-                Ins::Scalar2 { f, op: o, b_const } => {
-                    vals[o.out as usize] = binary(f, vals[o.a as usize], vals[o.b as usize], b_const);
-                }
-                Ins::Copy { src, out, n, .. } => {
-                    let (src, out, n) = (src as usize, out as usize, n as usize);
-                    vals.copy_within(src..src + n, out);
-                }
-                Ins::Chain { from, to, .. } => {
-                    let links = &self.links[from as usize..to as usize];
-                    let mut acc = vals[links[0].head as usize];
-                    for l in links {
-                        acc = l.apply(acc, vals);
-                        vals[l.out as usize] = acc;
-                    }
-                }
-                Ins::Node(k) => self.forward_node(g, k as usize, vals, aux, tmp),
+        match ins {
+            Ins::Param { out, w: o, n } => {
+                let (o, out, n) = (o as usize, out as usize, n as usize);
+                vals[out..out + n].copy_from_slice(&w[o..o + n]);
             }
+            Ins::Hyper { out, t, n } => {
+                let (t, out, n) = (t as usize, out as usize, n as usize);
+                vals[out..out + n].copy_from_slice(&theta[t..t + n]);
+            }
+            Ins::Add1(o) => vals[o.out as usize] = vals[o.a as usize] + vals[o.b as usize],
+            Ins::Sub1(o) => vals[o.out as usize] = vals[o.a as usize] - vals[o.b as usize],
+            Ins::Mul1(o) => vals[o.out as usize] = vals[o.a as usize] * vals[o.b as usize],
+            Ins::Div1(o) => vals[o.out as usize] = vals[o.a as usize] / vals[o.b as usize],
+            Ins::Scalar2 { f, op: o, b_const } => {
+                vals[o.out as usize] = binary(f, vals[o.a as usize], vals[o.b as usize], b_const);
+            }
+            Ins::Copy { src, out, n, .. } => {
+                let (src, out, n) = (src as usize, out as usize, n as usize);
+                vals.copy_within(src..src + n, out);
+            }
+            Ins::Chain { from, to, .. } => {
+                let links = &self.links[from as usize..to as usize];
+                let mut acc = vals[links[0].head as usize];
+                for l in links {
+                    acc = l.apply(acc, vals);
+                    vals[l.out as usize] = acc;
+                }
+            }
+            Ins::Node(k) => self.forward_node(g, k as usize, vals, aux, tmp),
         }
     }
 
@@ -706,95 +698,87 @@ impl PointEval {
         }
     }
 
-    fn reverse(&self, g: &Graph, vals: &[f64], adj: &mut [f64], aux: &[f64], grad: &mut [f64]) {
-        for &ins in &self.rev {
-            self.reverse_ins(ins, g, vals, adj, aux, grad);
-        }
-    }
-
     /// One instruction of the reverse sweep.
     #[inline(always)]
     fn reverse_ins(&self, ins: Ins, g: &Graph, vals: &[f64], adj: &mut [f64], aux: &[f64], grad: &mut [f64]) {
-        {
-            match ins {
-                Ins::Param { out, w: o, n } => {
-                    let (o, out, n) = (o as usize, out as usize, n as usize);
-                    for (gi, &a) in grad[o..o + n].iter_mut().zip(&adj[out..out + n]) {
-                        *gi += a;
-                    }
+        match ins {
+            Ins::Param { out, w: o, n } => {
+                let (o, out, n) = (o as usize, out as usize, n as usize);
+                for (gi, &a) in grad[o..o + n].iter_mut().zip(&adj[out..out + n]) {
+                    *gi += a;
                 }
-                Ins::Hyper { .. } => {}
-                // the partials of `back_binary_fast` at one value: ±1, the other factor,
-                // 1/b as a reciprocal, −y/b
-                Ins::Add1(o) => {
-                    let yb = adj[o.out as usize];
-                    if o.da {
-                        adj[o.a as usize] += yb * 1.0;
-                    }
-                    if o.db {
-                        adj[o.b as usize] += yb * 1.0;
-                    }
-                }
-                Ins::Sub1(o) => {
-                    let yb = adj[o.out as usize];
-                    if o.da {
-                        adj[o.a as usize] += yb * 1.0;
-                    }
-                    if o.db {
-                        // −ȳ: the same bits as ȳ · (−1)
-                        adj[o.b as usize] += -yb;
-                    }
-                }
-                Ins::Mul1(o) => {
-                    let (yb, x, y) = (adj[o.out as usize], vals[o.a as usize], vals[o.b as usize]);
-                    if o.da {
-                        adj[o.a as usize] += yb * y;
-                    }
-                    if o.db {
-                        adj[o.b as usize] += yb * x;
-                    }
-                }
-                Ins::Div1(o) => {
-                    let (yb, y, v) = (adj[o.out as usize], vals[o.b as usize], vals[o.out as usize]);
-                    if o.da {
-                        adj[o.a as usize] += yb * y.recip();
-                    }
-                    if o.db {
-                        adj[o.b as usize] += yb * (-v / y);
-                    }
-                }
-                Ins::Scalar2 { f, op: o, b_const } => {
-                    let (a, b, out) = (o.a as usize, o.b as usize, o.out as usize);
-                    let (x, y, v, yb) = (vals[a], vals[b], vals[out], adj[out]);
-                    if is_special2(f) {
-                        let d = d_special2(f, [x, y], v, [o.da, o.db]);
-                        if o.da {
-                            adj[a] += yb * d[0];
-                        }
-                        if o.db {
-                            adj[b] += yb * d[1];
-                        }
-                    } else {
-                        if o.da {
-                            adj[a] += yb * d_binary(f, x, y, v, b_const).0;
-                        }
-                        if o.db {
-                            adj[b] += yb * d_binary(f, x, y, v, b_const).1;
-                        }
-                    }
-                }
-                Ins::Copy { src, out, n, .. } => {
-                    // each source entry takes one term: the order of the gather's scatter
-                    // does not matter
-                    let (src, out, n) = (src as usize, out as usize, n as usize);
-                    let (lower, upper) = adj.split_at_mut(out);
-                    for (x, &y) in lower[src..src + n].iter_mut().zip(&upper[..n]) {
-                        *x += y;
-                    }
-                }
-                Ins::Chain { from, to, .. } => self.reverse_chain(from as usize, to as usize, vals, adj),
-                Ins::Node(k) => self.reverse_node(g, k as usize, vals, adj, aux),
             }
+            Ins::Hyper { .. } => {}
+            // the partials of `back_binary_fast` at one value: ±1, the other factor,
+            // 1/b as a reciprocal, −y/b
+            Ins::Add1(o) => {
+                let yb = adj[o.out as usize];
+                if o.da {
+                    adj[o.a as usize] += yb * 1.0;
+                }
+                if o.db {
+                    adj[o.b as usize] += yb * 1.0;
+                }
+            }
+            Ins::Sub1(o) => {
+                let yb = adj[o.out as usize];
+                if o.da {
+                    adj[o.a as usize] += yb * 1.0;
+                }
+                if o.db {
+                    // −ȳ: the same bits as ȳ · (−1)
+                    adj[o.b as usize] += -yb;
+                }
+            }
+            Ins::Mul1(o) => {
+                let (yb, x, y) = (adj[o.out as usize], vals[o.a as usize], vals[o.b as usize]);
+                if o.da {
+                    adj[o.a as usize] += yb * y;
+                }
+                if o.db {
+                    adj[o.b as usize] += yb * x;
+                }
+            }
+            Ins::Div1(o) => {
+                let (yb, y, v) = (adj[o.out as usize], vals[o.b as usize], vals[o.out as usize]);
+                if o.da {
+                    adj[o.a as usize] += yb * y.recip();
+                }
+                if o.db {
+                    adj[o.b as usize] += yb * (-v / y);
+                }
+            }
+            Ins::Scalar2 { f, op: o, b_const } => {
+                let (a, b, out) = (o.a as usize, o.b as usize, o.out as usize);
+                let (x, y, v, yb) = (vals[a], vals[b], vals[out], adj[out]);
+                if is_special2(f) {
+                    let d = d_special2(f, [x, y], v, [o.da, o.db]);
+                    if o.da {
+                        adj[a] += yb * d[0];
+                    }
+                    if o.db {
+                        adj[b] += yb * d[1];
+                    }
+                } else {
+                    if o.da {
+                        adj[a] += yb * d_binary(f, x, y, v, b_const).0;
+                    }
+                    if o.db {
+                        adj[b] += yb * d_binary(f, x, y, v, b_const).1;
+                    }
+                }
+            }
+            Ins::Copy { src, out, n, .. } => {
+                // each source entry takes one term: the order of the gather's scatter
+                // does not matter
+                let (src, out, n) = (src as usize, out as usize, n as usize);
+                let (lower, upper) = adj.split_at_mut(out);
+                for (x, &y) in lower[src..src + n].iter_mut().zip(&upper[..n]) {
+                    *x += y;
+                }
+            }
+            Ins::Chain { from, to, .. } => self.reverse_chain(from as usize, to as usize, vals, adj),
+            Ins::Node(k) => self.reverse_node(g, k as usize, vals, adj, aux),
         }
     }
 

@@ -1,12 +1,14 @@
 //! The single-point tape compiled to machine code (Cranelift): the instructions of
 //! [`PointEval`] that are scalar arithmetic (`Add1` … `Div1`, the chains of an unrolled
-//! recursion, short copies of parameters and gathers) become straight-line loads, stores and
-//! floating-point operations at fixed offsets of the value and adjoint buffers, with no
-//! dispatch per instruction; every other instruction (vector nodes, fused likelihoods,
-//! functions of two values) is a call back into the interpreter's own code for that one
-//! instruction. The arithmetic is the interpreter's, operation for operation (Cranelift
-//! neither reorders nor fuses floating-point operations), so values and gradients are equal
-//! to the bit; the tests of `tests/point_gradient.rs` check it on every model with both.
+//! recursion), short copies of parameters and gathers, gathers, packs and assembled values,
+//! short elementwise `+ − * /` and `normal` likelihoods with a constant scale become
+//! straight-line loads, stores and floating-point operations at fixed offsets of the value
+//! and adjoint buffers, with no dispatch per instruction; every other instruction (vector
+//! functions, sums, the other likelihoods, functions of two values) is a call back into the
+//! interpreter's own code for that one instruction. The arithmetic is the interpreter's,
+//! operation for operation and in its order (Cranelift neither reorders nor fuses
+//! floating-point operations), so values and gradients are equal to the bit; the tests of
+//! `tests/point_gradient.rs` check it on every model with both.
 //!
 //! Compiling costs about 4 µs per instruction (ARMA(1,1) at T = 1600, 22 000 instructions
 //! and links: 91 ms) and saves about 1–2 ns per instruction and call, so it pays back after a
@@ -140,17 +142,7 @@ impl Jit {
     /// # Safety
     /// `ctx`'s buffers are those of [`PointEval::run`] for the graph this was compiled from.
     pub(super) unsafe fn forward(&self, ctx: &mut Ctx<'_>) {
-        let c: *mut Ctx<'_> = ctx;
-        unsafe {
-            (self.fwd)(
-                ctx.vals,
-                ctx.adj,
-                ctx.w.as_ptr(),
-                ctx.theta.as_ptr(),
-                ctx.grad,
-                c.cast(),
-            )
-        }
+        unsafe { Self::call(self.fwd, ctx) }
     }
 
     /// Run the reverse sweep (the adjoints seeded, the gradient zeroed).
@@ -158,17 +150,15 @@ impl Jit {
     /// # Safety
     /// As [`Jit::forward`].
     pub(super) unsafe fn reverse(&self, ctx: &mut Ctx<'_>) {
+        unsafe { Self::call(self.rev, ctx) }
+    }
+
+    /// # Safety
+    /// As [`Jit::forward`].
+    unsafe fn call(sweep: Sweep, ctx: &mut Ctx<'_>) {
+        let (vals, adj, w, theta, grad) = (ctx.vals, ctx.adj, ctx.w.as_ptr(), ctx.theta.as_ptr(), ctx.grad);
         let c: *mut Ctx<'_> = ctx;
-        unsafe {
-            (self.rev)(
-                ctx.vals,
-                ctx.adj,
-                ctx.w.as_ptr(),
-                ctx.theta.as_ptr(),
-                ctx.grad,
-                c.cast(),
-            )
-        }
+        unsafe { sweep(vals, adj, w, theta, grad, c.cast()) }
     }
 }
 
