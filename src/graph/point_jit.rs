@@ -52,7 +52,7 @@ const INLINE_COPY: u32 = 16;
 /// When the single-point path compiles a graph to machine code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
-    /// After [`AUTO_AFTER`] calls (the default).
+    /// After [`jit_auto_after`](super::jit_auto_after) calls (the default).
     Auto,
     /// Before the first call.
     Always,
