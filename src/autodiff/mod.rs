@@ -165,7 +165,7 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
 }
 
 /// The SIMD kernel that computes `f` on f64 slices, for the functions that have one.
-fn kernel_of(f: crate::graph::Fun1) -> Option<vmath::Map> {
+pub(crate) fn kernel_of(f: crate::graph::Fun1) -> Option<vmath::Map> {
     use crate::graph::Fun1;
     Some(match f {
         Fun1::Exp => vmath::Map::Exp,

@@ -324,6 +324,53 @@ pub fn map_one(f: Map, x: f64) -> f64 {
     v[0]
 }
 
+/// Whether [`map_one`] and the kernels use the fused multiply-add on this CPU.
+fn fused_one() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        (std::arch::is_x86_feature_detected!("avx512f") || std::arch::is_x86_feature_detected!("avx2"))
+            && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+macro_rules! one_fns {
+    ($($m:ident),*) => {
+        /// [`map_one`] of `f` as a function of one value, chosen for this CPU when asked (the
+        /// same bits as `map_one`): what the single-point path's machine code calls.
+        pub fn one_fn(f: Map) -> unsafe extern "C" fn(f64) -> f64 {
+            let fused = fused_one();
+            match f {
+                $(Map::$m => {
+                    unsafe extern "C" fn plain(x: f64) -> f64 {
+                        let mut v = [x];
+                        map_in_place_generic::<false>(Map::$m, &mut v);
+                        v[0]
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    #[target_feature(enable = "fma")]
+                    unsafe extern "C" fn with_fma(x: f64) -> f64 {
+                        let mut v = [x];
+                        map_in_place_generic::<true>(Map::$m, &mut v);
+                        v[0]
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    if fused {
+                        return with_fma;
+                    }
+                    let _ = fused;
+                    plain
+                })*
+            }
+        }
+    };
+}
+
+one_fns!(Exp, Ln, Ln1p, Sigmoid, LogSigmoid, LogOneMinusSigmoid);
+
 /// `out[i] = f(x[i])` for every i (`out` at least as long as `x`).
 pub fn map(f: Map, x: &[f64], out: &mut [f64]) {
     let out = &mut out[..x.len()];

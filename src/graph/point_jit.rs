@@ -28,7 +28,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 
 use super::{Ins, LinkOp, PointEval};
 use crate::dist::HALF_LOG_2PI;
-use crate::graph::{Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
+use crate::graph::{Fun1, Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
 
 /// Calls at one point after which a graph is compiled under [`Policy::Auto`].
 pub const AUTO_AFTER: u32 = 1000;
@@ -344,6 +344,8 @@ struct Emit<'f> {
     sig_f1: SigRef,
     /// (ctx, link, x, y) → f′(x).
     sig_d1: SigRef,
+    /// (x) → f(x): a kernel's one-value form.
+    sig_k1: SigRef,
     /// The value each buffer entry holds, as far as this code has read or written it since
     /// the last call out (which may write any buffer): a load of it is that value, not a
     /// load, so a recursion's running values and accumulated adjoints stay in registers
@@ -369,6 +371,7 @@ impl<'f> Emit<'f> {
         let sig_ins = b.import_signature(sig(&[ptr, types::I32], false));
         let sig_f1 = b.import_signature(sig(&[ptr, types::I32, types::F64], true));
         let sig_d1 = b.import_signature(sig(&[ptr, types::I32, types::F64, types::F64], true));
+        let sig_k1 = b.import_signature(sig(&[types::F64], true));
         Emit {
             b,
             ptr,
@@ -382,6 +385,7 @@ impl<'f> Emit<'f> {
             sig_ins,
             sig_f1,
             sig_d1,
+            sig_k1,
             known: HashMap::new(),
         }
     }
@@ -438,6 +442,48 @@ impl<'f> Emit<'f> {
         self.b.ins().iconst(types::I32, l as i64)
     }
 
+    /// f(x) of a chain link as `autodiff::unary_one` computes it: `−`, `square` and `sqrt`
+    /// as instructions, a function with a SIMD kernel by a direct call of the kernel's
+    /// one-value form for this CPU, any other through the interpreter.
+    fn unary(&mut self, f: Fun1, li: usize, x: Value) -> Value {
+        match f {
+            Fun1::Neg => return self.b.ins().fneg(x),
+            Fun1::Square => return self.b.ins().fmul(x, x),
+            Fun1::Sqrt => return self.b.ins().sqrt(x),
+            _ => {}
+        }
+        if let Some(kernel) = crate::autodiff::kernel_of(f) {
+            let fp = crate::autodiff::vmath::one_fn(kernel);
+            return self.call_f64(self.sig_k1, fp as *const () as usize, &[x]);
+        }
+        let (ctx, idx) = (self.ctx, self.link_index(li));
+        self.call_f64(self.sig_f1, unary_link as *const () as usize, &[ctx, idx, x])
+    }
+
+    /// f′(x), with y = f(x), as `autodiff::reverse::d_unary` computes it: the common
+    /// functions' formulas inline, any other through the interpreter.
+    fn d_unary(&mut self, f: Fun1, li: usize, x: Value, y: Value) -> Value {
+        match f {
+            Fun1::Neg => self.b.ins().f64const(-1.0),
+            Fun1::Exp => y,
+            Fun1::Log => self.recip(x),
+            Fun1::Log1p => {
+                let one = self.b.ins().f64const(1.0);
+                let s = self.b.ins().fadd(one, x);
+                self.recip(s)
+            }
+            Fun1::Sqrt => {
+                let s = self.b.ins().fadd(y, y);
+                self.recip(s)
+            }
+            Fun1::Square => self.b.ins().fadd(x, x),
+            _ => {
+                let (ctx, idx) = (self.ctx, self.link_index(li));
+                self.call_f64(self.sig_d1, d_unary_link as *const () as usize, &[ctx, idx, x, y])
+            }
+        }
+    }
+
     /// 1/x as `f64::recip` computes it.
     fn recip(&mut self, x: Value) -> Value {
         let one = self.b.ins().f64const(1.0);
@@ -481,8 +527,7 @@ impl<'f> Emit<'f> {
                     for li in from as usize..to as usize {
                         let l = p.links[li];
                         acc = if l.op == LinkOp::Unary {
-                            let (ctx, idx) = (self.ctx, self.link_index(li));
-                            self.call_f64(self.sig_f1, unary_link as *const () as usize, &[ctx, idx, acc])
+                            self.unary(l.f, li, acc)
                         } else {
                             let o = self.load(vals, l.other);
                             match l.op {
@@ -782,12 +827,7 @@ impl<'f> Emit<'f> {
             LinkOp::Unary => {
                 let ta = want_acc.then(|| {
                     let v = self.load(vals, l.out);
-                    let (ctx, idx) = (self.ctx, self.link_index(li));
-                    let d = self.call_f64(
-                        self.sig_d1,
-                        d_unary_link as *const () as usize,
-                        &[ctx, idx, acc, v],
-                    );
+                    let d = self.d_unary(l.f, li, acc, v);
                     self.b.ins().fmul(yb, d)
                 });
                 (ta, None)
