@@ -548,8 +548,9 @@ impl<'f> Emit<'f> {
         }
     }
 
-    /// The entries of node `k`'s operand `id` that entry i reads, for the nodes compiled
-    /// inline: (slot offset of each entry read, or `None` for a gathered zero).
+    /// Where each entry of node `k` is read from when `k` is a gather, pack or assembled
+    /// value of at most [`MAX_INLINE_ENTRIES`] entries: a buffer offset, or `None` for a
+    /// gathered zero.
     fn sources(p: &PointEval, g: &Graph, k: usize) -> Option<Vec<Option<u32>>> {
         let n = p.slots[k].size as usize;
         if n > MAX_INLINE_ENTRIES {
