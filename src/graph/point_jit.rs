@@ -285,6 +285,35 @@ enum Buf {
     Grad,
 }
 
+/// The operation of a scalar arithmetic instruction (`Add1` … `Div1`).
+fn scalar_op(ins: Ins) -> Fun2 {
+    match ins {
+        Ins::Add1(_) => Fun2::Add,
+        Ins::Sub1(_) => Fun2::Sub,
+        Ins::Mul1(_) => Fun2::Mul,
+        _ => Fun2::Div,
+    }
+}
+
+/// A chain link's arithmetic and whether the running value is its left operand; `None`
+/// for a function of one value.
+fn link_op(op: LinkOp) -> Option<(Fun2, bool)> {
+    Some(match op {
+        LinkOp::Add => (Fun2::Add, true),
+        LinkOp::SubL => (Fun2::Sub, true),
+        LinkOp::SubR => (Fun2::Sub, false),
+        LinkOp::Mul => (Fun2::Mul, true),
+        LinkOp::DivL => (Fun2::Div, true),
+        LinkOp::DivR => (Fun2::Div, false),
+        LinkOp::Unary => return None,
+    })
+}
+
+/// Entry i of an elementwise operand (its single value, or its i-th).
+fn entry((off, single): Operand, i: u32) -> u32 {
+    off + if single { 0 } else { i }
+}
+
 /// A `normal` likelihood compiled inline: its scale is a constant with every entry > 0 (so
 /// the support check is decided when compiling), its value depends on w, and it has at most
 /// [`MAX_INLINE_ENTRIES`] observations.
@@ -490,6 +519,45 @@ impl<'f> Emit<'f> {
         self.b.ins().fdiv(one, x)
     }
 
+    /// x ∘ y for `+ − * /`.
+    fn binop(&mut self, f: Fun2, x: Value, y: Value) -> Value {
+        match f {
+            Fun2::Add => self.b.ins().fadd(x, y),
+            Fun2::Sub => self.b.ins().fsub(x, y),
+            Fun2::Mul => self.b.ins().fmul(x, y),
+            _ => self.b.ins().fdiv(x, y),
+        }
+    }
+
+    /// ȳ times the partial of v = x ∘ y (`+ − * /`, the values at offsets `x`, `y`, `v`)
+    /// in its left operand (`first`) or its right one, in the interpreter's form: ±ȳ, ȳ
+    /// times the other factor, ȳ · y⁻¹, ȳ · (−v/y) (`back_arith`, `Link::terms`).
+    fn arith_term(&mut self, f: Fun2, first: bool, yb: Value, [x, y, v]: [u32; 3]) -> Value {
+        match (f, first) {
+            (Fun2::Add, _) | (Fun2::Sub, true) => yb,
+            (Fun2::Sub, false) => self.b.ins().fneg(yb),
+            (Fun2::Mul, true) => {
+                let y = self.load(Buf::Vals, y);
+                self.b.ins().fmul(yb, y)
+            }
+            (Fun2::Mul, false) => {
+                let x = self.load(Buf::Vals, x);
+                self.b.ins().fmul(yb, x)
+            }
+            (Fun2::Div, true) => {
+                let y = self.load(Buf::Vals, y);
+                let r = self.recip(y);
+                self.b.ins().fmul(yb, r)
+            }
+            _ => {
+                let (y, v) = (self.load(Buf::Vals, y), self.load(Buf::Vals, v));
+                let nv = self.b.ins().fneg(v);
+                let q = self.b.ins().fdiv(nv, y);
+                self.b.ins().fmul(yb, q)
+            }
+        }
+    }
+
     fn forward(&mut self, p: &PointEval, g: &Graph) {
         let (vals, w, theta) = (Buf::Vals, Buf::W, Buf::Theta);
         for (i, &ins) in p.ins.iter().enumerate() {
@@ -514,29 +582,19 @@ impl<'f> Emit<'f> {
                 }
                 Ins::Add1(o) | Ins::Sub1(o) | Ins::Mul1(o) | Ins::Div1(o) => {
                     let (x, y) = (self.load(vals, o.a), self.load(vals, o.b));
-                    let v = match ins {
-                        Ins::Add1(_) => self.b.ins().fadd(x, y),
-                        Ins::Sub1(_) => self.b.ins().fsub(x, y),
-                        Ins::Mul1(_) => self.b.ins().fmul(x, y),
-                        _ => self.b.ins().fdiv(x, y),
-                    };
+                    let v = self.binop(scalar_op(ins), x, y);
                     self.store(v, vals, o.out);
                 }
                 Ins::Chain { from, to, .. } => {
                     let mut acc = self.load(vals, p.links[from as usize].head);
                     for li in from as usize..to as usize {
                         let l = p.links[li];
-                        acc = if l.op == LinkOp::Unary {
-                            self.unary(l.f, li, acc)
-                        } else {
-                            let o = self.load(vals, l.other);
-                            match l.op {
-                                LinkOp::Add => self.b.ins().fadd(acc, o),
-                                LinkOp::SubL => self.b.ins().fsub(acc, o),
-                                LinkOp::SubR => self.b.ins().fsub(o, acc),
-                                LinkOp::Mul => self.b.ins().fmul(acc, o),
-                                LinkOp::DivL => self.b.ins().fdiv(acc, o),
-                                _ => self.b.ins().fdiv(o, acc),
+                        acc = match link_op(l.op) {
+                            None => self.unary(l.f, li, acc),
+                            Some((f, acc_left)) => {
+                                let o = self.load(vals, l.other);
+                                let (x, y) = if acc_left { (acc, o) } else { (o, acc) };
+                                self.binop(f, x, y)
                             }
                         };
                         self.store(acc, vals, l.out);
@@ -593,14 +651,9 @@ impl<'f> Emit<'f> {
         };
         let n = p.slots[k].size;
         for i in 0..n {
-            let x = self.load(Buf::Vals, a.0 + if a.1 { 0 } else { i });
-            let y = self.load(Buf::Vals, b.0 + if b.1 { 0 } else { i });
-            let v = match f {
-                Fun2::Add => self.b.ins().fadd(x, y),
-                Fun2::Sub => self.b.ins().fsub(x, y),
-                Fun2::Mul => self.b.ins().fmul(x, y),
-                _ => self.b.ins().fdiv(x, y),
-            };
+            let x = self.load(Buf::Vals, entry(a, i));
+            let y = self.load(Buf::Vals, entry(b, i));
+            let v = self.binop(f, x, y);
             self.store(v, Buf::Vals, out + i);
         }
         true
@@ -622,7 +675,7 @@ impl<'f> Emit<'f> {
     }
 
     fn reverse(&mut self, p: &PointEval, g: &Graph) {
-        let (vals, adj, grad) = (Buf::Vals, Buf::Adj, Buf::Grad);
+        let (adj, grad) = (Buf::Adj, Buf::Grad);
         for (i, &ins) in p.rev.iter().enumerate() {
             match ins {
                 Ins::Param { out, w: o, n } if n <= INLINE_COPY => {
@@ -638,48 +691,14 @@ impl<'f> Emit<'f> {
                         self.add_to(adj, src + j, a);
                     }
                 }
-                // the interpreter's partials (see `PointEval::reverse_ins`): ȳ · (±1) is ±ȳ
-                Ins::Add1(o) | Ins::Sub1(o) => {
+                // the interpreter's partials (`PointEval::reverse_ins`), a's term first
+                Ins::Add1(o) | Ins::Sub1(o) | Ins::Mul1(o) | Ins::Div1(o) => {
                     let yb = self.load(adj, o.out);
-                    if o.da {
-                        self.add_to(adj, o.a, yb);
-                    }
-                    if o.db {
-                        let t = if matches!(ins, Ins::Sub1(_)) {
-                            self.b.ins().fneg(yb)
-                        } else {
-                            yb
-                        };
-                        self.add_to(adj, o.b, t);
-                    }
-                }
-                Ins::Mul1(o) => {
-                    let yb = self.load(adj, o.out);
-                    if o.da {
-                        let y = self.load(vals, o.b);
-                        let t = self.b.ins().fmul(yb, y);
-                        self.add_to(adj, o.a, t);
-                    }
-                    if o.db {
-                        let x = self.load(vals, o.a);
-                        let t = self.b.ins().fmul(yb, x);
-                        self.add_to(adj, o.b, t);
-                    }
-                }
-                Ins::Div1(o) => {
-                    let yb = self.load(adj, o.out);
-                    let y = self.load(vals, o.b);
-                    if o.da {
-                        let r = self.recip(y);
-                        let t = self.b.ins().fmul(yb, r);
-                        self.add_to(adj, o.a, t);
-                    }
-                    if o.db {
-                        let v = self.load(vals, o.out);
-                        let nv = self.b.ins().fneg(v);
-                        let q = self.b.ins().fdiv(nv, y);
-                        let t = self.b.ins().fmul(yb, q);
-                        self.add_to(adj, o.b, t);
+                    for (first, target, wanted) in [(true, o.a, o.da), (false, o.b, o.db)] {
+                        if wanted {
+                            let t = self.arith_term(scalar_op(ins), first, yb, [o.a, o.b, o.out]);
+                            self.add_to(adj, target, t);
+                        }
                     }
                 }
                 Ins::Chain { from, to, .. } => self.reverse_chain(p, from as usize, to as usize),
@@ -735,24 +754,7 @@ impl<'f> Emit<'f> {
             };
             for i in 0..n {
                 let yb = self.load(Buf::Adj, out + i);
-                let x = self.load(Buf::Vals, a.0 + if a.1 { 0 } else { i });
-                let y = self.load(Buf::Vals, b.0 + if b.1 { 0 } else { i });
-                let t = match (f, first) {
-                    (Fun2::Add, _) | (Fun2::Sub, true) => yb,
-                    (Fun2::Sub, false) => self.b.ins().fneg(yb),
-                    (Fun2::Mul, true) => self.b.ins().fmul(yb, y),
-                    (Fun2::Mul, false) => self.b.ins().fmul(yb, x),
-                    (Fun2::Div, true) => {
-                        let r = self.recip(y);
-                        self.b.ins().fmul(yb, r)
-                    }
-                    _ => {
-                        let v = self.load(Buf::Vals, out + i);
-                        let nv = self.b.ins().fneg(v);
-                        let q = self.b.ins().fdiv(nv, y);
-                        self.b.ins().fmul(yb, q)
-                    }
-                };
+                let t = self.arith_term(f, first, yb, [entry(a, i), entry(b, i), out + i]);
                 match sum {
                     Some(acc) => sum = Some(self.b.ins().fadd(acc, t)),
                     None => self.add_to(Buf::Adj, off + if single { 0 } else { i }, t),
@@ -772,68 +774,26 @@ impl<'f> Emit<'f> {
         p: &PointEval,
         li: usize,
         yb: Value,
-        want: (bool, bool),
+        (want_acc, want_other): (bool, bool),
     ) -> (Option<Value>, Option<Value>) {
         let l = p.links[li];
-        let vals = Buf::Vals;
-        let acc = self.load(vals, l.head);
-        let (want_acc, want_other) = want;
-        match l.op {
-            LinkOp::Add | LinkOp::SubL | LinkOp::SubR => {
-                let neg = self.b.ins().fneg(yb);
-                let (ta, to) = match l.op {
-                    LinkOp::Add => (yb, yb),
-                    LinkOp::SubL => (yb, neg),
-                    _ => (neg, yb),
-                };
-                (want_acc.then_some(ta), want_other.then_some(to))
-            }
-            LinkOp::Mul => {
-                let ta = want_acc.then(|| {
-                    let o = self.load(vals, l.other);
-                    self.b.ins().fmul(yb, o)
-                });
-                let to = want_other.then(|| self.b.ins().fmul(yb, acc));
-                (ta, to)
-            }
-            LinkOp::DivL => {
-                // acc / o: ȳ · o⁻¹, ȳ · (−v/o)
-                let o = self.load(vals, l.other);
-                let ta = want_acc.then(|| {
-                    let r = self.recip(o);
-                    self.b.ins().fmul(yb, r)
-                });
-                let to = want_other.then(|| {
-                    let v = self.load(vals, l.out);
-                    let nv = self.b.ins().fneg(v);
-                    let q = self.b.ins().fdiv(nv, o);
-                    self.b.ins().fmul(yb, q)
-                });
-                (ta, to)
-            }
-            LinkOp::DivR => {
-                // o / acc: ȳ · (−v/acc), ȳ · acc⁻¹
-                let ta = want_acc.then(|| {
-                    let v = self.load(vals, l.out);
-                    let nv = self.b.ins().fneg(v);
-                    let q = self.b.ins().fdiv(nv, acc);
-                    self.b.ins().fmul(yb, q)
-                });
-                let to = want_other.then(|| {
-                    let r = self.recip(acc);
-                    self.b.ins().fmul(yb, r)
-                });
-                (ta, to)
-            }
-            LinkOp::Unary => {
-                let ta = want_acc.then(|| {
-                    let v = self.load(vals, l.out);
-                    let d = self.d_unary(l.f, li, acc, v);
-                    self.b.ins().fmul(yb, d)
-                });
-                (ta, None)
-            }
-        }
+        let Some((f, acc_left)) = link_op(l.op) else {
+            let ta = want_acc.then(|| {
+                let (x, v) = (self.load(Buf::Vals, l.head), self.load(Buf::Vals, l.out));
+                let d = self.d_unary(l.f, li, x, v);
+                self.b.ins().fmul(yb, d)
+            });
+            return (ta, None);
+        };
+        // the running value is the left operand or the right one
+        let at = if acc_left {
+            [l.head, l.other, l.out]
+        } else {
+            [l.other, l.head, l.out]
+        };
+        let ta = want_acc.then(|| self.arith_term(f, acc_left, yb, at));
+        let to = want_other.then(|| self.arith_term(f, !acc_left, yb, at));
+        (ta, to)
     }
 
     /// Σ of `terms` as `Iterator::sum` forms it for f64: from −0, in order.
@@ -848,8 +808,8 @@ impl<'f> Emit<'f> {
     /// zᵢ of a normal likelihood: (xᵢ − μᵢ)·σ⁻¹ for one scale, (xᵢ − μᵢ)/σᵢ otherwise (as
     /// `location_scale` forms it).
     fn normal_z(&mut self, lik: &Normal, i: u32) -> Value {
-        let x = self.load(Buf::Vals, lik.x.0 + if lik.x.1 { 0 } else { i });
-        let m = self.load(Buf::Vals, lik.mu.0 + if lik.mu.1 { 0 } else { i });
+        let x = self.load(Buf::Vals, entry((lik.x.0, lik.x.1), i));
+        let m = self.load(Buf::Vals, entry((lik.mu.0, lik.mu.1), i));
         let d = self.b.ins().fsub(x, m);
         if let [sd] = *lik.sigma {
             let inv = self.b.ins().f64const(sd.recip());
