@@ -417,11 +417,7 @@ impl PointEval {
     /// one column: a non-finite value or gradient comes back as −∞ with a zero gradient.
     pub fn value_grad(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64]) -> f64 {
         let g = self.unrolled.as_deref().unwrap_or(g);
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut s) => self.run(g, theta, w, grad, &mut s, false),
-            // re-entered on this thread (never expected): buffers of its own
-            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default(), false),
-        })
+        self.run_on_scratch(g, theta, w, grad, self.machine_code(g))
     }
 
     /// [`PointEval::value_grad`] by the tape's machine code, compiled now if it is not yet,
@@ -429,11 +425,29 @@ impl PointEval {
     /// generator for this host, or a graph too large). For tests and benchmarks.
     pub fn value_grad_compiled(&self, g: &Graph, theta: &[f64], w: &[f64], grad: &mut [f64]) -> Option<f64> {
         let g = self.unrolled.as_deref().unwrap_or(g);
-        self.jit.code.get_or_init(|| jit::compile(self, g)).as_ref()?;
-        Some(SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut s) => self.run(g, theta, w, grad, &mut s, true),
-            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default(), true),
-        }))
+        let code = self.compiled(g)?;
+        Some(self.run_on_scratch(g, theta, w, grad, Some(code)))
+    }
+
+    /// [`PointEval::run`] on this thread's buffers.
+    fn run_on_scratch(
+        &self,
+        g: &Graph,
+        theta: &[f64],
+        w: &[f64],
+        grad: &mut [f64],
+        code: Option<&jit::Jit>,
+    ) -> f64 {
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut s) => self.run(g, theta, w, grad, &mut s, code),
+            // re-entered on this thread (never expected): buffers of its own
+            Err(_) => self.run(g, theta, w, grad, &mut Scratch::default(), code),
+        })
+    }
+
+    /// The tape's machine code, compiled now if it is not yet.
+    fn compiled(&self, g: &Graph) -> Option<&jit::Jit> {
+        self.jit.code.get_or_init(|| jit::compile(self, g)).as_ref()
     }
 
     /// Whether the tape has been compiled to machine code.
@@ -448,7 +462,7 @@ impl PointEval {
         w: &[f64],
         grad: &mut [f64],
         s: &mut Scratch,
-        compiled: bool,
+        code: Option<&jit::Jit>,
     ) -> f64 {
         if s.owner != self.id {
             s.vals.clear();
@@ -462,11 +476,6 @@ impl PointEval {
         let Scratch {
             vals, adj, aux, tmp, ..
         } = s;
-        let code = if compiled {
-            self.jit.code.get().and_then(Option::as_ref)
-        } else {
-            self.machine_code(g)
-        };
         // the buffers as the machine code takes them (made afresh for each sweep, after the
         // slices' own uses)
         let ctx = |vals: &mut Vec<f64>,
@@ -541,7 +550,7 @@ impl PointEval {
         if !due {
             return None;
         }
-        self.jit.code.get_or_init(|| jit::compile(self, g)).as_ref()
+        self.compiled(g)
     }
 
     #[inline(always)]
