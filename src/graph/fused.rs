@@ -119,11 +119,17 @@ pub(crate) fn forward<T: Scalar>(
             });
         }
         Lik::CategoricalLogit => categorical_logit(args, s, aux, &mut out),
-        Lik::Normal | Lik::Cauchy if n == 1 && s > 1 && !args[2].batched => {
-            return one_per_column(lik, args, s, aux, mode);
+        Lik::Normal | Lik::Cauchy => {
+            let terms: Terms<T> = if lik == Lik::Normal {
+                normal_terms
+            } else {
+                cauchy_terms
+            };
+            if n == 1 && s > 1 && !args[2].batched {
+                return one_per_column(args, s, aux, mode, terms);
+            }
+            location_scale(args, n, s, aux, &mut out, terms);
         }
-        Lik::Normal => location_scale(args, n, s, aux, &mut out, normal_terms),
-        Lik::Cauchy => location_scale(args, n, s, aux, &mut out, cauchy_terms),
     }
     out.out
 }
@@ -135,22 +141,17 @@ pub(crate) fn forward<T: Scalar>(
 /// is that of its own column, and the partials land where the column's would (entry c of
 /// each block), so values and gradients are unchanged.
 fn one_per_column<T: Scalar>(
-    lik: Lik,
     args: &[Arg<'_, T>],
     s: usize,
     aux: Option<&mut [T]>,
     mode: Output,
+    terms: Terms<T>,
 ) -> Vec<T> {
     let flat: Vec<Arg<'_, T>> = args
         .iter()
         .map(|a| if a.batched { Arg { size: s, ..*a } } else { *a })
         .collect();
     let mut out = Collect::new(Output::Pointwise, s, 1);
-    let terms: Terms<T> = if lik == Lik::Normal {
-        normal_terms
-    } else {
-        cauchy_terms
-    };
     location_scale(&flat, s, 1, aux, &mut out, terms);
     if mode == Output::Sum {
         // each column's sum of its one term
