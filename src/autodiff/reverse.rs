@@ -495,13 +495,18 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             }
         }
         Op::Assemble(ids, idx) => {
+            // entry by entry, each over the columns: an adjoint entry still receives its
+            // terms in the order of the entries, as a loop over columns outside would give
             let sizes: Vec<usize> = ids.iter().map(|&i| tape.arg(i).size).collect();
-            for c in 0..s {
-                for (i, &(j, m)) in idx.iter().enumerate() {
-                    let xbar = &mut adj[ids[j as usize].0];
-                    if !xbar.is_empty() {
-                        xbar[m as usize + c * sizes[j as usize]] += ybar[i + c * n];
-                    }
+            for (i, &(j, m)) in idx.iter().enumerate() {
+                let xbar = &mut adj[ids[j as usize].0];
+                if xbar.is_empty() {
+                    continue;
+                }
+                let size = sizes[j as usize];
+                let (m, yb) = (m as usize, &ybar[i..]);
+                for c in 0..s {
+                    xbar[m + c * size] += yb[c * n];
                 }
             }
         }
@@ -512,9 +517,11 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             let mut w = vec![T::zero(); n * s];
             lse_weights(x, y, s, &mut w);
             let xbar = &mut adj[a.0];
-            for c in 0..s {
-                for i in 0..n {
-                    xbar[i + c * n] += ybar[c] * w[i + c * n];
+            if n > 0 {
+                for ((xc, wc), &yb) in xbar.chunks_exact_mut(n).zip(w.chunks_exact(n)).zip(&ybar[..s]) {
+                    for (xi, &wi) in xc.iter_mut().zip(wc) {
+                        *xi += yb * wi;
+                    }
                 }
             }
         }

@@ -434,10 +434,18 @@ pub(crate) fn eval_op<'b, T: Scalar>(
                 .collect()
         }
         Op::Assemble(ids, idx) => {
-            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
+            // per entry its source's data, column stride (0 when not batched) and offset,
+            // resolved once rather than per column
+            let src: Vec<(&[T], usize, usize)> = idx
+                .iter()
+                .map(|&(j, k)| {
+                    let a = get(ids[j as usize]);
+                    (a.data, if a.batched { a.size } else { 0 }, k as usize)
+                })
+                .collect();
             let mut out = Vec::with_capacity(n * s);
             for c in 0..s {
-                out.extend(idx.iter().map(|&(j, k)| args[j as usize].at(k as usize, c)));
+                out.extend(src.iter().map(|&(d, stride, k)| d[k + c * stride]));
             }
             out
         }
@@ -785,10 +793,23 @@ fn lse_values<T: Scalar>(a: Arg<T>, s: usize) -> Vec<T> {
 /// value per column, into `w` (n·S): the weights of log Σ exp's adjoint, by the scalar
 /// type's kernel.
 pub(crate) fn lse_weights<T: Scalar>(x: Arg<'_, T>, y: Arg<'_, T>, s: usize, w: &mut [T]) {
-    for (c, wc) in w.chunks_mut(x.size.max(1)).enumerate().take(s) {
-        let yc = y.at(0, c);
-        for (wi, &v) in wc.iter_mut().zip(x.col(c)) {
-            *wi = v - yc;
+    let n = x.size.max(1);
+    if x.batched && y.batched && x.size > 0 {
+        // the usual case, a recursion's step: every column's block against its own y, in
+        // one pass over exact blocks (no per-column slicing of x and y)
+        let m = n * s;
+        let blocks = w[..m].chunks_exact_mut(n).zip(x.data[..m].chunks_exact(n));
+        for ((wc, xc), &yc) in blocks.zip(&y.data[..s]) {
+            for (wi, &v) in wc.iter_mut().zip(xc) {
+                *wi = v - yc;
+            }
+        }
+    } else {
+        for (c, wc) in w.chunks_mut(n).enumerate().take(s) {
+            let yc = y.at(0, c);
+            for (wi, &v) in wc.iter_mut().zip(x.col(c)) {
+                *wi = v - yc;
+            }
         }
     }
     T::map_in_place(Fun1::Exp, w);
