@@ -372,6 +372,25 @@ pub(crate) fn eval_node<T: Scalar>(
     }
 }
 
+/// As [`eval_node`], with the value written into `out` (its `shape.size() · cols` entries):
+/// a step of a recursion writes its nodes into the step's one buffer. Returns the partials.
+pub(crate) fn eval_node_into<T: Scalar>(
+    tape: &Tape<'_, T>,
+    op: &Op,
+    shape: Shape,
+    cols: usize,
+    partials: bool,
+    out: &mut [T],
+) -> Vec<T> {
+    if matches!(op, Op::LikSum(..) | Op::LikPoint(..)) {
+        let (v, aux) = eval_node(tape, op, shape, cols, partials);
+        out.copy_from_slice(&v);
+        return aux;
+    }
+    eval_op_into(op, shape, &|id| tape.arg(id), cols, out);
+    Vec::new()
+}
+
 fn slice_columns<T: Copy>(w: &[T], d: usize, offset: usize, n: usize, s: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(n * s);
     for c in 0..s {
@@ -397,7 +416,16 @@ pub(crate) fn eval_op<'b, T: Scalar>(
             T::map_in_place(*f, &mut out);
             out
         }
-        Op::Binary(f, a, b) => binary_values(*f, get(*a), get(*b), n, s),
+        Op::Binary(..) | Op::Gather(..) | Op::Pack(..) | Op::Assemble(..) => {
+            let mut out = Vec::with_capacity(n * s);
+            put_values(op, shape, get, s, &mut out);
+            out
+        }
+        Op::LogSumExp(a) => {
+            let mut out = vec![T::zero(); s];
+            lse_into(get(*a), s, &mut out);
+            out
+        }
         Op::Ternary(f, ids) => ternary_values(*f, ids.map(get), n, s),
         Op::MatMul(a, b) => matmul_values(get(*a), get(*b), shape, s),
         Op::Transpose(a) => transpose_values(get(*a), shape, s),
@@ -413,44 +441,7 @@ pub(crate) fn eval_op<'b, T: Scalar>(
             }
             out
         }
-        Op::Gather(a, idx) => {
-            let a = get(*a);
-            let mut out = Vec::with_capacity(n * s);
-            for c in 0..s {
-                out.extend(idx.iter().map(|&k| {
-                    if k == GATHER_ZERO {
-                        T::zero()
-                    } else {
-                        a.at(k as usize, c)
-                    }
-                }));
-            }
-            out
-        }
-        Op::Pack(ids) => {
-            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
-            (0..s)
-                .flat_map(|c| args.iter().map(move |a| a.at(0, c)))
-                .collect()
-        }
-        Op::Assemble(ids, idx) => {
-            // per entry its source's data, column stride (0 when not batched) and offset,
-            // resolved once rather than per column
-            let src: Vec<(&[T], usize, usize)> = idx
-                .iter()
-                .map(|&(j, k)| {
-                    let a = get(ids[j as usize]);
-                    (a.data, if a.batched { a.size } else { 0 }, k as usize)
-                })
-                .collect();
-            let mut out = Vec::with_capacity(n * s);
-            for c in 0..s {
-                out.extend(src.iter().map(|&(d, stride, k)| d[k + c * stride]));
-            }
-            out
-        }
         Op::Sum(a) => reduce(get(*a), s, |x| x.iter().copied().sum()),
-        Op::LogSumExp(a) => lse_values(get(*a), s),
         Op::LogSumExpRows(a) => lse_rows_values(get(*a), shape.rows(), s),
         Op::Max(a) => reduce(get(*a), s, |x| x[argext(x, true)]),
         Op::Min(a) => reduce(get(*a), s, |x| x[argext(x, false)]),
@@ -486,6 +477,105 @@ pub(crate) fn eval_op<'b, T: Scalar>(
                 })
                 .collect()
         }
+    }
+}
+
+/// The value of one operation at S batch columns into `out` (n·S entries). The operations
+/// a recursion's step is mostly made of write in place; the others are computed by
+/// [`eval_op`] and copied.
+pub(crate) fn eval_op_into<'b, T: Scalar>(
+    op: &Op,
+    shape: Shape,
+    get: &dyn Fn(NodeId) -> Arg<'b, T>,
+    s: usize,
+    out: &mut [T],
+) {
+    match op {
+        Op::Unary(f, a) => {
+            out.copy_from_slice(get(*a).data);
+            T::map_in_place(*f, out);
+        }
+        Op::Binary(..) | Op::Gather(..) | Op::Pack(..) | Op::Assemble(..) => {
+            put_values(op, shape, get, s, &mut Fill(out));
+        }
+        Op::LogSumExp(a) => lse_into(get(*a), s, out),
+        op => out.copy_from_slice(&eval_op(op, shape, get, s)),
+    }
+}
+
+/// Where an operation's entries go, in order: appended to a vector (a node of the graph)
+/// or written over a slice from its start (a node of a recursion's step, in the step's
+/// buffer), so that one loop serves both without zeroing a new vector first.
+trait Put<T> {
+    fn put(&mut self, values: impl ExactSizeIterator<Item = T>);
+}
+
+impl<T> Put<T> for Vec<T> {
+    #[inline(always)]
+    fn put(&mut self, values: impl ExactSizeIterator<Item = T>) {
+        self.extend(values);
+    }
+}
+
+/// The part of a slice not yet written.
+struct Fill<'o, T>(&'o mut [T]);
+
+impl<T> Put<T> for Fill<'_, T> {
+    #[inline(always)]
+    fn put(&mut self, values: impl ExactSizeIterator<Item = T>) {
+        let (head, tail) = std::mem::take(&mut self.0).split_at_mut(values.len());
+        for (o, v) in head.iter_mut().zip(values) {
+            *o = v;
+        }
+        self.0 = tail;
+    }
+}
+
+/// The entries of an elementwise operation, gather, pack or assembled value, column by
+/// column, into `out`.
+fn put_values<'b, T: Scalar>(
+    op: &Op,
+    shape: Shape,
+    get: &dyn Fn(NodeId) -> Arg<'b, T>,
+    s: usize,
+    out: &mut impl Put<T>,
+) {
+    let n = shape.size();
+    match op {
+        Op::Binary(f, a, b) => binary_values(*f, get(*a), get(*b), n, s, out),
+        Op::Gather(a, idx) => {
+            let a = get(*a);
+            for c in 0..s {
+                out.put(idx.iter().map(|&k| {
+                    if k == GATHER_ZERO {
+                        T::zero()
+                    } else {
+                        a.at(k as usize, c)
+                    }
+                }));
+            }
+        }
+        Op::Pack(ids) => {
+            let args: Vec<Arg<T>> = ids.iter().map(|&i| get(i)).collect();
+            for c in 0..s {
+                out.put(args.iter().map(|a| a.at(0, c)));
+            }
+        }
+        Op::Assemble(ids, idx) => {
+            // per entry its source's data, column stride (0 when not batched) and offset,
+            // resolved once rather than per column
+            let src: Vec<(&[T], usize, usize)> = idx
+                .iter()
+                .map(|&(j, k)| {
+                    let a = get(ids[j as usize]);
+                    (a.data, if a.batched { a.size } else { 0 }, k as usize)
+                })
+                .collect();
+            for c in 0..s {
+                out.put(src.iter().map(|&(d, stride, k)| d[k + c * stride]));
+            }
+        }
+        _ => unreachable!("put_values is called for elementwise operations, gathers, packs and assembled values"),
     }
 }
 
@@ -621,44 +711,49 @@ fn ternary_values<T: Scalar>(f: Fun3, args: [Arg<T>; 3], n: usize, s: usize) -> 
         .collect()
 }
 
-fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize) -> Vec<T> {
+fn binary_values<T: Scalar>(f: Fun2, a: Arg<T>, b: Arg<T>, n: usize, s: usize, out: &mut impl Put<T>) {
     // the arithmetic operators get loops of their own (monomorphised, vectorisable); the
     // others go through `binary`
     match f {
-        Fun2::Add => zip_columns(a, b, n, s, |x, y| x + y),
-        Fun2::Sub => zip_columns(a, b, n, s, |x, y| x - y),
-        Fun2::Mul => zip_columns(a, b, n, s, |x, y| x * y),
-        Fun2::Div => zip_columns(a, b, n, s, |x, y| x / y),
-        _ => zip_columns(a, b, n, s, |x, y| binary(f, x, y, b.constant)),
+        Fun2::Add => zip_columns(a, b, n, s, out, |x, y| x + y),
+        Fun2::Sub => zip_columns(a, b, n, s, out, |x, y| x - y),
+        Fun2::Mul => zip_columns(a, b, n, s, out, |x, y| x * y),
+        Fun2::Div => zip_columns(a, b, n, s, out, |x, y| x / y),
+        _ => zip_columns(a, b, n, s, out, |x, y| binary(f, x, y, b.constant)),
     }
 }
 
 /// op(a, b) entrywise over the `s` columns, broadcasting an operand of size one.
 #[inline(always)]
-fn zip_columns<T: Scalar>(a: Arg<T>, b: Arg<T>, n: usize, s: usize, op: impl Fn(T, T) -> T) -> Vec<T> {
-    let mut out = Vec::with_capacity(n * s);
+fn zip_columns<T: Scalar>(
+    a: Arg<T>,
+    b: Arg<T>,
+    n: usize,
+    s: usize,
+    out: &mut impl Put<T>,
+    op: impl Fn(T, T) -> T,
+) {
     if s > 1 && flat_operand(a, n) && flat_operand(b, n) {
         // the S columns side by side are one long column (a scalar node of a recursion is
         // S values): one loop instead of S short ones, the same operation per entry
         let m = n * s;
         match (a.batched, b.batched) {
-            (true, true) => out.extend(a.data[..m].iter().zip(&b.data[..m]).map(|(&x, &y)| op(x, y))),
-            (false, true) => out.extend(b.data[..m].iter().map(|&y| op(a.data[0], y))),
-            (true, false) => out.extend(a.data[..m].iter().map(|&x| op(x, b.data[0]))),
-            (false, false) => out.extend((0..m).map(|_| op(a.data[0], b.data[0]))),
+            (true, true) => out.put(a.data[..m].iter().zip(&b.data[..m]).map(|(&x, &y)| op(x, y))),
+            (false, true) => out.put(b.data[..m].iter().map(|&y| op(a.data[0], y))),
+            (true, false) => out.put(a.data[..m].iter().map(|&x| op(x, b.data[0]))),
+            (false, false) => out.put((0..m).map(|_| op(a.data[0], b.data[0]))),
         }
-        return out;
+        return;
     }
     for c in 0..s {
         let (ac, bc) = (a.col(c), b.col(c));
         match (a.size == 1, b.size == 1) {
-            (false, false) => out.extend(ac[..n].iter().zip(&bc[..n]).map(|(&x, &y)| op(x, y))),
-            (true, false) => out.extend(bc[..n].iter().map(|&y| op(ac[0], y))),
-            (false, true) => out.extend(ac[..n].iter().map(|&x| op(x, bc[0]))),
-            (true, true) => out.extend((0..n).map(|_| op(ac[0], bc[0]))),
+            (false, false) => out.put(ac[..n].iter().zip(&bc[..n]).map(|(&x, &y)| op(x, y))),
+            (true, false) => out.put(bc[..n].iter().map(|&y| op(ac[0], y))),
+            (false, true) => out.put(ac[..n].iter().map(|&x| op(x, bc[0]))),
+            (true, true) => out.put((0..n).map(|_| op(ac[0], bc[0]))),
         }
     }
-    out
 }
 
 /// Whether an operand of an elementwise operation with n entries per column can be read
@@ -762,18 +857,30 @@ pub(crate) fn log_sum_exp<T: Scalar>(x: &[T]) -> T {
 /// log Σ exp of each column's entries, the exponentials and logarithms of all columns in
 /// one pass of the scalar type's kernels (SIMD for f64): m + log Σᵢ exp(xᵢ − m) with m the
 /// column's largest entry (m itself when it is not finite).
-fn lse_values<T: Scalar>(a: Arg<T>, s: usize) -> Vec<T> {
+fn lse_into<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T]) {
     let n = a.size;
+    let out = &mut out[..s];
     if n == 0 {
-        return vec![T::from(f64::NEG_INFINITY); s];
+        out.fill(T::from(f64::NEG_INFINITY));
+        return;
     }
+    // the columns side by side (one column when the value is the same for all)
+    let x: Cow<[T]> = if a.batched || s == 1 {
+        Cow::Borrowed(&a.data[..n * s])
+    } else {
+        Cow::Owned(a.data[..n].repeat(s))
+    };
     // the columns' largest entries, then the result in the same buffer; the sums over the
     // first S entries of z once each column's block has been read (column c's block starts
-    // at c·n ≥ c), so two buffers instead of four
-    let mut out: Vec<T> = (0..s).map(|c| a.col(c)[argext(a.col(c), true)]).collect();
-    let mut z = Vec::with_capacity(n * s);
-    for (c, &mc) in out.iter().enumerate() {
-        z.extend(a.col(c).iter().map(|&v| v - mc));
+    // at c·n ≥ c)
+    for (o, xc) in out.iter_mut().zip(x.chunks_exact(n)) {
+        *o = xc[argext(xc, true)];
+    }
+    let mut z = vec![T::zero(); n * s];
+    for ((zc, xc), &mc) in z.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(out.iter()) {
+        for (zi, &v) in zc.iter_mut().zip(xc) {
+            *zi = v - mc;
+        }
     }
     T::map_in_place(Fun1::Exp, &mut z);
     for c in 0..s {
@@ -786,7 +893,6 @@ fn lse_values<T: Scalar>(a: Arg<T>, s: usize) -> Vec<T> {
             *mc += l;
         }
     }
-    out
 }
 
 /// exp(xᵢ − y) for each entry of each column of `x` (n × S, or one column for all), y one

@@ -21,9 +21,10 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::build::{inputs, map_inputs};
-use super::eval::{eval_node, lift_consts, Arg, Tape};
+use super::eval::{eval_node_into, lift_consts, Arg, Tape};
 use super::{Graph, NodeId, Op, Shape};
 use crate::autodiff::Scalar;
 
@@ -190,26 +191,15 @@ impl Scan {
 /// its fused likelihoods cached.
 pub(crate) struct Step<T> {
     /// The values one after another (one allocation per step, not one per node: a long
-    /// recursion keeps every step's values until the reverse sweep).
+    /// recursion keeps every step's values until the reverse sweep); each node's value is
+    /// written here directly.
     data: Vec<T>,
-    /// Where each body node's value ends in `data`.
-    ends: Vec<usize>,
+    /// Where each body node's value ends in `data` (the same for every step of a pass).
+    ends: Arc<[usize]>,
     pub(crate) aux: Vec<Vec<T>>,
 }
 
 impl<T: Copy> Step<T> {
-    fn new(vals: &[Cow<'_, [T]>], aux: Vec<Vec<T>>) -> Self {
-        let mut data = Vec::with_capacity(vals.iter().map(|v| v.len()).sum());
-        let ends = vals
-            .iter()
-            .map(|v| {
-                data.extend_from_slice(v);
-                data.len()
-            })
-            .collect();
-        Step { data, ends, aux }
-    }
-
     /// The value of body node `n_in + i`.
     pub(crate) fn val(&self, i: usize) -> &[T] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
@@ -333,17 +323,34 @@ pub(crate) fn forward<T: Scalar>(
         && scan.body.nodes[n_in..]
             .iter()
             .any(|n| matches!(n.op, Op::LikSum(..) | Op::LikPoint(..)));
+    // every step's body values in one buffer of the same layout
+    let ends: Arc<[usize]> = scan.body.nodes[n_in..]
+        .iter()
+        .enumerate()
+        .scan(0, |end, (i, node)| {
+            if !matches!(node.op, Op::Const(_)) {
+                *end += node.shape.size() * if batched[n_in + i] { s } else { 1 };
+            }
+            Some(*end)
+        })
+        .collect();
+    let total = ends.last().copied().unwrap_or(0);
     for t in 0..scan.steps {
         step_consts(scan, &mut consts, t);
-        let step = {
+        let mut data = vec![T::zero(); total];
+        let aux = {
             let mut tape = step_tape(outer, scan, &consts, &batched, &steps, t);
+            let mut rest = &mut data[..];
             for (p, node) in scan.body.nodes.iter().enumerate().skip(n_in) {
                 let c = if batched[p] { s } else { 1 };
-                let (v, aux) = match scan.op_at(p, t) {
-                    Op::Const(_) => (Vec::new(), Vec::new()),
-                    op => eval_node(&tape, op, node.shape, c, partials),
+                let (start, end) = (if p == n_in { 0 } else { ends[p - n_in - 1] }, ends[p - n_in]);
+                let (cur, tail) = std::mem::take(&mut rest).split_at_mut(end - start);
+                rest = tail;
+                let aux = match scan.op_at(p, t) {
+                    Op::Const(_) => Vec::new(),
+                    op => eval_node_into(&tape, op, node.shape, c, partials, cur),
                 };
-                tape.vals.push(Cow::Owned(v));
+                tape.vals.push(Cow::Borrowed(cur));
                 tape.aux.push(Cow::Owned(aux));
             }
             for (e, &p) in scan.exports.iter().enumerate() {
@@ -360,15 +367,17 @@ pub(crate) fn forward<T: Scalar>(
                     out[at..at + a.size].copy_from_slice(a.col(c));
                 }
             }
-            Step::new(
-                &tape.vals[n_in..],
-                // no allocation for a body without fused likelihoods
-                if fused {
-                    tape.aux.drain(n_in..).map(Cow::into_owned).collect()
-                } else {
-                    Vec::new()
-                },
-            )
+            // no allocation for a body without fused likelihoods
+            if fused {
+                tape.aux.drain(n_in..).map(Cow::into_owned).collect()
+            } else {
+                Vec::new()
+            }
+        };
+        let step = Step {
+            data,
+            ends: Arc::clone(&ends),
+            aux,
         };
         if !partials && steps.len() == keep {
             steps.remove(0);
