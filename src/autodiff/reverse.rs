@@ -517,12 +517,12 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             let mut w = vec![T::zero(); n * s];
             lse_weights(x, y, s, &mut w);
             let xbar = &mut adj[a.0];
-            if n > 0 {
-                for ((xc, wc), &yb) in xbar.chunks_exact_mut(n).zip(w.chunks_exact(n)).zip(&ybar[..s]) {
-                    for (xi, &wi) in xc.iter_mut().zip(wc) {
-                        *xi += yb * wi;
-                    }
-                }
+            match n {
+                0 => {}
+                2 => add_scaled_columns(xbar, &w, &ybar[..s], 2),
+                3 => add_scaled_columns(xbar, &w, &ybar[..s], 3),
+                4 => add_scaled_columns(xbar, &w, &ybar[..s], 4),
+                _ => add_scaled_columns(xbar, &w, &ybar[..s], n),
             }
         }
         Op::Max(a) => back_reduce(tape, *a, ybar, adj, |x, i, _| pick(argext(x, true) == i)),
@@ -547,6 +547,17 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
         Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
             let mode = crate::graph::eval::fused_output(&tape.graph.nodes[k].op);
             crate::graph::fused::backprop(tape, k, ids, ybar, adj, mode);
+        }
+    }
+}
+
+/// x̄ += ȳ_c · w column by column (n entries each, ȳ one value per column); inlined into
+/// calls with a literal n, so that the loop over a column is unrolled.
+#[inline(always)]
+fn add_scaled_columns<T: Scalar>(xbar: &mut [T], w: &[T], ybar: &[T], n: usize) {
+    for ((xc, wc), &yb) in xbar.chunks_exact_mut(n).zip(w.chunks_exact(n)).zip(ybar) {
+        for (xi, &wi) in xc.iter_mut().zip(wc) {
+            *xi += yb * wi;
         }
     }
 }

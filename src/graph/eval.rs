@@ -870,21 +870,20 @@ fn lse_into<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T]) {
     } else {
         Cow::Owned(a.data[..n].repeat(s))
     };
-    // the columns' largest entries, then the result in the same buffer; the sums over the
-    // first S entries of z once each column's block has been read (column c's block starts
-    // at c·n ≥ c)
-    for (o, xc) in out.iter_mut().zip(x.chunks_exact(n)) {
-        *o = xc[argext(xc, true)];
-    }
     let mut z = vec![T::zero(); n * s];
-    for ((zc, xc), &mc) in z.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(out.iter()) {
-        for (zi, &v) in zc.iter_mut().zip(xc) {
-            *zi = v - mc;
-        }
+    match n {
+        // the sizes a recursion's step has (a few states): loops of a known length
+        2 => lse_shift(&x, 2, out, &mut z),
+        3 => lse_shift(&x, 3, out, &mut z),
+        4 => lse_shift(&x, 4, out, &mut z),
+        _ => lse_shift(&x, n, out, &mut z),
     }
     T::map_in_place(Fun1::Exp, &mut z);
-    for c in 0..s {
-        z[c] = z[c * n..(c + 1) * n].iter().copied().sum();
+    match n {
+        2 => block_sums(&mut z, 2, s),
+        3 => block_sums(&mut z, 3, s),
+        4 => block_sums(&mut z, 4, s),
+        _ => block_sums(&mut z, n, s),
     }
     let sums = &mut z[..s];
     T::map_in_place(Fun1::Log, sums);
@@ -892,6 +891,30 @@ fn lse_into<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T]) {
         if mc.real().is_finite() {
             *mc += l;
         }
+    }
+}
+
+/// Each column's largest entry into `out` and its entries less it into `z` (columns of n
+/// side by side in `x`). Inlined into each call with a literal n, so that the loops over a
+/// column are unrolled.
+#[inline(always)]
+fn lse_shift<T: Scalar>(x: &[T], n: usize, out: &mut [T], z: &mut [T]) {
+    for (o, xc) in out.iter_mut().zip(x.chunks_exact(n)) {
+        *o = xc[argext(xc, true)];
+    }
+    for ((zc, xc), &mc) in z.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(out.iter()) {
+        for (zi, &v) in zc.iter_mut().zip(xc) {
+            *zi = v - mc;
+        }
+    }
+}
+
+/// z[c] = the sum of z's column c (n entries), for the first `s` columns: column c's block
+/// starts at c·n ≥ c, so it is read before it is overwritten. Inlined as [`lse_shift`].
+#[inline(always)]
+fn block_sums<T: Scalar>(z: &mut [T], n: usize, s: usize) {
+    for c in 0..s {
+        z[c] = z[c * n..(c + 1) * n].iter().copied().sum();
     }
 }
 
@@ -904,11 +927,12 @@ pub(crate) fn lse_weights<T: Scalar>(x: Arg<'_, T>, y: Arg<'_, T>, s: usize, w: 
         // the usual case, a recursion's step: every column's block against its own y, in
         // one pass over exact blocks (no per-column slicing of x and y)
         let m = n * s;
-        let blocks = w[..m].chunks_exact_mut(n).zip(x.data[..m].chunks_exact(n));
-        for ((wc, xc), &yc) in blocks.zip(&y.data[..s]) {
-            for (wi, &v) in wc.iter_mut().zip(xc) {
-                *wi = v - yc;
-            }
+        let (w, x, y) = (&mut w[..m], &x.data[..m], &y.data[..s]);
+        match n {
+            2 => less_column_values(w, x, y, 2),
+            3 => less_column_values(w, x, y, 3),
+            4 => less_column_values(w, x, y, 4),
+            _ => less_column_values(w, x, y, n),
         }
     } else {
         for (c, wc) in w.chunks_mut(n).enumerate().take(s) {
@@ -919,6 +943,16 @@ pub(crate) fn lse_weights<T: Scalar>(x: Arg<'_, T>, y: Arg<'_, T>, s: usize, w: 
         }
     }
     T::map_in_place(Fun1::Exp, w);
+}
+
+/// w = x less its column's y, column by column (n entries each). Inlined as [`lse_shift`].
+#[inline(always)]
+fn less_column_values<T: Scalar>(w: &mut [T], x: &[T], y: &[T], n: usize) {
+    for ((wc, xc), &yc) in w.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(y) {
+        for (wi, &v) in wc.iter_mut().zip(xc) {
+            *wi = v - yc;
+        }
+    }
 }
 
 fn lse_rows_values<T: Scalar>(a: Arg<T>, rows: usize, s: usize) -> Vec<T> {
