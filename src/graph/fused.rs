@@ -337,7 +337,10 @@ fn location_scale<T: Scalar>(
         }
     }
     let partials = aux.is_some();
-    let (mut z, mut dx, mut ds) = (vec![T::zero(); n], vec![T::zero(); n], vec![T::zero(); n]);
+    // z, ∂x and ∂σ of one column, in one allocation
+    let mut buf = vec![T::zero(); 3 * n];
+    let (z, rest) = buf.split_at_mut(n);
+    let (dx, ds) = rest.split_at_mut(n);
     let mut ls = vec![T::zero(); if sigma.size == 1 { 0 } else { n }];
     for c in 0..s {
         let sc = sigma.col(c);
@@ -348,14 +351,14 @@ fn location_scale<T: Scalar>(
             out.impossible(n);
             continue;
         }
-        differences(&mut z, x.col(c), mu.col(c));
+        differences(z, x.col(c), mu.col(c));
         if let [sd] = *sc {
             let (ls, inv) = (sd.ln(), sd.recip());
             z.iter_mut().for_each(|z| *z *= inv);
-            terms(&mut z, ls, inv, partials, &mut dx, &mut ds);
+            terms(z, ls, inv, partials, dx, ds);
         } else {
             z.iter_mut().zip(sc).for_each(|(z, &sd)| *z /= sd);
-            terms(&mut z, T::zero(), T::one(), partials, &mut dx, &mut ds);
+            terms(z, T::zero(), T::one(), partials, dx, ds);
             ls.copy_from_slice(sc);
             T::map_in_place(Fun1::Log, &mut ls);
             for (v, &l) in z.iter_mut().zip(&ls) {
@@ -368,19 +371,19 @@ fn location_scale<T: Scalar>(
                 }
             }
         }
-        out.column(&z);
+        out.column(z);
         if let Some(a) = aux.as_deref_mut() {
             let col = |j: usize| slot[j].map(|off| off + c * n);
             if let Some(o) = col(0) {
-                a[o..o + n].copy_from_slice(&dx);
+                a[o..o + n].copy_from_slice(dx);
             }
             if let Some(o) = col(1) {
-                for (p, &d) in a[o..o + n].iter_mut().zip(&dx) {
+                for (p, &d) in a[o..o + n].iter_mut().zip(dx.iter()) {
                     *p = -d;
                 }
             }
             if let Some(o) = col(2) {
-                a[o..o + n].copy_from_slice(&ds);
+                a[o..o + n].copy_from_slice(ds);
             }
         }
     }
