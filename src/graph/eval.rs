@@ -575,7 +575,9 @@ fn put_values<'b, T: Scalar>(
                 out.put(src.iter().map(|&(d, stride, k)| d[k + c * stride]));
             }
         }
-        _ => unreachable!("put_values is called for elementwise operations, gathers, packs and assembled values"),
+        _ => unreachable!(
+            "put_values is called for elementwise operations, gathers, packs and assembled values"
+        ),
     }
 }
 
