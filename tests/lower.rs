@@ -105,6 +105,33 @@ fn linear_regression_log_joint_equals_its_closed_form() {
 }
 
 #[test]
+fn stan_constants_are_their_values() {
+    // a normal log density written out with pi(), and every other constant as a data-free term
+    let lj = lower(
+        "param { mu: real }\nmodel {\n  target += -0.5 * log(2 * pi()) - 0.5 * square(mu)\n  \
+         target += e() + sqrt2() + log2() + log10() + machine_precision()\n}\n",
+        "{}",
+    );
+    let c = std::f64::consts::E + std::f64::consts::SQRT_2 + 2f64.ln() + 10f64.ln() + f64::EPSILON;
+    for mu in [-1.5, 0.0, 0.4] {
+        assert_close(value_at(&lj, &[mu]), log_normal(mu, 0.0, 1.0) + c, TOL);
+    }
+    // the infinities as truncation bounds: T[0, positive_infinity()] is a half-normal
+    let lj = lower(
+        "data { y: vector[2] }\nparam { s: real<lower=0> }\nmodel {\n  s ~ exponential(1)\n  \
+         y ~ normal(0, s) T[0, positive_infinity()]\n}\n",
+        r#"{"y": [0.5, 1.5]}"#,
+    );
+    let u: f64 = 0.3;
+    let s = u.exp();
+    let half: f64 = [0.5, 1.5]
+        .iter()
+        .map(|&y| log_normal(y, 0.0, s) + 2f64.ln())
+        .sum();
+    assert_close(value_at(&lj, &[u]), -s + u + half, 1e-10);
+}
+
+#[test]
 fn lower_bounded_parameter_adds_its_log_jacobian() {
     let lj = lower(
         "param { sigma: real<lower=0> }\nmodel { sigma ~ exponential(1) }\n",

@@ -76,9 +76,34 @@ pub const SIGNATURES: &[(&str, &str)] = &[
     ("cov_exp_quad", "cov_exp_quad(x: vector[n] | ints[n], alpha: real, rho: real) -> matrix[n, n]"),
 ];
 
+/// Stan's constants, functions of no arguments: name, value, what it is.
+pub const CONSTANTS: &[(&str, f64, &str)] = &[
+    ("pi", std::f64::consts::PI, "π"),
+    ("e", std::f64::consts::E, "e, the base of the natural logarithm"),
+    ("sqrt2", std::f64::consts::SQRT_2, "√2"),
+    ("log2", std::f64::consts::LN_2, "log 2"),
+    ("log10", std::f64::consts::LN_10, "log 10"),
+    ("positive_infinity", f64::INFINITY, "+∞"),
+    ("negative_infinity", f64::NEG_INFINITY, "−∞"),
+    ("not_a_number", f64::NAN, "NaN"),
+    (
+        "machine_precision",
+        f64::EPSILON,
+        "the distance from 1 to the next double, 2⁻⁵²",
+    ),
+];
+
+/// The value of constant `name()`, if it is one of [`CONSTANTS`].
+pub fn constant(name: &str) -> Option<f64> {
+    CONSTANTS.iter().find(|(n, _, _)| *n == name).map(|&(_, v, _)| v)
+}
+
 /// Whether `name` is a built-in function.
 pub fn is_builtin(name: &str) -> bool {
-    ELEMENTWISE.contains(&name) || REDUCTIONS.contains(&name) || SIGNATURES.iter().any(|(n, _)| *n == name)
+    ELEMENTWISE.contains(&name)
+        || REDUCTIONS.contains(&name)
+        || SIGNATURES.iter().any(|(n, _)| *n == name)
+        || constant(name).is_some()
 }
 
 /// All built-in names (for suggestions).
@@ -88,6 +113,7 @@ pub fn all_names() -> impl Iterator<Item = &'static str> {
         .chain(REDUCTIONS)
         .copied()
         .chain(SIGNATURES.iter().map(|(n, _)| *n))
+        .chain(CONSTANTS.iter().map(|(n, _, _)| *n))
 }
 
 /// The signature line for `name`.
@@ -97,6 +123,9 @@ pub fn signature(name: &str) -> String {
     }
     if REDUCTIONS.contains(&name) {
         return format!("{name}(x: vector | matrix | ints) -> real");
+    }
+    if let Some((_, _, what)) = CONSTANTS.iter().find(|(n, _, _)| *n == name) {
+        return format!("{name}() -> real: {what}");
     }
     SIGNATURES
         .iter()
@@ -127,6 +156,17 @@ pub fn result_shape(name: &str, args: &[Arg]) -> Result<Shape, String> {
     }
     if REDUCTIONS.contains(&name) {
         return reduction(name, &shapes);
+    }
+    if constant(name).is_some() {
+        return match (name, shapes.len()) {
+            (_, 0) => Ok(Shape::Real),
+            ("log2" | "log10", 1) => Err(format!(
+                "`{name}()` is the constant {}; for the logarithm of x to that base write \
+                 `log(x) / {name}()`",
+                if name == "log2" { "log 2" } else { "log 10" }
+            )),
+            _ => Err(format!("`{name}()` is a constant and takes no arguments")),
+        };
     }
     match (name, shapes.as_slice()) {
         ("dot", [a, b]) if vec_len(*a).is_some() && vec_len(*a) == vec_len(*b) => Ok(Shape::Real),
@@ -329,6 +369,19 @@ mod tests {
             Ok(Shape::Matrix(5, 4))
         );
         assert!(result_shape("append_col", &[a(Shape::Matrix(5, 3)), a(Shape::Vector(4))]).is_err());
+    }
+
+    #[test]
+    fn constants_take_no_arguments() {
+        assert_eq!(result_shape("pi", &[]), Ok(Shape::Real));
+        assert_eq!(constant("pi"), Some(std::f64::consts::PI));
+        assert_eq!(constant("log10"), Some(10f64.ln()));
+        assert!(constant("not_a_number").is_some_and(f64::is_nan));
+        assert!(result_shape("e", &[a(Shape::Real)]).is_err());
+        let log2 = result_shape("log2", &[a(Shape::Real)]).unwrap_err();
+        assert!(log2.contains("log(x) / log2()"), "{log2}");
+        assert!(is_builtin("machine_precision") && all_names().any(|n| n == "sqrt2"));
+        assert_eq!(signature("pi"), "pi() -> real: π");
     }
 
     #[test]

@@ -1011,6 +1011,7 @@ fn fold_builtin(name: &str, args: &[TExpr]) -> Option<f64> {
         ("abs", [a]) => a.value.map(f64::abs),
         ("min" | "fmin", [a, b]) => Some(a.value?.min(b.value?)),
         ("max" | "fmax", [a, b]) => Some(a.value?.max(b.value?)),
+        (_, []) => builtins::constant(name),
         _ => None,
     }
 }

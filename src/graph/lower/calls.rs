@@ -20,6 +20,10 @@ impl Lowerer<'_> {
             };
             return Ok(self.g.scalar(n as f64));
         }
+        if let Some(v) = crate::check::builtins::constant(name) {
+            // `pi()`, `e()`, …: checked to take no arguments
+            return Ok(self.g.scalar(v));
+        }
         let ids = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
         let shape = graph_shape(e.shape);
         self.wrap(e, |g| builtin(g, name, &ids, shape))
