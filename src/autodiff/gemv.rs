@@ -51,11 +51,73 @@ pub fn gemv_t(m: usize, k: usize, a: &[f64], y: &[f64], out: &mut [f64]) -> bool
     false
 }
 
+/// Products with at most this many multiply-adds (m·n·k) go to [`small_gemm`].
+pub const SMALL_GEMM: usize = 2048;
+
+/// `C += op(A) op(B)` (C m × n column-major, op(A) m × k, op(B) k × n, each operand
+/// transposed when its flag is set) for a product of at most [`SMALL_GEMM`] multiply-adds
+/// and k ≤ [`KC`], as `dgemm` computes it (one fused multiply-add chain per entry from zero,
+/// then added to C) but without its packing buffers, which cost more than a small product
+/// (a 2 × 2 matrix times a vector per step and column of a recursion). Returns false,
+/// leaving `c` untouched, for larger products or a CPU without FMA.
+#[allow(clippy::too_many_arguments)]
+pub fn small_gemm(
+    ta: bool,
+    tb: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f64],
+    b: &[f64],
+    c: &mut [f64],
+) -> bool {
+    if m * n * k > SMALL_GEMM || k > KC {
+        return false;
+    }
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+        "gemm operand sizes"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_fma() {
+            // SAFETY: the CPU has AVX2 and FMA, checked just above.
+            unsafe { small_gemm_fma(ta, tb, m, n, k, a, b, c) };
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+fn small_gemm_fma(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb]
+    let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
+    let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
+    for j in 0..n {
+        for i in 0..m {
+            let mut s = 0.0f64;
+            for p in 0..k {
+                s = a[i * rsa + p * csa].mul_add(b[p * rsb + j * csb], s);
+            }
+            c[i + j * m] += s;
+        }
+    }
+}
+
 /// matrixmultiply takes an FMA kernel (AVX-512 or AVX2 + FMA) exactly when the CPU has
 /// AVX2 and FMA (every AVX-512 CPU has both).
 #[cfg(target_arch = "x86_64")]
 fn has_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// No FMA kernels off x86-64: the callers use `dgemm`.
+#[cfg(not(target_arch = "x86_64"))]
+fn has_fma() -> bool {
+    false
 }
 
 /// Rows in chunks of 64, so that a block's partial sums stay in a stack array.
@@ -139,6 +201,62 @@ mod tests {
                 ((s >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 10f64.powi((s % 7) as i32 - 3)
             })
             .collect()
+    }
+
+    /// Small products equal dgemm's to the bit, every transpose, up to the size limit.
+    #[test]
+    fn small_products_equal_dgemm_to_the_bit() {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (2, 1, 2),
+            (2, 2, 2),
+            (3, 5, 4),
+            (10, 10, 10),
+            (1, 7, 256),
+            (16, 8, 16),
+        ] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a = values(m * k, (m * 31 + k) as u64);
+                let b = values(k * n, (n * 17 + k) as u64);
+                let c0 = values(m * n, 9);
+                let mut want = c0.clone();
+                let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
+                let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
+                // SAFETY: the slices hold m·k, k·n and m·n entries addressed by these strides.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        rsa as isize,
+                        csa as isize,
+                        b.as_ptr(),
+                        rsb as isize,
+                        csb as isize,
+                        1.0,
+                        want.as_mut_ptr(),
+                        1,
+                        m as isize,
+                    );
+                }
+                let mut got = c0.clone();
+                if !small_gemm(ta, tb, m, n, k, &a, &b, &mut got) {
+                    assert!(m * n * k > SMALL_GEMM || !has_fma(), "{m} × {n} × {k} declined");
+                    continue;
+                }
+                assert!(
+                    want.iter().zip(&got).all(|(w, g)| w.to_bits() == g.to_bits()),
+                    "{m} × {n} × {k}, transposes {ta} {tb}"
+                );
+            }
+        }
+        let mut c = [0.0];
+        assert!(
+            !small_gemm(false, false, 1, 1, 300, &[0.0; 300], &[0.0; 300], &mut c),
+            "k > KC"
+        );
     }
 
     /// Both products equal dgemm's to the bit, across the block and chunk boundaries

@@ -276,6 +276,9 @@ impl Scalar for f64 {
             a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
             "gemm operand sizes"
         );
+        if gemv::small_gemm(ta, tb, m, n, k, a, b, c) {
+            return;
+        }
         // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb], C[i, j] = c[i + j·m]
         let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
         let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
