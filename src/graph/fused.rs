@@ -341,7 +341,15 @@ fn location_scale<T: Scalar>(
     let mut buf = vec![T::zero(); 3 * n];
     let (z, rest) = buf.split_at_mut(n);
     let (dx, ds) = rest.split_at_mut(n);
-    let mut ls = vec![T::zero(); if sigma.size == 1 { 0 } else { n }];
+    // log σ of every column at once (one call of the kernel, not one per column: a few
+    // observations per column, as a step of a recursion has, made the calls the cost)
+    let log_sigma: Vec<T> = if sigma.size == 1 {
+        Vec::new()
+    } else {
+        let mut v = sigma.data[..if sigma.batched { n * s } else { n }].to_vec();
+        T::map_in_place(Fun1::Log, &mut v);
+        v
+    };
     for c in 0..s {
         let sc = sigma.col(c);
         if sc
@@ -359,9 +367,12 @@ fn location_scale<T: Scalar>(
         } else {
             z.iter_mut().zip(sc).for_each(|(z, &sd)| *z /= sd);
             terms(z, T::zero(), T::one(), partials, dx, ds);
-            ls.copy_from_slice(sc);
-            T::map_in_place(Fun1::Log, &mut ls);
-            for (v, &l) in z.iter_mut().zip(&ls) {
+            let ls = if sigma.batched {
+                &log_sigma[c * n..(c + 1) * n]
+            } else {
+                &log_sigma[..]
+            };
+            for (v, &l) in z.iter_mut().zip(ls) {
                 *v -= l;
             }
             if partials {
