@@ -262,9 +262,7 @@ fn scans_give_the_unrolled_log_joint_gradients_and_hessians() {
         .collect();
     let y = serde_json::to_string(&series).unwrap();
     // a recursion on a hyperparameter, targets inside the loop, a matrix row carried
-    let ar_hyper = "data { y: vector[T] }\nhyper { rho: real<lower=0, upper=1> = 0.5 }\n\
-        param { x: vector[T]\n s: real<lower=0> }\n\
-        model { s ~ half_normal(1)\n x[1] ~ normal(0, 1)\n for t in 2:T { x[t] ~ normal(rho * x[t - 1], 1) }\n y ~ normal(x, s) }";
+    let ar_hyper = AR_HYPER;
     let rows = "data { y: vector[T] }\nparam { a: vector[2]\n s: real<lower=0> }\n\
         model { a ~ normal(0, 1)\n s ~ half_normal(1)\n let m = rep_matrix(0, T, 2)\n let v = rep_vector(0, 2)\n\
         m[1, 1] = y[1]\n m[1, 2] = -y[1]\n\
@@ -321,13 +319,18 @@ fn scans_give_the_unrolled_log_joint_gradients_and_hessians() {
     }
 }
 
+/// A recursion on a hyperparameter (a local carried from step to step) with a target term
+/// inside the loop.
+const AR_HYPER: &str = "data { y: vector[T] }\nhyper { rho: real<lower=0, upper=1> = 0.5 }\n\
+    param { x: vector[T]\n s: real<lower=0> }\n\
+    model { s ~ half_normal(1)\n x ~ normal(0, 1)\n let h = rep_vector(0, T)\n h[1] = x[1]\n\
+    y[1] ~ normal(h[1], s)\n\
+    for t in 2:T { h[t] = rho * h[t - 1] + x[t]\n y[t] ~ normal(h[t], s) } }";
+
 #[test]
 fn scans_pass_the_three_way_derivative_checks_with_a_hyperparameter() {
-    let src = "data { y: vector[T] }\nhyper { rho: real<lower=0, upper=1> = 0.5 }\n\
-        param { x: vector[T]\n s: real<lower=0> }\n\
-        model { s ~ half_normal(1)\n x[1] ~ normal(0, 1)\n for t in 2:T { x[t] ~ normal(rho * x[t - 1], 1) }\n y ~ normal(x, s) }";
     let lj = lower(
-        src,
+        AR_HYPER,
         r#"{"T": 12, "y": [0.1, 0.3, -0.2, 2.9, 3.2, 3.1, 0.2, -0.1, 3.3, 2.8, 0.0, 0.4]}"#,
     );
     assert_eq!(scans(&lj.graph), 1);
@@ -424,4 +427,94 @@ fn thousands_of_short_loops_lower_quickly_and_stay_the_same_log_joint() {
     assert!((1..3000).contains(&n), "{n} scans");
     let u = unrolled(&lj);
     assert_same_log_joint(&[&lj, &u], &points_near(&lj, 2));
+}
+
+/// Loops whose steps do not depend on each other, each against the same model written with
+/// vectors: `(loop, vectorised)` model texts over the same data and parameters.
+const INDEPENDENT_LOOPS: [(&str, &str); 3] = [
+    // per observation, a gather through an index (a varying intercept) and `~`
+    (
+        "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         for n in 1:N { y[n] ~ normal(alpha[g[n]] + b * x[n], s) } }",
+        "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         y ~ normal(alpha[g] + b * x, s) }",
+    ),
+    // a parameter vector read at t and t - 1 (no local carried: the steps are independent),
+    // with a hyperparameter
+    (
+        "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         for j in 2:J { alpha[j] ~ normal(rho * alpha[j - 1], 1) }\n\
+         for n in 1:N { target += normal_lpdf(y[n] | exp(b) * x[n], s) } }",
+        "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         alpha[2:J] ~ normal(rho * alpha[1:(J - 1)], 1)\n\
+         target += normal_lpdf(y | exp(b) * x, s) }",
+    ),
+    // a Bernoulli outcome per observation
+    (
+        "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         for n in 1:N { z[n] ~ bernoulli_logit(alpha[g[n]] + b * x[n]) } }",
+        "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         z ~ bernoulli_logit(alpha[g] + b * x) }",
+    ),
+];
+
+fn independent_loop_data(n: usize) -> String {
+    let x: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.37).sin() * 1.5).collect();
+    let y: Vec<f64> = (0..n)
+        .map(|i| x[i] * 0.8 + ((i * 7 % 11) as f64 / 11.0 - 0.5))
+        .collect();
+    let g: Vec<usize> = (0..n).map(|i| i * 5 % 6 + 1).collect();
+    let z: Vec<usize> = (0..n).map(|i| usize::from(y[i] > 0.2)).collect();
+    serde_json::json!({ "N": n, "J": 6, "x": x, "y": y, "g": g, "z": z }).to_string()
+}
+
+#[test]
+fn independent_loop_steps_become_vector_operations_with_the_vectorised_log_joint() {
+    let head = "data { N: int\n J: int\n x: vector[N]\n y: vector[N]\n g: ints[N]\n z: ints[N] }\n\
+        hyper { rho: real<lower=0, upper=1> = 0.5 }\n\
+        param { mu: real\n tau: real<lower=0>\n alpha: vector[J]\n b: real\n s: real<lower=0> }\n";
+    for (i, (by_loop, by_vector)) in INDEPENDENT_LOOPS.iter().enumerate() {
+        let lj = lower(&format!("{head}{by_loop}"), &independent_loop_data(40));
+        let vectorised = lower(&format!("{head}{by_vector}"), &independent_loop_data(40));
+        // no scan is left, and the graph does not grow with the loop
+        assert_eq!(scans(&lj.graph), 0, "model {i}: a scan is left");
+        let longer = lower(&format!("{head}{by_loop}"), &independent_loop_data(80));
+        assert_eq!(
+            lj.graph.nodes.len(),
+            longer.graph.nodes.len(),
+            "model {i}: the graph grows"
+        );
+        let points = points_near(&lj, 3);
+        assert_same_log_joint(&[&lj, &vectorised], &points);
+        // ∇θ (rho), and the single-point path against the batched one
+        let theta = lj.theta_init();
+        let w = DMatrix::from_fn(lj.dim(), 3, |r, c| points[c][r]);
+        let (a, b) = (
+            lj.eval(&theta, &w, Want::ALL),
+            vectorised.eval(&theta, &w, Want::ALL),
+        );
+        let (ta, tb) = (a.grad_theta.unwrap(), b.grad_theta.unwrap());
+        assert!(
+            (&ta - &tb).abs().max() <= SAME_TOL * ta.abs().max().max(1.0),
+            "model {i}: ∇θ {ta} vs {tb}"
+        );
+        let mut g = vec![0.0; lj.dim()];
+        let v = lj.value_grad_into(&theta, &points[1], &mut g);
+        assert!(
+            (v - a.values[1]).abs() < SAME_TOL * v.abs().max(1.0),
+            "model {i}: point value"
+        );
+        let r = diagnose(
+            &lj,
+            &theta,
+            &DVector::from_vec(points[2].clone()),
+            Tolerances::default(),
+        );
+        assert!(
+            r.passed(),
+            "model {i}: derivatives {:.2e} / {:.2e}",
+            r.grad_err_exact,
+            r.grad_err_fd
+        );
+    }
 }

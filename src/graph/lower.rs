@@ -322,7 +322,8 @@ impl<'m> Lowerer<'m> {
 }
 
 /// [`prune`], then each run of identical loop iterations as one scan node
-/// ([`super::scan::compress`]).
+/// ([`super::scan::compress`]), and a scan of independent scalar steps as vector
+/// operations over the steps ([`super::vectorise`]).
 fn finish(
     g: Graph,
     loops: Vec<Vec<usize>>,
@@ -352,6 +353,7 @@ fn finish(
         .map(|p| p.value)
         .collect();
     let g = super::scan::compress(g, loops, &mut roots);
+    let vectorised = super::vectorise::vectorise(&g, &mut roots);
     for (p, r) in params
         .iter_mut()
         .chain(&mut hypers)
@@ -360,7 +362,11 @@ fn finish(
     {
         p.value = r;
     }
-    (g, params, hypers, reported)
+    match vectorised {
+        // the replaced scans' leftovers go
+        Some(g) => prune(g, params, hypers, reported),
+        None => (g, params, hypers, reported),
+    }
 }
 
 /// Per node: whether [`prune`] keeps it (a target term, a pointwise output, one of

@@ -18,6 +18,7 @@ pub mod point;
 pub mod predict;
 pub mod scan;
 pub mod transform;
+mod vectorise;
 
 pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};

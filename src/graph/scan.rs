@@ -396,38 +396,58 @@ pub(crate) fn forward<T: Scalar>(
 /// scan's value reads the steps' nodes directly (a gather or assemble of it becomes one of
 /// them), and nodes that only the scan's value fed are dropped.
 pub fn expand(g: &Graph) -> Graph {
+    let (out, _) = rebuild(g, |out, scan, map, shape| {
+        Some(expand_scan(out, scan, map, shape))
+    });
+    // the scans' assembled values that nothing reads any more
+    super::lower::prune(out, Vec::new(), Vec::new(), Vec::new()).0
+}
+
+/// The graph rebuilt node by node, each scan replaced by what `replace` makes of it (its
+/// value as a node, and where each entry of that value comes from) or kept when `replace`
+/// gives `None`. What read a replaced scan's value reads the entries' sources directly (a
+/// gather or assemble of it becomes one of them). Also returns where each node of `g` went.
+#[allow(clippy::type_complexity)]
+pub(crate) fn rebuild(
+    g: &Graph,
+    mut replace: impl FnMut(&mut Graph, &Scan, &[NodeId], Shape) -> Option<(NodeId, Vec<(NodeId, u32)>)>,
+) -> (Graph, Vec<NodeId>) {
     let mut out = Graph::new(g.dim, g.theta_dim);
     out.unfused = g.unfused;
     let mut map: Vec<NodeId> = Vec::with_capacity(g.nodes.len());
-    // per scan node: where each entry of its value comes from
+    // per replaced scan node: where each entry of its value comes from
     let mut entries: HashMap<usize, Vec<(NodeId, u32)>> = HashMap::new();
     for (k, node) in g.nodes.iter().enumerate() {
         let from = |id: NodeId, e: u32| match entries.get(&id.0) {
             Some(src) => src[e as usize],
             None => (map[id.0], e),
         };
-        let id = match &node.op {
-            Op::Scan(scan) => {
-                let (id, src) = expand_scan(&mut out, scan, &map, node.shape);
+        let replaced = match &node.op {
+            Op::Scan(scan) => replace(&mut out, scan, &map, node.shape),
+            _ => None,
+        };
+        let id = match (&node.op, replaced) {
+            (_, Some((id, src))) => {
                 entries.insert(k, src);
                 id
             }
-            Op::Gather(a, idx) if entries.contains_key(&a.0) && !idx.contains(&super::GATHER_ZERO) => {
+            (Op::Gather(a, idx), None)
+                if entries.contains_key(&a.0) && !idx.contains(&super::GATHER_ZERO) =>
+            {
                 let pairs: Vec<(NodeId, u32)> = idx.iter().map(|&e| from(*a, e)).collect();
                 out.push(assembled(&pairs), node.shape)
             }
-            Op::Assemble(ids, idx) if ids.iter().any(|i| entries.contains_key(&i.0)) => {
+            (Op::Assemble(ids, idx), None) if ids.iter().any(|i| entries.contains_key(&i.0)) => {
                 let pairs: Vec<(NodeId, u32)> = idx.iter().map(|&(j, e)| from(ids[j as usize], e)).collect();
                 out.push(assembled(&pairs), node.shape)
             }
-            op => out.push(map_inputs(op.clone(), |i| map[i.0]), node.shape),
+            (op, None) => out.push(map_inputs(op.clone(), |i| map[i.0]), node.shape),
         };
         map.push(id);
     }
     out.targets = g.targets.iter().map(|&t| map[t.0]).collect();
     out.outputs_from(g, |id| map[id.0], |id| Some(map[id.0]));
-    // the scans' assembled values that nothing reads any more
-    super::lower::prune(out, Vec::new(), Vec::new(), Vec::new()).0
+    (out, map)
 }
 
 fn expand_scan(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (NodeId, Vec<(NodeId, u32)>) {
@@ -971,7 +991,7 @@ fn simplify(
 
 /// The operation whose entry i is entry `pairs[i].1` of node `pairs[i].0`: a gather when
 /// every entry comes from one node, else an assemble.
-fn assembled(pairs: &[(NodeId, u32)]) -> Op {
+pub(crate) fn assembled(pairs: &[(NodeId, u32)]) -> Op {
     let first = pairs[0].0;
     if pairs.iter().all(|p| p.0 == first) {
         return Op::Gather(first, pairs.iter().map(|p| p.1).collect());

@@ -1,0 +1,150 @@
+//! Loops whose iterations do not depend on each other, as vector operations over the steps.
+//!
+//! A per-observation loop written as in Stan, `for n in 1:N { y[n] ~ normal(alpha[g[n]] +
+//! beta * x[n], sigma) }`, becomes a scan (`graph::scan`) with no carried value: every step
+//! reads only nodes from before the loop and its own data. Evaluated step by step it pays
+//! the scan's bookkeeping per step and operation (about five times the vectorised form,
+//! `y ~ normal(alpha[g] + beta * x, sigma)`). Such a scan whose body is scalar operations
+//! is rewritten here into that vectorised form: each body operation becomes one operation
+//! on a vector of one entry per step, a step's data (`y[n]`, `x[n]`) the vector of all
+//! steps' values, a step's gather (`alpha[g[n]]`) one gather with every step's index, and a
+//! one-observation likelihood (`~` of a scalar, `normal_lpdf(y[n] | …)`) the pointwise
+//! likelihood over the steps. Operations that are the same at every step stay scalars.
+//! The scan's value, each step's exported scalars, is read from those vectors.
+//!
+//! Input: the graph after `scan::compress`. Output: the same log joint with each such scan
+//! replaced. Values are the same operations on the same numbers; the gradient's sums over
+//! the steps run in another order (the vector rules add entries first to last, the scan's
+//! reverse sweep last to first), so they can differ in the last bits. Scans with carried
+//! values (recursions), vector-valued body operations or other operations are kept.
+
+use super::build::map_inputs;
+use super::scan::{assembled, rebuild, Scan, ScanInput};
+use super::{Graph, NodeId, Op, Shape, GATHER_ZERO};
+
+/// The graph with every scan of independent scalar steps replaced by vector operations, and
+/// `roots` (node ids held outside the graph) moved with it; `None` when there is no such
+/// scan. The replaced scans' leftovers are for the caller to prune.
+pub(crate) fn vectorise(g: &Graph, roots: &mut [NodeId]) -> Option<Graph> {
+    if !g
+        .nodes
+        .iter()
+        .any(|n| matches!(&n.op, Op::Scan(s) if independent(s)))
+    {
+        return None;
+    }
+    let (out, map) = rebuild(g, |out, scan, map, shape| {
+        independent(scan).then(|| over_steps(out, scan, map, shape))
+    });
+    for r in roots.iter_mut() {
+        *r = map[r.0];
+    }
+    Some(out)
+}
+
+/// Per body node: whether its value changes from step to step (its operation does, or one
+/// of its operands); the inputs do not.
+fn per_step(scan: &Scan) -> Vec<bool> {
+    let body = &scan.body;
+    let n_in = scan.inputs.len();
+    let mut varies = vec![false; body.nodes.len()];
+    for p in n_in..body.nodes.len() {
+        varies[p] = scan.varying.iter().any(|(q, _)| *q == p)
+            || super::build::inputs(&body.nodes[p].op)
+                .iter()
+                .any(|i| varies[i.0]);
+    }
+    varies
+}
+
+/// Whether the steps of `scan` are independent scalar computations this module rewrites:
+/// no carried value, every body operation of one value, each a constant, an elementwise
+/// function, a gather of one entry (of a node the same at every step, or of a one-value
+/// node) or a likelihood of one observation (every operand one value).
+fn independent(scan: &Scan) -> bool {
+    if scan.inputs.iter().any(|i| matches!(i, ScanInput::Carry { .. })) {
+        return false;
+    }
+    let body = &scan.body;
+    let n_in = scan.inputs.len();
+    let varies = per_step(scan);
+    let one = |i: &NodeId| body.nodes[i.0].shape.size() == 1;
+    let gather_ok =
+        |a: &NodeId, idx: &[u32]| matches!(idx, [k] if *k != GATHER_ZERO) && (!varies[a.0] || one(a));
+    let body_ok = (n_in..body.nodes.len()).all(|p| {
+        body.nodes[p].shape.size() == 1
+            && match &body.nodes[p].op {
+                Op::Const(_) | Op::Unary(..) | Op::Binary(..) | Op::Ternary(..) => true,
+                Op::Gather(a, idx) => gather_ok(a, idx),
+                Op::LikSum(_, ids) => ids.iter().all(one),
+                _ => false,
+            }
+    });
+    // a step's own constant is one value, and a step's own gather reads a node that is the
+    // same at every step
+    let varying_ok = scan.varying.iter().all(|(_, ops)| {
+        ops.iter().all(|op| match op {
+            Op::Const(v) => v.len() == 1,
+            Op::Gather(a, idx) => matches!(idx.as_slice(), [k] if *k != GATHER_ZERO) && !varies[a.0],
+            _ => false,
+        })
+    });
+    body_ok && varying_ok
+}
+
+/// The nodes of `scan`'s steps as vector operations over the steps, pushed onto `out`
+/// (`map`: where the enclosing graph's nodes went); returns the scan's value as a node of
+/// `shape` and where each of its entries comes from.
+fn over_steps(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (NodeId, Vec<(NodeId, u32)>) {
+    let steps = scan.steps;
+    let all = Shape::Vector(steps);
+    let varies = per_step(scan);
+    // per body node: the node of `out` holding its value (one entry per step when it varies)
+    let mut v: Vec<NodeId> = scan
+        .inputs
+        .iter()
+        .map(|i| match i {
+            ScanInput::Outer(id) => map[id.0],
+            ScanInput::Carry { .. } => unreachable!("a scan with a carried value is kept"),
+        })
+        .collect();
+    for p in v.len()..scan.body.nodes.len() {
+        let node = &scan.body.nodes[p];
+        let id = if !varies[p] {
+            out.push(map_inputs(node.op.clone(), |i| v[i.0]), node.shape)
+        } else {
+            match scan.op_at(p, 0) {
+                Op::Const(_) => {
+                    let values = (0..steps).map(|t| match scan.op_at(p, t) {
+                        Op::Const(c) => c[0],
+                        _ => unreachable!("a varying constant is a constant at every step"),
+                    });
+                    out.push(Op::Const(values.collect()), all)
+                }
+                Op::Gather(a, _) if !varies[a.0] => {
+                    let idx = (0..steps).map(|t| match scan.op_at(p, t) {
+                        Op::Gather(_, idx) => idx[0],
+                        _ => unreachable!("a varying gather is a gather at every step"),
+                    });
+                    out.push(Op::Gather(v[a.0], idx.collect()), all)
+                }
+                // the one entry of a value that varies: that value
+                Op::Gather(a, _) => v[a.0],
+                Op::LikSum(lik, ids) => {
+                    out.push(Op::LikPoint(*lik, ids.iter().map(|i| v[i.0]).collect()), all)
+                }
+                op => out.push(map_inputs(op.clone(), |i| v[i.0]), all),
+            }
+        };
+        v.push(id);
+    }
+    let src: Vec<(NodeId, u32)> = (0..steps)
+        .flat_map(|t| {
+            let (v, varies) = (&v, &varies);
+            scan.exports
+                .iter()
+                .map(move |&p| (v[p], if varies[p] { t as u32 } else { 0 }))
+        })
+        .collect();
+    (out.push(assembled(&src), shape), src)
+}
