@@ -281,10 +281,6 @@ fn scans_give_the_unrolled_log_joint_gradients_and_hessians() {
             "hmm",
             lower(&read("hmm.mvi"), &format!(r#"{{"N": 40, "y": {y}}}"#)),
         ),
-        (
-            "mixture",
-            lower(&read("mixture.mvi"), &format!(r#"{{"N": 40, "y": {y}}}"#)),
-        ),
         ("ar_hyper", lower(ar_hyper, &format!(r#"{{"T": 40, "y": {y}}}"#))),
         ("rows", lower(rows, &format!(r#"{{"T": 40, "y": {y}}}"#))),
         ("ragged", lower(RAGGED, &ragged_json(40))),
@@ -517,4 +513,41 @@ fn independent_loop_steps_become_vector_operations_with_the_vectorised_log_joint
             r.grad_err_fd
         );
     }
+}
+
+#[test]
+fn a_mixture_written_with_a_loop_is_vector_operations_with_the_vectorised_log_joint() {
+    // one log_sum_exp([…, …]) per observation: a steps × 2 matrix and its rows' log Σ exp
+    let by_loop = std::fs::read_to_string(root().join("benches/loops/mixture.mvi")).unwrap();
+    let by_vector = "data { y: vector[N] }\n\
+        param { lambda: real<lower=0, upper=1>\n mu: vector[2]\n sigma: vector<lower=0>[2] }\n\
+        model { mu ~ normal(0, 5)\n sigma ~ half_normal(2)\n\
+        let lp1 = -0.5 * square((y - mu[1]) / sigma[1]) - log(sigma[1]) - 0.5 * log(2 * pi())\n\
+        let lp2 = -0.5 * square((y - mu[2]) / sigma[2]) - log(sigma[2]) - 0.5 * log(2 * pi())\n\
+        target += log_mix([lambda, 1 - lambda], append_col(lp1, lp2)) }";
+    let y: Vec<f64> = (0..60).map(|i| ((i as f64) * 1.3).sin() * 3.0).collect();
+    let data = |n: usize| serde_json::json!({ "N": n, "y": &y[..n] }).to_string();
+    let lj = lower(&by_loop, &data(40));
+    assert_eq!(scans(&lj.graph), 0, "a scan is left");
+    assert_eq!(
+        lj.graph.nodes.len(),
+        lower(&by_loop, &data(60)).graph.nodes.len(),
+        "the graph grows"
+    );
+    let vectorised = lower(by_vector, &data(40));
+    let points = points_near(&lj, 3);
+    assert_same_log_joint(&[&lj, &vectorised], &points);
+    let theta = lj.theta_init();
+    let r = diagnose(
+        &lj,
+        &theta,
+        &DVector::from_vec(points[1].clone()),
+        Tolerances::default(),
+    );
+    assert!(
+        r.passed(),
+        "derivatives {:.2e} / {:.2e}",
+        r.grad_err_exact,
+        r.grad_err_fd
+    );
 }

@@ -15,7 +15,7 @@ use crate::graph::eval::{
     argext, broadcast_at, flat_operand, forward, int_exponent, inv_logit, theta_frontier, tri_solve_t, Arg,
     Tape,
 };
-use crate::graph::eval::{lift_consts, lse_weights};
+use crate::graph::eval::{less_row_values, lift_consts, lse_weights};
 use crate::graph::scan::{step_consts, step_tape, Scan, ScanInput};
 use crate::graph::{Fun1, Fun2, Fun3, Graph, NodeId, Op, GATHER_ZERO};
 
@@ -531,12 +531,18 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
             let x = tape.arg(*a);
             let rows = shape.rows();
             let cols = x.size / rows.max(1);
+            // the weights exp(xᵢⱼ − yᵢ) of every column through the kernel, as the forward
+            let mut w = vec![T::zero(); x.size * s];
+            for (c, wc) in w.chunks_exact_mut(x.size.max(1)).enumerate().take(s) {
+                less_row_values(wc, x.col(c), y.col(c), rows);
+            }
+            T::map_in_place(Fun1::Exp, &mut w);
             let xbar = &mut adj[a.0];
             for c in 0..s {
                 for j in 0..cols {
                     for i in 0..rows {
-                        let e = (x.at(i + j * rows, c) - y.at(i, c)).exp();
-                        xbar[i + j * rows + c * x.size] += ybar[i + c * rows] * e;
+                        let at = i + j * rows + c * x.size;
+                        xbar[at] += ybar[i + c * rows] * w[at];
                     }
                 }
             }

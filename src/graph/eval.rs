@@ -843,19 +843,6 @@ pub(crate) fn argext<T: Scalar>(x: &[T], largest: bool) -> usize {
     best
 }
 
-/// log Σ exp(x), shifted by the largest entry.
-pub(crate) fn log_sum_exp<T: Scalar>(x: &[T]) -> T {
-    if x.is_empty() {
-        return T::from(f64::NEG_INFINITY);
-    }
-    let m = x[argext(x, true)];
-    if !m.real().is_finite() {
-        return m;
-    }
-    let sum: T = x.iter().map(|&v| (v - m).exp()).sum();
-    m + sum.ln()
-}
-
 /// log Σ exp of each column's entries, the exponentials and logarithms of all columns in
 /// one pass of the scalar type's kernels (SIMD for f64): m + log Σᵢ exp(xᵢ − m) with m the
 /// column's largest entry (m itself when it is not finite).
@@ -957,19 +944,56 @@ fn less_column_values<T: Scalar>(w: &mut [T], x: &[T], y: &[T], n: usize) {
     }
 }
 
+/// log Σ exp of each row of each column's rows × cols matrix, the exponentials and
+/// logarithms of all columns through the scalar type's kernels (as [`lse_into`]): each
+/// row's largest entry m (the first, by real part), m + log Σⱼ exp(xᵢⱼ − m) (m itself when
+/// it is not finite).
 fn lse_rows_values<T: Scalar>(a: Arg<T>, rows: usize, s: usize) -> Vec<T> {
     let cols = a.size / rows.max(1);
-    let mut out = Vec::with_capacity(rows * s);
-    let mut buf = Vec::with_capacity(cols);
-    for c in 0..s {
-        let x = a.col(c);
-        for i in 0..rows {
-            buf.clear();
-            buf.extend((0..cols).map(|j| x[i + j * rows]));
-            out.push(log_sum_exp(&buf));
+    if cols == 0 {
+        return vec![T::from(f64::NEG_INFINITY); rows * s];
+    }
+    let mut out = vec![T::zero(); rows * s];
+    let mut z = vec![T::zero(); a.size * s];
+    for ((x, m), zc) in (0..s)
+        .map(|c| a.col(c))
+        .zip(out.chunks_exact_mut(rows))
+        .zip(z.chunks_exact_mut(a.size))
+    {
+        for (i, mi) in m.iter_mut().enumerate() {
+            let best = (1..cols).fold(0, |b, j| {
+                if x[i + j * rows].real() > x[i + b * rows].real() {
+                    j
+                } else {
+                    b
+                }
+            });
+            *mi = x[i + best * rows];
+        }
+        less_row_values(zc, x, m, rows);
+    }
+    T::map_in_place(Fun1::Exp, &mut z);
+    let mut sums: Vec<T> = z
+        .chunks_exact(a.size)
+        .flat_map(|zc| (0..rows).map(move |i| (0..cols).map(|j| zc[i + j * rows]).sum()))
+        .collect();
+    T::map_in_place(Fun1::Log, &mut sums);
+    for (m, &l) in out.iter_mut().zip(&sums) {
+        if m.real().is_finite() {
+            *m += l;
         }
     }
     out
+}
+
+/// w = x less its row's y, for one rows × cols matrix x (column-major) and y one value per
+/// row: the shifted entries of log Σ exp by rows, and the exponents of its adjoint's weights.
+pub(crate) fn less_row_values<T: Scalar>(w: &mut [T], x: &[T], y: &[T], rows: usize) {
+    for (wc, xc) in w.chunks_exact_mut(rows.max(1)).zip(x.chunks_exact(rows.max(1))) {
+        for ((wi, &v), &yi) in wc.iter_mut().zip(xc).zip(y) {
+            *wi = v - yi;
+        }
+    }
 }
 
 /// The lower Cholesky factor of the n×n matrix `a` (reading its lower triangle); NaN on the

@@ -21,8 +21,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::eval::{argext, batched_mask, binary, broadcast_at, eval_op, tri_solve_t, Arg};
-use super::fused::{self, Output};
+use super::eval::{argext, batched_mask, binary, broadcast_at, eval_op, fused_output, tri_solve_t, Arg};
+use super::fused;
 use super::{Fun1, Fun2, Graph, Lik, NodeId, Op, GATHER_ZERO};
 use crate::autodiff::reverse::{back_cholesky, d_binary, d_special2, d_ternary, d_unary, is_special2};
 use crate::autodiff::{gemv, Scalar};
@@ -344,15 +344,17 @@ impl PointEval {
                         d: slots[a.0].batched,
                     });
                 }
-                Op::LikPoint(..) => return None,
-                Op::LikSum(lik, ids) => {
+                Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
                     let n = ids.iter().map(|i| slots[i.0].size as usize).max().unwrap_or(0);
                     let blocks = ids.iter().filter(|i| !slots[i.0].constant).count();
                     aux_off[k] = u32::try_from(aux_len).ok()?;
                     aux_len += blocks * n;
                     tmp_len = tmp_len.max(n);
+                    // (the summed form's fast path for a constant scale)
                     let scale = match lik {
-                        Lik::Normal | Lik::Cauchy => ids.get(2).and_then(|&i| g.const_value(i)),
+                        Lik::Normal | Lik::Cauchy if matches!(node.op, Op::LikSum(..)) => {
+                            ids.get(2).and_then(|&i| g.const_value(i))
+                        }
                         _ => None,
                     };
                     if let Some(sd) = scale {
@@ -692,10 +694,10 @@ impl PointEval {
                 let logs = self.log_sigma[k].as_deref();
                 out[0] = location_scale(args, terms, logs, &mut aux[a0..a0 + blocks * na], tmp);
             }
-            Op::LikSum(lik, ids) => {
+            Op::LikSum(lik, ids) | Op::LikPoint(lik, ids) => {
                 let args: Vec<Arg<f64>> = ids.iter().map(|&i| get(i)).collect();
                 let mut part = Vec::new();
-                let v = fused::forward(*lik, &args, 1, Some(&mut part), Output::Sum);
+                let v = fused::forward(*lik, &args, 1, Some(&mut part), fused_output(&node.op));
                 let a0 = self.aux_off[k] as usize;
                 aux[a0..a0 + part.len()].copy_from_slice(&part);
                 out.copy_from_slice(&v);
@@ -962,11 +964,14 @@ impl PointEval {
                 let x = get(*a);
                 let rows = node.shape.rows();
                 let cols = x.size / rows.max(1);
+                // the batched path's weights, by the same kernel
+                let mut w = vec![0.0; x.size];
+                super::eval::less_row_values(&mut w, x.data, y.data, rows);
+                f64::map_in_place(Fun1::Exp, &mut w);
                 let xbar = &mut lower[self.slots[a.0].range()];
                 for j in 0..cols {
                     for i in 0..rows {
-                        let e = (x.data[i + j * rows] - y.data[i]).exp();
-                        xbar[i + j * rows] += ybar[i] * e;
+                        xbar[i + j * rows] += ybar[i] * w[i + j * rows];
                     }
                 }
             }
@@ -1003,12 +1008,15 @@ impl PointEval {
                     }
                 }
             }
-            Op::LikSum(_, ids) => {
+            Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
                 let na = ids
                     .iter()
                     .map(|i| self.slots[i.0].size as usize)
                     .max()
                     .unwrap_or(0);
+                // ȳ per observation (pointwise), or the sum's one ȳ for every observation
+                let pointwise = matches!(node.op, Op::LikPoint(..));
+                let yb = |i: usize| if pointwise { ybar[i] } else { ybar[0] };
                 let mut part = &aux[self.aux_off[k] as usize..];
                 for id in ids {
                     let s = self.slots[id.0];
@@ -1022,16 +1030,15 @@ impl PointEval {
                     }
                     let xbar = &mut lower[s.range()];
                     if s.size as usize == na {
-                        for (o, &p) in xbar.iter_mut().zip(pc) {
-                            *o += ybar[0] * p;
+                        for (i, (o, &p)) in xbar.iter_mut().zip(pc).enumerate() {
+                            *o += yb(i) * p;
                         }
                     } else {
-                        let total: f64 = pc.iter().map(|&p| ybar[0] * p).sum();
+                        let total: f64 = pc.iter().enumerate().map(|(i, &p)| yb(i) * p).sum();
                         xbar[0] += total;
                     }
                 }
             }
-            Op::LikPoint(..) => unreachable!("not compiled"),
         }
     }
 

@@ -9,7 +9,8 @@
 //! on a vector of one entry per step, a step's data (`y[n]`, `x[n]`) the vector of all
 //! steps' values, a step's gather (`alpha[g[n]]`) one gather with every step's index, and a
 //! one-observation likelihood (`~` of a scalar, `normal_lpdf(y[n] | …)`) the pointwise
-//! likelihood over the steps. Operations that are the same at every step stay scalars.
+//! likelihood over the steps, and a per-step `log_sum_exp([a, b])` the rows' log Σ exp of
+//! a steps × 2 matrix. Operations that are the same at every step stay scalars.
 //! The scan's value, each step's exported scalars, is read from those vectors.
 //!
 //! Input: the graph after `scan::compress`. Output: the same log joint with each such scan
@@ -60,7 +61,8 @@ fn per_step(scan: &Scan) -> Vec<bool> {
 /// Whether the steps of `scan` are independent scalar computations this module rewrites:
 /// no carried value, every body operation of one value, each a constant, an elementwise
 /// function, a gather of one entry (of a node the same at every step, or of a one-value
-/// node) or a likelihood of one observation (every operand one value).
+/// node), a likelihood of one observation (every operand one value), or the log Σ exp of a
+/// vector of such values (`log_sum_exp([a, b])`, a mixture's per-observation term).
 fn independent(scan: &Scan) -> bool {
     if scan.inputs.iter().any(|i| matches!(i, ScanInput::Carry { .. })) {
         return false;
@@ -71,14 +73,26 @@ fn independent(scan: &Scan) -> bool {
     let one = |i: &NodeId| body.nodes[i.0].shape.size() == 1;
     let gather_ok =
         |a: &NodeId, idx: &[u32]| matches!(idx, [k] if *k != GATHER_ZERO) && (!varies[a.0] || one(a));
-    let body_ok = (n_in..body.nodes.len()).all(|p| {
-        body.nodes[p].shape.size() == 1
-            && match &body.nodes[p].op {
-                Op::Const(_) | Op::Unary(..) | Op::Binary(..) | Op::Ternary(..) => true,
-                Op::Gather(a, idx) => gather_ok(a, idx),
-                Op::LikSum(_, ids) => ids.iter().all(one),
-                _ => false,
-            }
+    // a step's vector of scalars (`[a, b]`) is read only by a log Σ exp of it
+    let packed = |p: usize| matches!(&body.nodes[p].op, Op::Pack(ids) if ids.iter().all(one));
+    let read_only_by_lse = |p: usize| {
+        (p + 1..body.nodes.len()).all(|q| {
+            !super::build::inputs(&body.nodes[q].op).contains(&NodeId(p))
+                || matches!(body.nodes[q].op, Op::LogSumExp(_))
+        }) && !scan.exports.contains(&p)
+    };
+    let body_ok = (n_in..body.nodes.len()).all(|p| match &body.nodes[p].op {
+        Op::Pack(_) => packed(p) && read_only_by_lse(p),
+        Op::LogSumExp(a) => packed(a.0),
+        op => {
+            body.nodes[p].shape.size() == 1
+                && match op {
+                    Op::Const(_) | Op::Unary(..) | Op::Binary(..) | Op::Ternary(..) => true,
+                    Op::Gather(a, idx) => gather_ok(a, idx),
+                    Op::LikSum(_, ids) => ids.iter().all(one),
+                    _ => false,
+                }
+        }
     });
     // a step's own constant is one value, and a step's own gather reads a node that is the
     // same at every step
@@ -133,6 +147,19 @@ fn over_steps(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (No
                 Op::LikSum(lik, ids) => {
                     out.push(Op::LikPoint(*lik, ids.iter().map(|i| v[i.0]).collect()), all)
                 }
+                // a step's [a, b, …] as row t of a steps × k matrix (column i: the i-th
+                // scalar at every step), and its log Σ exp as the rows' log Σ exp
+                Op::Pack(ids) => {
+                    let pairs: Vec<(NodeId, u32)> = ids
+                        .iter()
+                        .flat_map(|i| {
+                            let (node, varies) = (v[i.0], varies[i.0]);
+                            (0..steps).map(move |t| (node, if varies { t as u32 } else { 0 }))
+                        })
+                        .collect();
+                    out.push(assembled(&pairs), Shape::Matrix(steps, ids.len()))
+                }
+                Op::LogSumExp(a) => out.push(Op::LogSumExpRows(v[a.0]), all),
                 op => out.push(map_inputs(op.clone(), |i| v[i.0]), all),
             }
         };
