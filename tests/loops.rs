@@ -291,27 +291,34 @@ fn scans_give_the_unrolled_log_joint_gradients_and_hessians() {
         let points = points_near(lj, 3);
         assert_same_log_joint(&[lj, &u], &points);
         // ∇_θ too, and the single-point path (compiled unrolled) against the batched one
-        let theta = lj.theta_init();
-        let w = DMatrix::from_fn(lj.dim(), 3, |i, j| points[j][i]);
-        let (a, b) = (lj.eval(&theta, &w, Want::ALL), u.eval(&theta, &w, Want::ALL));
-        let (ta, tb) = (a.grad_theta.unwrap(), b.grad_theta.unwrap());
+        assert_same_theta_gradient_and_point(name, &[lj, &u], &points);
+    }
+}
+
+/// ∇_θ of `models[0]` equal to `models[1]`'s at `points`, and its single-point value and
+/// gradient equal to its batched ones at the first point.
+fn assert_same_theta_gradient_and_point(name: &str, models: &[&LogJoint; 2], points: &[Vec<f64>]) {
+    let [lj, other] = *models;
+    let theta = lj.theta_init();
+    let w = DMatrix::from_fn(lj.dim(), points.len(), |i, j| points[j][i]);
+    let (a, b) = (lj.eval(&theta, &w, Want::ALL), other.eval(&theta, &w, Want::ALL));
+    let (ta, tb) = (a.grad_theta.unwrap(), b.grad_theta.unwrap());
+    assert!(
+        (&ta - &tb).abs().max() <= SAME_TOL * ta.abs().max().max(1.0),
+        "{name}: ∇θ {ta} vs {tb}"
+    );
+    let mut g = vec![0.0; lj.dim()];
+    let v = lj.value_grad_into(&theta, &points[0], &mut g);
+    assert!(
+        (v - a.values[0]).abs() < SAME_TOL * v.abs().max(1.0),
+        "{name}: point value"
+    );
+    let gw = a.grad_w.unwrap();
+    for (i, gi) in g.iter().enumerate() {
         assert!(
-            (&ta - &tb).abs().max() <= SAME_TOL * ta.abs().max().max(1.0),
-            "{name}: ∇θ {ta} vs {tb}"
+            (gi - gw[(i, 0)]).abs() < SAME_TOL * gi.abs().max(1.0),
+            "{name}: point gradient {i}"
         );
-        let mut g = vec![0.0; lj.dim()];
-        let v = lj.value_grad_into(&theta, &points[0], &mut g);
-        assert!(
-            (v - a.values[0]).abs() < SAME_TOL * v.abs().max(1.0),
-            "{name}: point value"
-        );
-        let gw = a.grad_w.unwrap();
-        for (i, gi) in g.iter().enumerate() {
-            assert!(
-                (gi - gw[(i, 0)]).abs() < SAME_TOL * gi.abs().max(1.0),
-                "{name}: point gradient {i}"
-            );
-        }
     }
 }
 
@@ -483,36 +490,25 @@ fn independent_loop_steps_become_vector_operations_with_the_vectorised_log_joint
         let points = points_near(&lj, 3);
         assert_same_log_joint(&[&lj, &vectorised], &points);
         // ∇θ (rho), and the single-point path against the batched one
-        let theta = lj.theta_init();
-        let w = DMatrix::from_fn(lj.dim(), 3, |r, c| points[c][r]);
-        let (a, b) = (
-            lj.eval(&theta, &w, Want::ALL),
-            vectorised.eval(&theta, &w, Want::ALL),
-        );
-        let (ta, tb) = (a.grad_theta.unwrap(), b.grad_theta.unwrap());
-        assert!(
-            (&ta - &tb).abs().max() <= SAME_TOL * ta.abs().max().max(1.0),
-            "model {i}: ∇θ {ta} vs {tb}"
-        );
-        let mut g = vec![0.0; lj.dim()];
-        let v = lj.value_grad_into(&theta, &points[1], &mut g);
-        assert!(
-            (v - a.values[1]).abs() < SAME_TOL * v.abs().max(1.0),
-            "model {i}: point value"
-        );
-        let r = diagnose(
-            &lj,
-            &theta,
-            &DVector::from_vec(points[2].clone()),
-            Tolerances::default(),
-        );
-        assert!(
-            r.passed(),
-            "model {i}: derivatives {:.2e} / {:.2e}",
-            r.grad_err_exact,
-            r.grad_err_fd
-        );
+        assert_same_theta_gradient_and_point(&format!("model {i}"), &[&lj, &vectorised], &points);
+        assert_derivatives_agree(&format!("model {i}"), &lj, &points[2]);
     }
+}
+
+/// The three-way derivative check (reverse mode, num-dual, finite differences) at `point`.
+fn assert_derivatives_agree(name: &str, lj: &LogJoint, point: &[f64]) {
+    let r = diagnose(
+        lj,
+        &lj.theta_init(),
+        &DVector::from_column_slice(point),
+        Tolerances::default(),
+    );
+    assert!(
+        r.passed(),
+        "{name}: derivatives {:.2e} / {:.2e}",
+        r.grad_err_exact,
+        r.grad_err_fd
+    );
 }
 
 #[test]
@@ -537,17 +533,5 @@ fn a_mixture_written_with_a_loop_is_vector_operations_with_the_vectorised_log_jo
     let vectorised = lower(by_vector, &data(40));
     let points = points_near(&lj, 3);
     assert_same_log_joint(&[&lj, &vectorised], &points);
-    let theta = lj.theta_init();
-    let r = diagnose(
-        &lj,
-        &theta,
-        &DVector::from_vec(points[1].clone()),
-        Tolerances::default(),
-    );
-    assert!(
-        r.passed(),
-        "derivatives {:.2e} / {:.2e}",
-        r.grad_err_exact,
-        r.grad_err_fd
-    );
+    assert_derivatives_agree("mixture", &lj, &points[1]);
 }

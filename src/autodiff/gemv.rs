@@ -220,27 +220,7 @@ mod tests {
                 let b = values(k * n, (n * 17 + k) as u64);
                 let c0 = values(m * n, 9);
                 let mut want = c0.clone();
-                let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
-                let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
-                // SAFETY: the slices hold m·k, k·n and m·n entries addressed by these strides.
-                unsafe {
-                    matrixmultiply::dgemm(
-                        m,
-                        k,
-                        n,
-                        1.0,
-                        a.as_ptr(),
-                        rsa as isize,
-                        csa as isize,
-                        b.as_ptr(),
-                        rsb as isize,
-                        csb as isize,
-                        1.0,
-                        want.as_mut_ptr(),
-                        1,
-                        m as isize,
-                    );
-                }
+                crate::autodiff::dgemm(ta, tb, m, n, k, &a, &b, &mut want);
                 let mut got = c0.clone();
                 if !small_gemm(ta, tb, m, n, k, &a, &b, &mut got) {
                     assert!(m * n * k > SMALL_GEMM || !has_fma(), "{m} × {n} × {k} declined");

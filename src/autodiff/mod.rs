@@ -266,43 +266,50 @@ impl Scalar for f64 {
         (v, d)
     }
 
-    /// One call of matrixmultiply's dgemm: the transposes are passed as strides, so
-    /// neither operand is copied.
+    /// A small product as dgemm's own FMA chains ([`gemv::small_gemm`]), otherwise one call
+    /// of matrixmultiply's dgemm ([`dgemm`]).
     fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
         if m == 0 || n == 0 || k == 0 {
             return;
         }
-        assert!(
-            a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
-            "gemm operand sizes"
-        );
         if gemv::small_gemm(ta, tb, m, n, k, a, b, c) {
             return;
         }
-        // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb], C[i, j] = c[i + j·m]
-        let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
-        let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
-        // SAFETY: the slices hold at least m·k, k·n and m·n entries (asserted above) and the
-        // strides address exactly those column-major (or transposed) layouts; `c` is
-        // exclusively borrowed.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                rsa as isize,
-                csa as isize,
-                b.as_ptr(),
-                rsb as isize,
-                csb as isize,
-                1.0,
-                c.as_mut_ptr(),
-                1,
-                m as isize,
-            );
-        }
+        dgemm(ta, tb, m, n, k, a, b, c);
+    }
+}
+
+/// `C += op(A) op(B)` by one call of matrixmultiply's dgemm (sizes as [`Scalar::gemm`]): the
+/// transposes are passed as strides, so neither operand is copied.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dgemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+        "gemm operand sizes"
+    );
+    // op(A)[i, p] = a[i·rsa + p·csa], op(B)[p, j] = b[p·rsb + j·csb], C[i, j] = c[i + j·m]
+    let (rsa, csa) = if ta { (k, 1) } else { (1, m) };
+    let (rsb, csb) = if tb { (n, 1) } else { (1, k) };
+    // SAFETY: the slices hold at least m·k, k·n and m·n entries (asserted above) and the
+    // strides address exactly those column-major (or transposed) layouts; `c` is
+    // exclusively borrowed.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            rsa as isize,
+            csa as isize,
+            b.as_ptr(),
+            rsb as isize,
+            csb as isize,
+            1.0,
+            c.as_mut_ptr(),
+            1,
+            m as isize,
+        );
     }
 }
 
