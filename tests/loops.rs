@@ -434,7 +434,7 @@ fn thousands_of_short_loops_lower_quickly_and_stay_the_same_log_joint() {
 
 /// Loops whose steps do not depend on each other, each against the same model written with
 /// vectors: `(loop, vectorised)` model texts over the same data and parameters.
-const INDEPENDENT_LOOPS: [(&str, &str); 3] = [
+const INDEPENDENT_LOOPS: [(&str, &str); 4] = [
     // per observation, a gather through an index (a varying intercept) and `~`
     (
         "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
@@ -459,6 +459,13 @@ const INDEPENDENT_LOOPS: [(&str, &str); 3] = [
         "model { mu ~ normal(0, 1)\n tau ~ half_normal(1)\n alpha ~ normal(mu, tau)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
          z ~ bernoulli_logit(alpha[g] + b * x) }",
     ),
+    // a data row dotted with a parameter vector, either way round (`X * c` vectorised)
+    (
+        "model { c ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         for n in 1:N { z[n] ~ bernoulli_logit(b + dot(X[n], c))\n y[n] ~ normal(dot(c, X[n]), s) } }",
+        "model { c ~ normal(0, 1)\n b ~ normal(0, 1)\n s ~ half_normal(1)\n\
+         z ~ bernoulli_logit(b + X * c)\n y ~ normal(X * c, s) }",
+    ),
 ];
 
 fn independent_loop_data(n: usize) -> String {
@@ -468,14 +475,17 @@ fn independent_loop_data(n: usize) -> String {
         .collect();
     let g: Vec<usize> = (0..n).map(|i| i * 5 % 6 + 1).collect();
     let z: Vec<usize> = (0..n).map(|i| usize::from(y[i] > 0.2)).collect();
-    serde_json::json!({ "N": n, "J": 6, "x": x, "y": y, "g": g, "z": z }).to_string()
+    let rows: Vec<Vec<f64>> = (0..n)
+        .map(|i| (0..3).map(|j| ((i * 3 + j) as f64 * 0.61).cos()).collect())
+        .collect();
+    serde_json::json!({ "N": n, "J": 6, "x": x, "y": y, "g": g, "z": z, "X": rows }).to_string()
 }
 
 #[test]
 fn independent_loop_steps_become_vector_operations_with_the_vectorised_log_joint() {
-    let head = "data { N: int\n J: int\n x: vector[N]\n y: vector[N]\n g: ints[N]\n z: ints[N] }\n\
+    let head = "data { N: int\n J: int\n x: vector[N]\n y: vector[N]\n g: ints[N]\n z: ints[N]\n X: matrix[N, 3] }\n\
         hyper { rho: real<lower=0, upper=1> = 0.5 }\n\
-        param { mu: real\n tau: real<lower=0>\n alpha: vector[J]\n b: real\n s: real<lower=0> }\n";
+        param { mu: real\n tau: real<lower=0>\n alpha: vector[J]\n b: real\n s: real<lower=0>\n c: vector[3] }\n";
     for (i, (by_loop, by_vector)) in INDEPENDENT_LOOPS.iter().enumerate() {
         let lj = lower(&format!("{head}{by_loop}"), &independent_loop_data(40));
         let vectorised = lower(&format!("{head}{by_vector}"), &independent_loop_data(40));

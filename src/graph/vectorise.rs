@@ -19,9 +19,11 @@
 //! reverse sweep last to first), so they can differ in the last bits. Scans with carried
 //! values (recursions), vector-valued body operations or other operations are kept.
 
+use std::collections::HashMap;
+
 use super::build::map_inputs;
 use super::scan::{assembled, rebuild, Scan, ScanInput};
-use super::{Graph, NodeId, Op, Shape, GATHER_ZERO};
+use super::{Fun2, Graph, NodeId, Op, Shape, GATHER_ZERO};
 
 /// The graph with every scan of independent scalar steps replaced by vector operations, and
 /// `roots` (node ids held outside the graph) moved with it; `None` when there is no such
@@ -58,11 +60,40 @@ fn per_step(scan: &Scan) -> Vec<bool> {
     varies
 }
 
+/// The body's products of a step's own data row with a vector that is the same at every
+/// step (`dot(X[n], beta)` is `sum(X[n] .* beta)`): per such `*` node, the body indices of
+/// the row (a constant that changes per step) and of the vector.
+fn data_dots(scan: &Scan, varies: &[bool]) -> HashMap<usize, (usize, usize)> {
+    let body = &scan.body;
+    let size = |i: usize| body.nodes[i].shape.size();
+    let row = |i: NodeId| varies[i.0] && matches!(body.nodes[i.0].op, Op::Const(_));
+    let mut out = HashMap::new();
+    for p in scan.inputs.len()..body.nodes.len() {
+        if let Op::Binary(Fun2::Mul, a, b) = body.nodes[p].op {
+            let pair = if row(a) && !varies[b.0] {
+                Some((a.0, b.0))
+            } else if row(b) && !varies[a.0] {
+                Some((b.0, a.0))
+            } else {
+                None
+            };
+            // (a scalar row is an ordinary elementwise product)
+            if let Some((c, v)) =
+                pair.filter(|&(c, v)| size(c) > 1 && size(c) == size(v) && size(p) == size(c))
+            {
+                out.insert(p, (c, v));
+            }
+        }
+    }
+    out
+}
+
 /// Whether the steps of `scan` are independent scalar computations this module rewrites:
 /// no carried value, every body operation of one value, each a constant, an elementwise
 /// function, a gather of one entry (of a node the same at every step, or of a one-value
 /// node), a likelihood of one observation (every operand one value), or the log Σ exp of a
-/// vector of such values (`log_sum_exp([a, b])`, a mixture's per-observation term).
+/// vector of such values (`log_sum_exp([a, b])`, a mixture's per-observation term), or the
+/// dot product of a step's data row with a vector the same at every step.
 fn independent(scan: &Scan) -> bool {
     if scan.inputs.iter().any(|i| matches!(i, ScanInput::Carry { .. })) {
         return false;
@@ -73,17 +104,26 @@ fn independent(scan: &Scan) -> bool {
     let one = |i: &NodeId| body.nodes[i.0].shape.size() == 1;
     let gather_ok =
         |a: &NodeId, idx: &[u32]| matches!(idx, [k] if *k != GATHER_ZERO) && (!varies[a.0] || one(a));
+    // node p is read only by nodes q with `ok(q)`, and is not exported
+    let read_only_by = |p: usize, ok: &dyn Fn(usize) -> bool| {
+        (p + 1..body.nodes.len())
+            .all(|q| !super::build::inputs(&body.nodes[q].op).contains(&NodeId(p)) || ok(q))
+            && !scan.exports.contains(&p)
+    };
     // a step's vector of scalars (`[a, b]`) is read only by a log Σ exp of it
     let packed = |p: usize| matches!(&body.nodes[p].op, Op::Pack(ids) if ids.iter().all(one));
-    let read_only_by_lse = |p: usize| {
-        (p + 1..body.nodes.len()).all(|q| {
-            !super::build::inputs(&body.nodes[q].op).contains(&NodeId(p))
-                || matches!(body.nodes[q].op, Op::LogSumExp(_))
-        }) && !scan.exports.contains(&p)
-    };
+    let is_lse = |q: usize| matches!(body.nodes[q].op, Op::LogSumExp(_));
+    // a step's data row times a vector, read only by its sum (`dot(X[n], beta)`)
+    let dots = data_dots(scan, &varies);
+    let is_sum = |q: usize| matches!(body.nodes[q].op, Op::Sum(_));
     let body_ok = (n_in..body.nodes.len()).all(|p| match &body.nodes[p].op {
-        Op::Pack(_) => packed(p) && read_only_by_lse(p),
+        Op::Pack(_) => packed(p) && read_only_by(p, &is_lse),
         Op::LogSumExp(a) => packed(a.0),
+        Op::Binary(..) if dots.contains_key(&p) => read_only_by(p, &is_sum),
+        Op::Sum(a) => dots.contains_key(&a.0),
+        Op::Const(_) if !one(&NodeId(p)) => {
+            varies[p] && read_only_by(p, &|q| dots.get(&q).is_some_and(|&(c, _)| c == p))
+        }
         op => {
             body.nodes[p].shape.size() == 1
                 && match op {
@@ -96,9 +136,9 @@ fn independent(scan: &Scan) -> bool {
     });
     // a step's own constant is one value, and a step's own gather reads a node that is the
     // same at every step
-    let varying_ok = scan.varying.iter().all(|(_, ops)| {
+    let varying_ok = scan.varying.iter().all(|(p, ops)| {
         ops.iter().all(|op| match op {
-            Op::Const(v) => v.len() == 1,
+            Op::Const(v) => v.len() == body.nodes[*p].shape.size(),
             Op::Gather(a, idx) => matches!(idx.as_slice(), [k] if *k != GATHER_ZERO) && !varies[a.0],
             _ => false,
         })
@@ -113,6 +153,7 @@ fn over_steps(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (No
     let steps = scan.steps;
     let all = Shape::Vector(steps);
     let varies = per_step(scan);
+    let dots = data_dots(scan, &varies);
     // per body node: the node of `out` holding its value (one entry per step when it varies)
     let mut v: Vec<NodeId> = scan
         .inputs
@@ -129,11 +170,23 @@ fn over_steps(out: &mut Graph, scan: &Scan, map: &[NodeId], shape: Shape) -> (No
         } else {
             match scan.op_at(p, 0) {
                 Op::Const(_) => {
-                    let values = (0..steps).map(|t| match scan.op_at(p, t) {
-                        Op::Const(c) => c[0],
-                        _ => unreachable!("a varying constant is a constant at every step"),
+                    // step t's k values as row t of a steps × k matrix (column-major)
+                    let k = node.shape.size();
+                    let values = (0..k).flat_map(|j| {
+                        (0..steps).map(move |t| match scan.op_at(p, t) {
+                            Op::Const(c) => c[j],
+                            _ => unreachable!("a varying constant is a constant at every step"),
+                        })
                     });
-                    out.push(Op::Const(values.collect()), all)
+                    let shape = if k == 1 { all } else { Shape::Matrix(steps, k) };
+                    out.push(Op::Const(values.collect()), shape)
+                }
+                // a data row times a vector: only its sum is read, below
+                Op::Binary(..) if dots.contains_key(&p) => v[dots[&p].0],
+                // the sums of every step's row times the vector: the data matrix times it
+                Op::Sum(a) if dots.contains_key(&a.0) => {
+                    let (c, b) = dots[&a.0];
+                    out.push(Op::MatMul(v[c], v[b]), all)
                 }
                 Op::Gather(a, _) if !varies[a.0] => {
                     let idx = (0..steps).map(|t| match scan.op_at(p, t) {
