@@ -491,6 +491,18 @@ fn independent_loop_steps_become_vector_operations_with_the_vectorised_log_joint
         let vectorised = lower(&format!("{head}{by_vector}"), &independent_loop_data(40));
         // no scan is left, and the graph does not grow with the loop
         assert_eq!(scans(&lj.graph), 0, "model {i}: a scan is left");
+        // a loop of one likelihood term: its terms summed by one fused node, as written with
+        // vectors (model 3's two terms per step are summed in the loop's order instead)
+        let pointwise = lj
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op, mvi::graph::Op::LikPoint(..)));
+        assert_eq!(
+            pointwise.count(),
+            if i == 3 { 2 } else { 0 },
+            "model {i}: pointwise likelihoods"
+        );
         let longer = lower(&format!("{head}{by_loop}"), &independent_loop_data(80));
         assert_eq!(
             lj.graph.nodes.len(),

@@ -36,13 +36,51 @@ pub(crate) fn vectorise(g: &Graph, roots: &mut [NodeId]) -> Option<Graph> {
     {
         return None;
     }
-    let (out, map) = rebuild(g, |out, scan, map, shape| {
+    let (mut out, map) = rebuild(g, |out, scan, map, shape| {
         independent(scan).then(|| over_steps(out, scan, map, shape))
     });
     for r in roots.iter_mut() {
         *r = map[r.0];
     }
+    sum_likelihoods(&mut out, roots);
     Some(out)
+}
+
+/// A vectorised loop's target term, the sum of every entry of a pointwise likelihood (the
+/// loop's `~` per observation, summed by the graph), as the summed likelihood itself, with
+/// its kernels for sums (`y ~ normal(mu, sigma)` as written with vectors). The pointwise
+/// node and the gather of it are left for the caller to prune when nothing else reads them.
+fn sum_likelihoods(g: &mut Graph, roots: &[NodeId]) {
+    let held = |i: NodeId| {
+        roots.contains(&i)
+            || g.targets.contains(&i)
+            || g.pointwise.iter().any(|p| p.loglik == i || p.quantity == Some(i))
+    };
+    // readers among the nodes still needed (the replaced scans' values are not)
+    let mut live: Vec<bool> = (0..g.nodes.len()).map(|k| held(NodeId(k))).collect();
+    let mut readers = vec![0usize; g.nodes.len()];
+    for k in (0..g.nodes.len()).rev() {
+        if live[k] {
+            for i in super::build::inputs(&g.nodes[k].op) {
+                live[i.0] = true;
+                readers[i.0] += 1;
+            }
+        }
+    }
+    for k in 0..g.nodes.len() {
+        let Op::Sum(a) = g.nodes[k].op else { continue };
+        let Op::Gather(l, idx) = &g.nodes[a.0].op else {
+            continue;
+        };
+        let Op::LikPoint(lik, ids) = &g.nodes[l.0].op else {
+            continue;
+        };
+        let whole =
+            idx.len() == g.nodes[l.0].shape.size() && idx.iter().enumerate().all(|(i, &m)| m as usize == i);
+        if whole && readers[a.0] == 1 && readers[l.0] == 1 && !held(a) && !held(*l) {
+            g.nodes[k].op = Op::LikSum(*lik, ids.clone());
+        }
+    }
 }
 
 /// Per body node: whether its value changes from step to step (its operation does, or one
