@@ -375,7 +375,14 @@ impl Checker {
         match matmul(a.shape, b.shape, left_t) {
             Some(s) => Ok((TBinOp::MatMul, s)),
             None => {
+                // `A * Y[t]'` as in Stan, where a row is a row_vector
+                let right_t =
+                    matches!(&b.kind, TExprKind::Transpose(x) if matches!(x.shape, Shape::Vector(_)));
                 let help = match (a.shape, b.shape) {
+                    (Shape::Matrix(_, k), Shape::Matrix(1, n)) if right_t && k == n => "a vector is a column in mvi, \
+                        and so is a row taken from a matrix (`Y[t]`; there is no row_vector): drop the `'` to \
+                        multiply by it"
+                        .to_string(),
                     (Shape::Vector(_) | Shape::Ints(_), Shape::Vector(_) | Shape::Ints(_)) => "for an elementwise product use `.*`; for a dot product `dot(a, b)` or `a' * b`".to_string(),
                     _ => "in `A * B` the columns of `A` must equal the rows of `B`; use `.*` for an elementwise product".to_string(),
                 };
