@@ -267,7 +267,7 @@ impl Scalar for f64 {
     }
 
     /// A small product as dgemm's own FMA chains ([`gemv::small_gemm`]), otherwise one call
-    /// of matrixmultiply's dgemm ([`dgemm`]).
+    /// of matrixmultiply's dgemm (`autodiff::dgemm`).
     fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
         if m == 0 || n == 0 || k == 0 {
             return;
