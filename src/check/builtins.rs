@@ -125,7 +125,13 @@ pub fn signature(name: &str) -> String {
         return format!("{name}(x: vector | matrix | ints) -> real");
     }
     if let Some((_, _, what)) = CONSTANTS.iter().find(|(n, _, _)| *n == name) {
-        return format!("{name}() -> real: {what}");
+        return match name {
+            "log2" | "log10" => format!(
+                "{name}() -> real: {what}; {name}(x: real | vector | matrix) -> the same shape: the base-{} logarithm",
+                &name[3..]
+            ),
+            _ => format!("{name}() -> real: {what}"),
+        };
     }
     SIGNATURES
         .iter()
@@ -158,13 +164,10 @@ pub fn result_shape(name: &str, args: &[Arg]) -> Result<Shape, String> {
         return reduction(name, &shapes);
     }
     if constant(name).is_some() {
-        return match (name, shapes.len()) {
-            (_, 0) => Ok(Shape::Real),
-            ("log2" | "log10", 1) => Err(format!(
-                "`{name}()` is the constant {}; for the logarithm of x to that base write \
-                 `log(x) / {name}()`",
-                if name == "log2" { "log 2" } else { "log 10" }
-            )),
+        return match (name, shapes.as_slice()) {
+            (_, []) => Ok(Shape::Real),
+            // as in Stan, `log2(x)` and `log10(x)` are the logarithms to those bases
+            ("log2" | "log10", [s]) => Ok(s.to_real()),
             _ => Err(format!("`{name}()` is a constant and takes no arguments")),
         };
     }
@@ -378,8 +381,9 @@ mod tests {
         assert_eq!(constant("log10"), Some(10f64.ln()));
         assert!(constant("not_a_number").is_some_and(f64::is_nan));
         assert!(result_shape("e", &[a(Shape::Real)]).is_err());
-        let log2 = result_shape("log2", &[a(Shape::Real)]).unwrap_err();
-        assert!(log2.contains("log(x) / log2()"), "{log2}");
+        // log2(x), log10(x): Stan's logarithms to those bases
+        assert_eq!(result_shape("log2", &[a(Shape::Vector(3))]), Ok(Shape::Vector(3)));
+        assert!(result_shape("log10", &[a(Shape::Real), a(Shape::Real)]).is_err());
         assert!(is_builtin("machine_precision") && all_names().any(|n| n == "sqrt2"));
         assert_eq!(signature("pi"), "pi() -> real: π");
     }

@@ -1019,6 +1019,8 @@ fn fold_builtin(name: &str, args: &[TExpr]) -> Option<f64> {
         ("min" | "fmin", [a, b]) => Some(a.value?.min(b.value?)),
         ("max" | "fmax", [a, b]) => Some(a.value?.max(b.value?)),
         (_, []) => builtins::constant(name),
+        // as the graph computes them
+        ("log2" | "log10", [a]) => Some(a.value?.ln() / builtins::constant(name)?),
         _ => None,
     }
 }

@@ -21,7 +21,14 @@ impl Lowerer<'_> {
             return Ok(self.g.scalar(n as f64));
         }
         if let Some(v) = crate::check::builtins::constant(name) {
-            // `pi()`, `e()`, …: checked to take no arguments
+            if let [x] = args {
+                // `log2(x)`, `log10(x)`: log x / log 2 (log 10)
+                let x = self.expr(x)?;
+                let l = self.g.unary(crate::graph::Fun1::Log, x);
+                let base = self.g.scalar(v);
+                return self.wrap(e, |g| g.div(l, base));
+            }
+            // `pi()`, `e()`, …
             return Ok(self.g.scalar(v));
         }
         let ids = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
