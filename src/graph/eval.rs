@@ -38,6 +38,27 @@ const SCAN_MIN_COLS: usize = 64;
 /// The work done once per chunk may take about 1/this of a chunk's time.
 const PER_CHUNK_SHARE: usize = 20;
 
+/// Columns per chunk for `s` columns of graph `g`: 1 for a single point (one chunk, no
+/// hand-over to the thread pool); [`chunk_cols`], narrowed when a batch has fewer chunks
+/// than the pool has threads, so that the batch is split evenly over them (at least 8
+/// columns a chunk). `vi_diag`'s first stage on 125 draws of the HMM at N = 100 ran on one
+/// core: 4.6 µs per column against 2.1 µs at S = 1000.
+pub fn chunk_for(g: &Graph, s: usize) -> usize {
+    if s == 1 {
+        return 1;
+    }
+    spread(chunk_cols(g), s, rayon::current_num_threads().max(1))
+}
+
+/// Chunks of `chunk` columns for `s` columns, narrowed to spread them over `threads`.
+fn spread(chunk: usize, s: usize, threads: usize) -> usize {
+    if s.div_ceil(chunk) >= threads {
+        chunk
+    } else {
+        s.div_ceil(threads).max(8).min(chunk)
+    }
+}
+
 /// Columns per chunk for graph `g`: [`CHUNK`], fewer when its widest batched node is long
 /// (so that the chunk's buffers stay in cache, [`CHUNK_ENTRIES`]), but not so few that the
 /// nodes evaluated once per chunk (computed from θ, such as RBF features of a learned
@@ -1051,13 +1072,13 @@ pub(crate) fn tri_solve_t<T: Scalar>(l: &[T], b: &[T], m: usize, n: usize) -> Ve
     x
 }
 
-/// Evaluate the log joint at the columns of `w` (D×S) in chunks of [`chunk_cols`] columns, in
+/// Evaluate the log joint at the columns of `w` (D×S) in chunks of [`chunk_for`] columns, in
 /// parallel; non-finite values become −∞.
 pub fn eval_values(graph: &Graph, theta: &[f64], w: &[f64], s: usize) -> Vec<f64> {
     use rayon::prelude::*;
     let consts = lift_consts::<f64>(graph);
     let d = graph.dim;
-    let chunk = if s == 1 { 1 } else { chunk_cols(graph) };
+    let chunk = chunk_for(graph, s);
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
     let one = |&c0: &usize| {
         let c1 = (c0 + chunk).min(s);
@@ -1108,6 +1129,18 @@ mod tests {
         long.param_slice(0, Shape::Vector(100_000), &Constraint::NONE)
             .expect("a vector param");
         assert_eq!(chunk_cols(&long), 8);
+    }
+
+    #[test]
+    fn a_batch_with_fewer_chunks_than_threads_is_split_over_them() {
+        assert_eq!(spread(256, 1000, 2), 256);
+        assert_eq!(spread(256, 512, 2), 256);
+        assert_eq!(spread(256, 125, 2), 63);
+        assert_eq!(spread(64, 100, 4), 25);
+        assert_eq!(spread(256, 10, 2), 8);
+        assert_eq!(spread(64, 5, 2), 8);
+        assert_eq!(spread(256, 300, 1), 256);
+        assert_eq!(spread(16, 20, 8), 8);
     }
 
     #[test]

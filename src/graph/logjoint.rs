@@ -279,7 +279,7 @@ impl LogDensity for LogJoint {
 }
 
 /// Batched value (and gradients) of a graph's log joint at the columns of W, in parallel
-/// chunks of [`super::eval::chunk_cols`] columns. Columns with a non-finite value get −∞ and a zero gradient.
+/// chunks of [`super::eval::chunk_for`] columns. Columns with a non-finite value get −∞ and a zero gradient.
 pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
     let s = w.ncols();
     let (d, p) = (g.dim, g.theta_dim);
@@ -293,7 +293,7 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
     }
     let consts = lift_consts::<f64>(g);
     // one point (L-BFGS, NUTS) is one chunk: no chunk plan, no hand-over to the thread pool
-    let chunk = if s == 1 { 1 } else { super::eval::chunk_cols(g) };
+    let chunk = super::eval::chunk_for(g, s);
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
     // ∇_θ's tangents depend on θ alone: once for all chunks, not once per chunk
     let tangents = if want.grad_theta && starts.len() > 1 {

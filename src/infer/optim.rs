@@ -101,7 +101,23 @@ pub struct Outcome {
 }
 
 /// Maximise `f`, starting from `x0`. The observer sees the maximised value.
-pub fn maximize<F>(mut f: F, x0: DVector<f64>, opts: &Options, obs: &mut dyn Observer) -> Outcome
+pub fn maximize<F>(f: F, x0: DVector<f64>, opts: &Options, obs: &mut dyn Observer) -> Outcome
+where
+    F: FnMut(&DVector<f64>) -> (f64, DVector<f64>),
+{
+    maximize_with(f, x0, opts, obs, &mut Curvature::default())
+}
+
+/// [`maximize`], with L-BFGS starting from the curvature pairs in `curvature` (of an earlier
+/// run on a nearby objective in the same coordinates; empty for a plain start) and leaving
+/// its last pairs there. The other optimisers ignore it.
+pub fn maximize_with<F>(
+    mut f: F,
+    x0: DVector<f64>,
+    opts: &Options,
+    obs: &mut dyn Observer,
+    curvature: &mut Curvature,
+) -> Outcome
 where
     F: FnMut(&DVector<f64>) -> (f64, DVector<f64>),
 {
@@ -109,7 +125,7 @@ where
         let (v, g) = f(x);
         (-v, -g)
     };
-    let mut out = run(&mut neg, x0, opts, obs, -1.0);
+    let mut out = run(&mut neg, x0, opts, obs, -1.0, curvature);
     out.value = -out.value;
     out
 }
@@ -119,7 +135,34 @@ pub fn minimize<F>(mut f: F, x0: DVector<f64>, opts: &Options, obs: &mut dyn Obs
 where
     F: FnMut(&DVector<f64>) -> (f64, DVector<f64>),
 {
-    run(&mut f, x0, opts, obs, 1.0)
+    run(&mut f, x0, opts, obs, 1.0, &mut Curvature::default())
+}
+
+/// L-BFGS's memory: the newest steps s = x_{k+1} − x_k and gradient changes
+/// y = ∇f_{k+1} − ∇f_k of the minimised function, oldest first. Differences do not change
+/// when the coordinates are translated, so a run may hand them to the next one on a nearby
+/// objective ([`maximize_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct Curvature {
+    s: Vec<DVector<f64>>,
+    y: Vec<DVector<f64>>,
+}
+
+impl Curvature {
+    /// The number of pairs kept.
+    pub fn len(&self) -> usize {
+        self.s.len()
+    }
+
+    /// Whether no pair is kept.
+    pub fn is_empty(&self) -> bool {
+        self.s.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.s.clear();
+        self.y.clear();
+    }
 }
 
 pub(crate) type Objective<'a> = dyn FnMut(&DVector<f64>) -> (f64, DVector<f64>) + 'a;
@@ -131,6 +174,7 @@ fn run(
     opts: &Options,
     obs: &mut dyn Observer,
     sign: f64,
+    curvature: &mut Curvature,
 ) -> Outcome {
     let (v0, g0) = clean(f(&x0));
     let mut state = State {
@@ -157,7 +201,7 @@ fn run(
         })
     };
     match opts.optimizer {
-        Optimizer::Lbfgs => lbfgs(f, &mut state, opts, &mut report),
+        Optimizer::Lbfgs => lbfgs(f, &mut state, opts, &mut report, curvature),
         Optimizer::Scg => scg(f, &mut state, opts, &mut report),
     }
     state.finish()
@@ -213,41 +257,48 @@ fn clean((v, g): (f64, DVector<f64>)) -> (f64, DVector<f64>) {
 
 type Report<'a> = dyn FnMut(usize, f64, f64) -> bool + 'a;
 
-fn lbfgs(f: &mut Objective<'_>, st: &mut State, opts: &Options, report: &mut Report<'_>) {
-    let mut s_hist: Vec<DVector<f64>> = Vec::new();
-    let mut y_hist: Vec<DVector<f64>> = Vec::new();
+fn lbfgs(
+    f: &mut Objective<'_>,
+    st: &mut State,
+    opts: &Options,
+    report: &mut Report<'_>,
+    mem: &mut Curvature,
+) {
+    if mem.len() > opts.memory {
+        let extra = mem.len() - opts.memory;
+        mem.s.drain(..extra);
+        mem.y.drain(..extra);
+    }
     for it in 1..=opts.max_iters {
-        let mut p = two_loop(&st.g, &s_hist, &y_hist);
+        let mut p = two_loop(&st.g, &mem.s, &mem.y);
         if p.dot(&st.g) >= 0.0 {
             // Not a descent direction (curvature information gone bad): restart.
-            s_hist.clear();
-            y_hist.clear();
+            mem.clear();
             p = -&st.g;
         }
-        let alpha0 = if s_hist.is_empty() {
+        let alpha0 = if mem.is_empty() {
             (1.0 / st.g.norm()).min(1.0)
         } else {
             1.0
         };
         let Some((alpha, v, g)) = line_search(f, &st.x, st.v, &st.g, &p, alpha0) else {
-            if s_hist.is_empty() {
+            if mem.is_empty() {
                 // Even steepest descent makes no progress: we are at the precision limit.
                 st.converged = st.g.norm() <= opts.grad_tol.max(1e-6 * st.v.abs().max(1.0));
                 return;
             }
-            s_hist.clear();
-            y_hist.clear();
+            mem.clear();
             continue;
         };
         let x_new = &st.x + &p * alpha;
         let s = &x_new - &st.x;
         let y = &g - &st.g;
         if s.dot(&y) > 1e-12 * s.norm() * y.norm() {
-            s_hist.push(s);
-            y_hist.push(y);
-            if s_hist.len() > opts.memory {
-                s_hist.remove(0);
-                y_hist.remove(0);
+            mem.s.push(s);
+            mem.y.push(y);
+            if mem.len() > opts.memory {
+                mem.s.remove(0);
+                mem.y.remove(0);
             }
         }
         st.iterations = it;
@@ -587,6 +638,7 @@ where
 mod tests {
     use super::*;
     use crate::infer::Silent;
+    use nalgebra::DMatrix;
 
     fn rosenbrock(x: &DVector<f64>) -> (f64, DVector<f64>) {
         let (a, b) = (x[0], x[1]);
@@ -606,6 +658,39 @@ mod tests {
             rel_tol: 0.0,
             memory: 10,
         }
+    }
+
+    #[test]
+    fn curvature_pairs_carried_to_a_nearby_objective_save_iterations() {
+        // f(x) = −½ (x − b)ᵀ A (x − b), A ill-conditioned; the second objective moves b
+        let a = DMatrix::from_fn(6, 6, |i, j| if i == j { 10f64.powi(i as i32 - 2) } else { 0.0 })
+            + DMatrix::from_element(6, 6, 0.05);
+        let f = |b: DVector<f64>| {
+            let a = a.clone();
+            move |x: &DVector<f64>| {
+                let r = x - &b;
+                let ar = &a * &r;
+                (-0.5 * r.dot(&ar), -ar)
+            }
+        };
+        let b1 = DVector::from_fn(6, |i, _| i as f64 - 2.0);
+        let b2 = &b1 + DVector::from_element(6, 0.3);
+        let opts = Options::default();
+        let mut curvature = Curvature::default();
+        let first = maximize_with(f(b1), DVector::zeros(6), &opts, &mut Silent, &mut curvature);
+        assert!(first.converged && !curvature.is_empty());
+        let x1 = first.x.clone();
+        let fresh = maximize(f(b2.clone()), x1.clone(), &opts, &mut Silent);
+        let resumed = maximize_with(f(b2.clone()), x1, &opts, &mut Silent, &mut curvature);
+        assert!(fresh.converged && resumed.converged);
+        assert!((&resumed.x - &b2).amax() < 1e-5 && (&fresh.x - &b2).amax() < 1e-5);
+        assert!(
+            resumed.iterations < fresh.iterations,
+            "resumed {} against fresh {} iterations",
+            resumed.iterations,
+            fresh.iterations
+        );
+        assert!(curvature.len() <= opts.memory);
     }
 
     #[test]

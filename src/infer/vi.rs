@@ -14,7 +14,7 @@ use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::laplace::{fit_laplace, not_converged, LaplaceFit, Recorder};
 use crate::infer::objective::{fresh_elbo, Elbo, Family, MeanPreconditioned};
-use crate::infer::optim::{self, Outcome};
+use crate::infer::optim::{self, Curvature, Outcome};
 use crate::infer::settings::{Common, Reader, VI_KEYS};
 use crate::infer::timing;
 use crate::infer::{Error, InferOptions, Observer};
@@ -180,6 +180,29 @@ pub fn optimise<'a, F: Family>(
     settings: &ViSettings,
     obs: &mut dyn Observer,
 ) -> Run<'a, F> {
+    optimise_with(
+        model,
+        family,
+        phi0,
+        start,
+        settings,
+        obs,
+        &mut Curvature::default(),
+    )
+}
+
+/// [`optimise`], with L-BFGS starting from (and leaving) the curvature pairs of an earlier
+/// run whose start had the same Laplace factor C (the optimiser's coordinates then differ
+/// only by a translation).
+pub fn optimise_with<'a, F: Family>(
+    model: &'a dyn LogDensity,
+    family: F,
+    phi0: &DVector<f64>,
+    start: &Start,
+    settings: &ViSettings,
+    obs: &mut dyn Observer,
+    curvature: &mut Curvature,
+) -> Run<'a, F> {
     let theta = &start.laplace.theta;
     let learn = settings.common.learn_hyper && model.theta_dim() > 0;
     let d = start.laplace.chol.nrows();
@@ -197,7 +220,13 @@ pub fn optimise<'a, F: Family>(
             inner: obs,
             trace: &mut trace,
         };
-        optim::maximize(|x| elbo.value_grad(x), x0, &settings.common.optim(), &mut rec)
+        optim::maximize_with(
+            |x| elbo.value_grad(x),
+            x0,
+            &settings.common.optim(),
+            &mut rec,
+            curvature,
+        )
     };
     let (psi, theta) = elbo.unpack(&outcome.x);
     let phi = elbo.family.to_inner(&psi);
