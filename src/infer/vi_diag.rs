@@ -22,6 +22,7 @@ use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::mvi_eig::{stack, Scaled};
 use crate::infer::optim::Curvature;
+use crate::infer::timing;
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
 use crate::posterior::Posterior;
@@ -146,6 +147,7 @@ fn staged<'a>(
     let z_sub = start.z.columns(0, sub).into_owned();
     let [(a, mut ca), (b, mut cb)] = starts.map(|(phase, phi0)| {
         obs.phase(&format!("{phase}, on {sub} of the draws"));
+        let _t = timing::span("vi_diag: first stage (S / 8)");
         let mut curvature = Curvature::default();
         let run = vi::optimise_with(model, scaled(&z_sub), &phi0, start, s, obs, &mut curvature);
         (run, curvature)
@@ -166,6 +168,7 @@ fn staged<'a>(
         let mut from = start.clone();
         from.laplace.theta = theta;
         obs.phase("vi_diag on all the draws");
+        let _t = timing::span("vi_diag: second stage (all S)");
         vi::optimise_with(model, scaled(&start.z), &phi, &from, s, obs, curvature)
     };
     let first = resume(first, &mut ca);
