@@ -244,6 +244,45 @@ pub fn optimise_with<'a, F: Family>(
     Run { elbo, outcome, trace }
 }
 
+/// A first stage on fewer draws (`vi_diag`'s two starts, [`crate::infer::vi_diag`]) uses
+/// S / this many of the fixed draws …
+pub const SUB_FRACTION: usize = 8;
+
+/// … when that is at least this many; with fewer fixed draws there is no first stage.
+pub const MIN_SUB_SAMPLES: usize = 64;
+
+/// How many of the S fixed draws a first stage uses, or `None` for no first stage.
+pub fn sub_samples(samples: usize) -> Option<usize> {
+    let sub = samples / SUB_FRACTION;
+    (sub >= MIN_SUB_SAMPLES).then_some(sub)
+}
+
+/// `start` with only the first `sub` of its fixed draws.
+pub fn on_sub_draws(start: &Start, sub: usize) -> Start {
+    Start {
+        laplace: start.laplace.clone(),
+        z: start.z.columns(0, sub).into_owned(),
+    }
+}
+
+/// Continue `run` (made on some of `start`'s draws) on `family` (all of them), from its φ
+/// and θ, with `curvature` its L-BFGS pairs.
+pub fn resume<'a, F: Family, G: Family>(
+    model: &'a dyn LogDensity,
+    family: F,
+    run: Run<'a, G>,
+    start: &Start,
+    settings: &ViSettings,
+    obs: &mut dyn Observer,
+    curvature: &mut Curvature,
+) -> Run<'a, F> {
+    let (phi, theta) = run.elbo.unpack(&run.outcome.x);
+    let mut from = start.clone();
+    from.laplace.theta = theta;
+    let _t = timing::span("vi: second stage (all S)");
+    optimise_with(model, family, &phi, &from, settings, obs, curvature)
+}
+
 /// [`finish`], then the remedy for over-fitting when `grow_samples` is on: while the ELBO
 /// on the S fixed draws exceeds its fresh-draw estimate by more than 3 standard errors, S
 /// doubles (new draws, up to [`MAX_SAMPLE_GROWTH`]·S) and the ELBO is re-optimised from
@@ -371,6 +410,14 @@ mod tests {
             converged: false,
             interrupted: false,
         }
+    }
+
+    #[test]
+    fn a_first_stage_uses_an_eighth_of_the_draws_when_that_is_at_least_64() {
+        assert_eq!(sub_samples(1000), Some(125));
+        assert_eq!(sub_samples(512), Some(64));
+        assert_eq!(sub_samples(511), None);
+        assert_eq!(sub_samples(200), None);
     }
 
     #[test]

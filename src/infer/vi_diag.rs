@@ -70,7 +70,7 @@ impl Method for ViDiag {
             ("vi_diag from diag Σ_LA", stack(mode, &from_laplace)),
             ("vi_diag from σ² = 1e-4", stack(mode, &small)),
         ];
-        let run = match sub_samples(s.samples) {
+        let run = match vi::sub_samples(s.samples) {
             Some(sub) => staged(model, &start, starts, sub, s, obs),
             None => on_all_draws(model, &start, starts, s, obs),
         };
@@ -80,18 +80,6 @@ impl Method for ViDiag {
         };
         Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
-}
-
-/// The first stage of [`staged`] uses S / `SUB_FRACTION` of the fixed draws …
-const SUB_FRACTION: usize = 8;
-
-/// … when that is at least this many; with fewer fixed draws both starts run on all of them.
-const MIN_SUB_SAMPLES: usize = 64;
-
-/// How many of the S fixed draws the first stage uses, or `None` for no first stage.
-fn sub_samples(samples: usize) -> Option<usize> {
-    let sub = samples / SUB_FRACTION;
-    (sub >= MIN_SUB_SAMPLES).then_some(sub)
 }
 
 /// The mean-field family on the draws `z`.
@@ -144,12 +132,12 @@ fn staged<'a>(
     s: &ViSettings,
     obs: &mut dyn Observer,
 ) -> vi::Run<'a, Scaled> {
-    let z_sub = start.z.columns(0, sub).into_owned();
+    let small = vi::on_sub_draws(start, sub);
     let [(a, mut ca), (b, mut cb)] = starts.map(|(phase, phi0)| {
         obs.phase(&format!("{phase}, on {sub} of the draws"));
-        let _t = timing::span("vi_diag: first stage (S / 8)");
+        let _t = timing::span("vi: first stage (S / 8)");
         let mut curvature = Curvature::default();
-        let run = vi::optimise_with(model, scaled(&z_sub), &phi0, start, s, obs, &mut curvature);
+        let run = vi::optimise_with(model, scaled(&small.z), &phi0, &small, s, obs, &mut curvature);
         (run, curvature)
     });
     let both = a.outcome.converged
@@ -164,12 +152,8 @@ fn staged<'a>(
         (a, b)
     };
     let mut resume = |run: vi::Run<'a, Scaled>, curvature: &mut Curvature| {
-        let (phi, theta) = run.elbo.unpack(&run.outcome.x);
-        let mut from = start.clone();
-        from.laplace.theta = theta;
         obs.phase("vi_diag on all the draws");
-        let _t = timing::span("vi_diag: second stage (all S)");
-        vi::optimise_with(model, scaled(&start.z), &phi, &from, s, obs, curvature)
+        vi::resume(model, scaled(&start.z), run, start, s, obs, curvature)
     };
     let first = resume(first, &mut ca);
     if both {
@@ -254,14 +238,6 @@ mod tests {
     }
 
     #[test]
-    fn the_first_stage_uses_an_eighth_of_the_draws_when_that_is_at_least_64() {
-        assert_eq!(sub_samples(1000), Some(125));
-        assert_eq!(sub_samples(512), Some(64));
-        assert_eq!(sub_samples(511), None);
-        assert_eq!(sub_samples(200), None);
-    }
-
-    #[test]
     fn the_staged_fit_reaches_the_optimum_of_both_starts_on_all_draws_for_less_work() {
         let model = Skewed {
             columns: AtomicUsize::new(0),
@@ -285,7 +261,7 @@ mod tests {
         let before = model.columns.load(Ordering::Relaxed);
         let all = on_all_draws(&model, &start, starts(), &s, &mut Silent);
         let mid = model.columns.load(Ordering::Relaxed);
-        let sub = sub_samples(s.samples).expect("S = 1000 has a first stage");
+        let sub = vi::sub_samples(s.samples).expect("S = 1000 has a first stage");
         let two = staged(&model, &start, starts(), sub, &s, &mut Silent);
         let after = model.columns.load(Ordering::Relaxed);
         assert!(all.outcome.converged && two.outcome.converged);
