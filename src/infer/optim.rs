@@ -264,6 +264,10 @@ fn lbfgs(
     report: &mut Report<'_>,
     mem: &mut Curvature,
 ) {
+    if mem.s.first().is_some_and(|s| s.len() != st.x.len()) {
+        // pairs of another problem's coordinates: no use here
+        mem.clear();
+    }
     if mem.len() > opts.memory {
         let extra = mem.len() - opts.memory;
         mem.s.drain(..extra);
@@ -673,6 +677,14 @@ mod tests {
                 (-0.5 * r.dot(&ar), -ar)
             }
         };
+        let f3 = || {
+            |x: &DVector<f64>| {
+                (
+                    -0.5 * (x - DVector::from_element(3, 1.0)).norm_squared(),
+                    DVector::from_element(3, 1.0) - x,
+                )
+            }
+        };
         let b1 = DVector::from_fn(6, |i, _| i as f64 - 2.0);
         let b2 = &b1 + DVector::from_element(6, 0.3);
         let opts = Options::default();
@@ -691,6 +703,10 @@ mod tests {
             fresh.iterations
         );
         assert!(curvature.len() <= opts.memory);
+        // pairs of another dimension are dropped, not used
+        let mut other = curvature.clone();
+        let three = maximize_with(f3(), DVector::zeros(3), &opts, &mut Silent, &mut other);
+        assert!(three.converged && (&three.x - DVector::from_element(3, 1.0)).amax() < 1e-6);
     }
 
     #[test]

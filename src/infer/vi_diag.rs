@@ -133,31 +133,28 @@ fn staged<'a>(
     obs: &mut dyn Observer,
 ) -> vi::Run<'a, Scaled> {
     let small = vi::on_sub_draws(start, sub);
-    let [(a, mut ca), (b, mut cb)] = starts.map(|(phase, phi0)| {
+    let [a, b] = starts.map(|(phase, phi0)| {
         obs.phase(&format!("{phase}, on {sub} of the draws"));
         let _t = timing::span("vi: first stage (S / 8)");
         let mut curvature = Curvature::default();
         let run = vi::optimise_with(model, scaled(&small.z), &phi0, &small, s, obs, &mut curvature);
         (run, curvature)
     });
-    let both = a.outcome.converged
-        && b.outcome.converged
-        && !same_point(&a.elbo.unpack(&a.outcome.x), &b.elbo.unpack(&b.outcome.x));
-    if b.outcome.value > a.outcome.value {
-        std::mem::swap(&mut ca, &mut cb);
-    }
-    let (first, second) = if b.outcome.value > a.outcome.value {
+    let both = a.0.outcome.converged
+        && b.0.outcome.converged
+        && !same_point(&a.0.elbo.unpack(&a.0.outcome.x), &b.0.elbo.unpack(&b.0.outcome.x));
+    let (first, second) = if b.0.outcome.value > a.0.outcome.value {
         (b, a)
     } else {
         (a, b)
     };
-    let mut resume = |run: vi::Run<'a, Scaled>, curvature: &mut Curvature| {
+    let mut resume = |(run, mut curvature): (vi::Run<'a, Scaled>, Curvature)| {
         obs.phase("vi_diag on all the draws");
-        vi::resume(model, scaled(&start.z), run, start, s, obs, curvature)
+        vi::resume(model, scaled(&start.z), run, start, s, obs, &mut curvature)
     };
-    let first = resume(first, &mut ca);
+    let first = resume(first);
     if both {
-        let second = resume(second, &mut cb);
+        let second = resume(second);
         better([first, second])
     } else {
         first
