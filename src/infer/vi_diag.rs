@@ -8,8 +8,8 @@
 //! With S ≥ 512 the two starts first run on the first S / 8 of the fixed draws, and only
 //! then on all S from where they ended, with L-BFGS's curvature pairs carried over; when
 //! both reached the same optimum only the better is continued. The optimum is
-//! that of both starts on all S draws, to the optimiser's tolerance, for 40–60 % of the
-//! model evaluations (ARMA, GARCH and HMM: 17 000–28 000 gradient columns → 8 400–10 700).
+//! that of both starts on all S draws, to the optimiser's tolerance, for 1.9–4.3× fewer
+//! model gradients (ARMA, GARCH and HMM: 17 000–28 000 gradient columns → 8 400–10 700).
 //!
 //! # Reference
 //! Gianniotis, "Mixed Variational Inference" (2019), §V (baselines); Opper & Archambeau,
