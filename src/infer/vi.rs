@@ -165,6 +165,9 @@ pub struct Run<'a, F: Family> {
     pub outcome: Outcome,
     /// The iterations seen.
     pub trace: Vec<IterRecord>,
+    /// L-BFGS's last curvature pairs, in the optimiser's coordinates ([`resume`] hands them
+    /// to the next stage).
+    pub curvature: Curvature,
 }
 
 /// Maximise the fixed-sample ELBO of `family` from φ₀ and the Laplace θ.
@@ -180,28 +183,20 @@ pub fn optimise<'a, F: Family>(
     settings: &ViSettings,
     obs: &mut dyn Observer,
 ) -> Run<'a, F> {
-    optimise_with(
-        model,
-        family,
-        phi0,
-        start,
-        settings,
-        obs,
-        &mut Curvature::default(),
-    )
+    optimise_from(model, family, phi0, start, settings, obs, Curvature::default())
 }
 
-/// [`optimise`], with L-BFGS starting from (and leaving) the curvature pairs of an earlier
-/// run whose start had the same Laplace factor C (the optimiser's coordinates then differ
-/// only by a translation).
-pub fn optimise_with<'a, F: Family>(
+/// [`optimise`], with L-BFGS starting from the curvature pairs of an earlier run whose start
+/// had the same Laplace factor C (the optimiser's coordinates then differ only by a
+/// translation).
+fn optimise_from<'a, F: Family>(
     model: &'a dyn LogDensity,
     family: F,
     phi0: &DVector<f64>,
     start: &Start,
     settings: &ViSettings,
     obs: &mut dyn Observer,
-    curvature: &mut Curvature,
+    mut curvature: Curvature,
 ) -> Run<'a, F> {
     let theta = &start.laplace.theta;
     let learn = settings.common.learn_hyper && model.theta_dim() > 0;
@@ -225,7 +220,7 @@ pub fn optimise_with<'a, F: Family>(
             x0,
             &settings.common.optim(),
             &mut rec,
-            curvature,
+            &mut curvature,
         )
     };
     let (psi, theta) = elbo.unpack(&outcome.x);
@@ -241,7 +236,12 @@ pub fn optimise_with<'a, F: Family>(
         family: pre.inner,
     };
     outcome.x = elbo.pack(&phi, &theta);
-    Run { elbo, outcome, trace }
+    Run {
+        elbo,
+        outcome,
+        trace,
+        curvature,
+    }
 }
 
 /// A first stage on fewer draws (`vi_diag`'s two starts, [`crate::infer::vi_diag`]) uses
@@ -266,7 +266,7 @@ pub fn on_sub_draws(start: &Start, sub: usize) -> Start {
 }
 
 /// Continue `run` (made on some of `start`'s draws) on `family` (all of them), from its φ
-/// and θ, with `curvature` its L-BFGS pairs.
+/// and θ, with its L-BFGS curvature pairs.
 pub fn resume<'a, F: Family, G: Family>(
     model: &'a dyn LogDensity,
     family: F,
@@ -274,13 +274,12 @@ pub fn resume<'a, F: Family, G: Family>(
     start: &Start,
     settings: &ViSettings,
     obs: &mut dyn Observer,
-    curvature: &mut Curvature,
 ) -> Run<'a, F> {
     let (phi, theta) = run.elbo.unpack(&run.outcome.x);
     let mut from = start.clone();
     from.laplace.theta = theta;
     let _t = timing::span("vi: second stage (all S)");
-    optimise_with(model, family, &phi, &from, settings, obs, curvature)
+    optimise_from(model, family, &phi, &from, settings, obs, run.curvature)
 }
 
 /// [`finish`], then the remedy for over-fitting when `grow_samples` is on: while the ELBO

@@ -21,7 +21,6 @@ use rand::RngCore;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::infer::mvi_eig::{stack, Scaled};
-use crate::infer::optim::Curvature;
 use crate::infer::timing;
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
@@ -136,21 +135,19 @@ fn staged<'a>(
     let [a, b] = starts.map(|(phase, phi0)| {
         obs.phase(&format!("{phase}, on {sub} of the draws"));
         let _t = timing::span("vi: first stage (S / 8)");
-        let mut curvature = Curvature::default();
-        let run = vi::optimise_with(model, scaled(&small.z), &phi0, &small, s, obs, &mut curvature);
-        (run, curvature)
+        vi::optimise(model, scaled(&small.z), &phi0, &small, s, obs)
     });
-    let both = a.0.outcome.converged
-        && b.0.outcome.converged
-        && !same_point(&a.0.elbo.unpack(&a.0.outcome.x), &b.0.elbo.unpack(&b.0.outcome.x));
-    let (first, second) = if b.0.outcome.value > a.0.outcome.value {
+    let both = a.outcome.converged
+        && b.outcome.converged
+        && !same_point(&a.elbo.unpack(&a.outcome.x), &b.elbo.unpack(&b.outcome.x));
+    let (first, second) = if b.outcome.value > a.outcome.value {
         (b, a)
     } else {
         (a, b)
     };
-    let mut resume = |(run, mut curvature): (vi::Run<'a, Scaled>, Curvature)| {
+    let mut resume = |run: vi::Run<'a, Scaled>| {
         obs.phase("vi_diag on all the draws");
-        vi::resume(model, scaled(&start.z), run, start, s, obs, &mut curvature)
+        vi::resume(model, scaled(&start.z), run, start, s, obs)
     };
     let first = resume(first);
     if both {
