@@ -190,6 +190,9 @@ fn back_scan<T: Scalar>(
 ) {
     let s = tape.s;
     let trace = tape.trace(k);
+    if let Some(flat) = &trace.flat {
+        return crate::graph::scan_kernel::backward(tape, scan, flat, &trace.batched, ybar, adj, want_theta);
+    }
     let body = &scan.body;
     let (n_in, nb) = (scan.inputs.len(), body.nodes.len());
     let stride = scan.stride();

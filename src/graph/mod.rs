@@ -17,6 +17,7 @@ pub mod lower;
 pub mod point;
 pub mod predict;
 pub mod scan;
+pub(crate) mod scan_kernel;
 pub mod transform;
 mod vectorise;
 

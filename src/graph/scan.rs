@@ -218,6 +218,8 @@ pub(crate) struct Trace<T> {
     pub(crate) batched: Vec<bool>,
     /// Every step's values.
     pub(crate) steps: Vec<Step<T>>,
+    /// Every step's values when the body ran as a flat program (`steps` is then empty).
+    pub(crate) flat: Option<super::scan_kernel::Flat<T>>,
 }
 
 /// Set the body's constants (every constant lifted) to their values at step `t`.
@@ -311,6 +313,19 @@ pub(crate) fn forward<T: Scalar>(
     let s = outer.s;
     let n_in = scan.inputs.len();
     let batched = scan.body_batched(|id| outer.is_batched(id));
+    if cols == s {
+        if let Some(program) = super::scan_kernel::Program::of(scan, &batched) {
+            let (out, flat) = super::scan_kernel::forward(outer, scan, program, partials);
+            return (
+                out,
+                Trace {
+                    batched,
+                    steps: Vec::new(),
+                    flat,
+                },
+            );
+        }
+    }
     let mut consts = lift_consts::<T>(&scan.body);
     let stride = scan.stride();
     let offsets = scan.export_offsets();
@@ -387,7 +402,14 @@ pub(crate) fn forward<T: Scalar>(
     if !partials {
         steps.clear();
     }
-    (out, Trace { batched, steps })
+    (
+        out,
+        Trace {
+            batched,
+            steps,
+            flat: None,
+        },
+    )
 }
 
 // ----------------------------------------------------------------------------- unrolling
