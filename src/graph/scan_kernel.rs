@@ -18,7 +18,7 @@
 //! computed by the same expression, in the same order, as the general evaluator, so the
 //! results are the same to the bit (tests below compare the two).
 
-use super::eval::{binary, Arg, Tape};
+use super::eval::{binary, unary, Arg, Tape};
 use super::scan::{Scan, ScanInput};
 use super::{Fun1, Fun2, Op};
 use crate::autodiff::reverse::{d_binary, d_unary, is_special2};
@@ -197,7 +197,7 @@ struct Operands<'a, 'b, T: Scalar> {
 impl<'a, 'b, T: Scalar> Operands<'a, 'b, T> {
     /// Body node `q`'s value at step `t`; `this` holds this step's operations evaluated so
     /// far, `earlier(t')` the carried values of an earlier step.
-    #[inline]
+    #[inline(always)]
     fn get<'c, 'd: 'c>(&self, q: usize, this: &'c [T], earlier: &impl Fn(usize) -> &'d [T]) -> Val<'c, T>
     where
         'b: 'c,
@@ -237,6 +237,7 @@ fn zip<T: Scalar>(a: Val<'_, T>, b: Val<'_, T>, out: &mut [T], op: impl Fn(T, T)
 
 /// Step `t`'s operations into `cur` (S values each, by slot), the carried values of the
 /// steps before it read through `earlier`.
+#[inline(always)]
 fn run_step<'d, T: Scalar>(ops: &Operands<'_, '_, T>, cur: &mut [T], earlier: &impl Fn(usize) -> &'d [T]) {
     let (program, s) = (ops.program, ops.s);
     for p in ops.scan.inputs.len()..program.instrs.len() {
@@ -249,7 +250,14 @@ fn run_step<'d, T: Scalar>(ops: &Operands<'_, '_, T>, cur: &mut [T], earlier: &i
                     Val::Cols(x) => y.copy_from_slice(x),
                     Val::One(x) => y.fill(x),
                 }
-                T::map_in_place(f, y);
+                // the cheap functions inline (compiled for the wider vector units below), by
+                // the formula `Scalar::map_in_place` uses for them, so the same bits
+                match f {
+                    Fun1::Square => y.iter_mut().for_each(|v| *v = unary(Fun1::Square, *v)),
+                    Fun1::Sqrt => y.iter_mut().for_each(|v| *v = unary(Fun1::Sqrt, *v)),
+                    Fun1::Neg => y.iter_mut().for_each(|v| *v = unary(Fun1::Neg, *v)),
+                    f => T::map_in_place(f, y),
+                }
             }
             Instr::Binary(f, a, b) => {
                 let (va, vb) = (ops.get(a, this, earlier), ops.get(b, this, earlier));
@@ -273,6 +281,30 @@ fn run_step<'d, T: Scalar>(ops: &Operands<'_, '_, T>, cur: &mut [T], earlier: &i
 /// the carried values of every step when `partials` (otherwise only those a carry still
 /// reads are kept).
 pub(crate) fn forward<T: Scalar>(
+    outer: &Tape<'_, T>,
+    scan: &Scan,
+    program: Program,
+    partials: bool,
+) -> (Vec<T>, Option<Flat<T>>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        fn wide<T: Scalar>(
+            outer: &Tape<'_, T>,
+            scan: &Scan,
+            program: Program,
+            partials: bool,
+        ) -> (Vec<T>, Option<Flat<T>>) {
+            forward_impl(outer, scan, program, partials)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide(outer, scan, program, partials) };
+    }
+    forward_impl(outer, scan, program, partials)
+}
+
+#[inline(always)]
+fn forward_impl<T: Scalar>(
     outer: &Tape<'_, T>,
     scan: &Scan,
     program: Program,
@@ -336,6 +368,37 @@ pub(crate) fn forward<T: Scalar>(
 /// last, a step's inputs adding straight into the adjoints of the nodes they read, the
 /// exported nodes' adjoints starting from `ybar`'s share.
 pub(crate) fn backward<T: Scalar>(
+    outer: &Tape<'_, T>,
+    scan: &Scan,
+    flat: &Flat<T>,
+    batched: &[bool],
+    ybar: &[T],
+    adj: &mut [Vec<T>],
+    want_theta: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        fn wide<T: Scalar>(
+            outer: &Tape<'_, T>,
+            scan: &Scan,
+            flat: &Flat<T>,
+            batched: &[bool],
+            ybar: &[T],
+            adj: &mut [Vec<T>],
+            want_theta: bool,
+        ) {
+            backward_impl(outer, scan, flat, batched, ybar, adj, want_theta);
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        unsafe { wide(outer, scan, flat, batched, ybar, adj, want_theta) };
+        return;
+    }
+    backward_impl(outer, scan, flat, batched, ybar, adj, want_theta);
+}
+
+#[inline(always)]
+fn backward_impl<T: Scalar>(
     outer: &Tape<'_, T>,
     scan: &Scan,
     flat: &Flat<T>,
@@ -469,6 +532,7 @@ pub(crate) fn backward<T: Scalar>(
 }
 
 /// x̄ += ȳ · f'(x) over the S columns, the common functions' partial fixed outside the loop.
+#[inline(always)]
 fn back_unary<T: Scalar>(f: Fun1, x: Val<'_, T>, y: &[T], yb: &[T], xbar: &mut [T]) {
     #[inline(always)]
     fn run<T: Scalar>(x: Val<'_, T>, y: &[T], yb: &[T], xbar: &mut [T], d: impl Fn(T, T) -> T) {
@@ -497,6 +561,7 @@ fn back_unary<T: Scalar>(f: Fun1, x: Val<'_, T>, y: &[T], yb: &[T], xbar: &mut [
 
 /// The adjoint of one operand of y = f(a, b): out += ȳ · ∂y/∂a (`first`) or ∂y/∂b.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn back_binary<T: Scalar>(
     f: Fun2,
     first: bool,
