@@ -563,7 +563,7 @@ fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &[T], adj: &
 /// x̄ += ȳ_c · w column by column (n entries each, ȳ one value per column); inlined into
 /// calls with a literal n, so that the loop over a column is unrolled.
 #[inline(always)]
-fn add_scaled_columns<T: Scalar>(xbar: &mut [T], w: &[T], ybar: &[T], n: usize) {
+pub(crate) fn add_scaled_columns<T: Scalar>(xbar: &mut [T], w: &[T], ybar: &[T], n: usize) {
     for ((xc, wc), &yb) in xbar.chunks_exact_mut(n).zip(w.chunks_exact(n)).zip(ybar) {
         for (xi, &wi) in xc.iter_mut().zip(wc) {
             *xi += yb * wi;

@@ -869,7 +869,12 @@ pub(crate) fn argext<T: Scalar>(x: &[T], largest: bool) -> usize {
 /// log Σ exp of each column's entries, the exponentials and logarithms of all columns in
 /// one pass of the scalar type's kernels (SIMD for f64): m + log Σᵢ exp(xᵢ − m) with m the
 /// column's largest entry (m itself when it is not finite).
-fn lse_into<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T]) {
+pub(crate) fn lse_into<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T]) {
+    lse_into_with(a, s, out, &mut Vec::new());
+}
+
+/// [`lse_into`] with its scratch buffer given (a recursion's step reuses one).
+pub(crate) fn lse_into_with<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T], z: &mut Vec<T>) {
     let n = a.size;
     let out = &mut out[..s];
     if n == 0 {
@@ -882,20 +887,21 @@ fn lse_into<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T]) {
     } else {
         Cow::Owned(a.data[..n].repeat(s))
     };
-    let mut z = vec![T::zero(); n * s];
+    z.clear();
+    z.resize(n * s, T::zero());
     match n {
         // the sizes a recursion's step has (a few states): loops of a known length
-        2 => lse_shift(&x, 2, out, &mut z),
-        3 => lse_shift(&x, 3, out, &mut z),
-        4 => lse_shift(&x, 4, out, &mut z),
-        _ => lse_shift(&x, n, out, &mut z),
+        2 => lse_shift(&x, 2, out, z),
+        3 => lse_shift(&x, 3, out, z),
+        4 => lse_shift(&x, 4, out, z),
+        _ => lse_shift(&x, n, out, z),
     }
-    T::map_in_place(Fun1::Exp, &mut z);
+    T::map_in_place(Fun1::Exp, z);
     match n {
-        2 => block_sums(&mut z, 2, s),
-        3 => block_sums(&mut z, 3, s),
-        4 => block_sums(&mut z, 4, s),
-        _ => block_sums(&mut z, n, s),
+        2 => block_sums(z, 2, s),
+        3 => block_sums(z, 3, s),
+        4 => block_sums(z, 4, s),
+        _ => block_sums(z, n, s),
     }
     let sums = &mut z[..s];
     T::map_in_place(Fun1::Log, sums);

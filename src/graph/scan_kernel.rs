@@ -18,14 +18,15 @@
 //! computed by the same expression, in the same order, as the general evaluator, so the
 //! results are the same to the bit (tests below compare the two).
 
-use super::eval::{binary, unary, Arg, Tape};
+use super::eval::{binary, lse_into_with, lse_weights, unary, Arg, Tape};
+use super::fused::{self, Output};
 use super::scan::{Scan, ScanInput};
-use super::{Fun1, Fun2, Op};
-use crate::autodiff::reverse::{d_binary, d_unary, is_special2};
+use super::{Fun1, Fun2, Lik, Op};
+use crate::autodiff::reverse::{add_scaled_columns, d_binary, d_unary, is_special2};
 use crate::autodiff::Scalar;
 
 /// What a body node is in the flat program.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Instr {
     /// Input j of the body (an outer node, or a carried value).
     Input,
@@ -35,16 +36,28 @@ enum Instr {
     Unary(Fun1, usize),
     /// `+`, `−`, `*`, `/`, `pow`, `fmin`, `fmax` of two earlier body nodes.
     Binary(Fun2, usize, usize),
+    /// Scalars packed into a vector (an HMM's `[acc₁, acc₂]`), entry by entry.
+    Assemble(Vec<usize>),
+    /// `log_sum_exp` of an assembled vector.
+    Lse(usize),
+    /// A fused likelihood of one observation (`normal_lpdf(y[t] | mu[k], 1)`).
+    Lik(Lik, Vec<usize>),
 }
+
+/// The most operands of a likelihood in a flat program.
+const MAX_LIK_ARGS: usize = 3;
 
 /// A scalar scan body as a flat program.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
     instrs: Vec<Instr>,
-    /// Per body node: its place among the operations (their values are stored), if one.
+    /// Per body node: where its values start among the operations' (in entries per
+    /// column: a node of n entries takes n · S values), if it is an operation.
     slot: Vec<Option<usize>>,
-    /// The number of operations.
-    n_ops: usize,
+    /// Per body node: its entries per column.
+    size: Vec<usize>,
+    /// The operations' entries per column.
+    width: usize,
     /// The longest lag of a carry.
     lag: usize,
     /// Per body node: its place among the carried nodes (their values are kept for every
@@ -52,6 +65,8 @@ pub(crate) struct Program {
     carry: Vec<Option<usize>>,
     /// The number of carried nodes.
     n_carried: usize,
+    /// Per body node: whether it depends on w.
+    batched: Vec<bool>,
 }
 
 /// One operand at one step: S values side by side, or one value for every column.
@@ -73,8 +88,8 @@ impl<T: Copy> Val<'_, T> {
 
 impl Program {
     /// The flat program of `scan`, given which body nodes depend on w; `None` when the body
-    /// is not scalar arithmetic on values that all depend on w (the general evaluator runs
-    /// it).
+    /// is not scalar arithmetic (with `log_sum_exp` of assembled scalars and one-observation
+    /// likelihoods) on values that all depend on w (the general evaluator runs it).
     pub(crate) fn of(scan: &Scan, batched: &[bool]) -> Option<Program> {
         #[cfg(test)]
         if tests::GENERAL_ONLY.with(std::cell::Cell::get) {
@@ -82,7 +97,9 @@ impl Program {
         }
         let body = &scan.body;
         let n_in = scan.inputs.len();
-        if body.nodes.iter().any(|n| n.shape.size() != 1) {
+        let size: Vec<usize> = body.nodes.iter().map(|n| n.shape.size()).collect();
+        let scalar = |q: usize| size[q] == 1;
+        if !scan.exports.iter().all(|&p| scalar(p)) {
             return None;
         }
         // only constants may change from step to step
@@ -96,29 +113,46 @@ impl Program {
         for (j, input) in scan.inputs.iter().enumerate() {
             if let ScanInput::Carry { node, .. } = input {
                 let carried_op = !matches!(body.nodes[*node].op, Op::Const(_)) && *node >= n_in;
-                if !carried_op || !batched[*node] || !batched[j] {
+                if !carried_op || !batched[*node] || !batched[j] || size[*node] != 1 {
                     return None;
                 }
             }
         }
-        let mut instrs = Vec::with_capacity(body.nodes.len());
+        let mut instrs: Vec<Instr> = Vec::with_capacity(body.nodes.len());
         let mut slot = Vec::with_capacity(body.nodes.len());
-        let mut n_ops = 0;
+        let mut width = 0;
         for (p, node) in body.nodes.iter().enumerate() {
-            let instr = match node.op {
+            // operations on scalars, but log_sum_exp of an assembled vector
+            let all_scalar = |ids: &[usize]| ids.iter().all(|&q| scalar(q));
+            let instr = match &node.op {
                 Op::Const(_) => Instr::Const,
                 _ if p < n_in => Instr::Input,
-                Op::Unary(f, a) => Instr::Unary(f, a.0),
-                Op::Binary(f, a, b) if !is_special2(f) => Instr::Binary(f, a.0, b.0),
+                Op::Unary(f, a) if all_scalar(&[p, a.0]) => Instr::Unary(*f, a.0),
+                Op::Binary(f, a, b) if !is_special2(*f) && all_scalar(&[p, a.0, b.0]) => {
+                    Instr::Binary(*f, a.0, b.0)
+                }
+                Op::Assemble(ids, idx) if idx.iter().all(|&(j, e)| e == 0 && scalar(ids[j as usize].0)) => {
+                    Instr::Assemble(idx.iter().map(|&(j, _)| ids[j as usize].0).collect())
+                }
+                Op::LogSumExp(a) if scalar(p) && matches!(instrs[a.0], Instr::Assemble(_)) => Instr::Lse(a.0),
+                Op::LikSum(
+                    lik @ (Lik::Normal | Lik::Cauchy | Lik::BernoulliLogit | Lik::PoissonLog),
+                    ids,
+                ) if scalar(p)
+                    && ids.len() <= MAX_LIK_ARGS
+                    && all_scalar(&ids.iter().map(|i| i.0).collect::<Vec<_>>()) =>
+                {
+                    Instr::Lik(*lik, ids.iter().map(|i| i.0).collect())
+                }
                 _ => return None,
             };
-            let op = matches!(instr, Instr::Unary(..) | Instr::Binary(..));
+            let op = !matches!(instr, Instr::Input | Instr::Const);
             if op && !batched[p] {
                 return None;
             }
             slot.push(op.then(|| {
-                n_ops += 1;
-                n_ops - 1
+                width += size[p];
+                width - size[p]
             }));
             instrs.push(instr);
         }
@@ -135,10 +169,12 @@ impl Program {
         Some(Program {
             instrs,
             slot,
-            n_ops,
+            size,
+            width,
             lag: scan.max_lag(),
             carry,
             n_carried,
+            batched: batched.to_vec(),
         })
     }
 }
@@ -203,7 +239,7 @@ impl<'a, 'b, T: Scalar> Operands<'a, 'b, T> {
         'b: 'c,
     {
         let s = self.s;
-        match self.program.instrs[q] {
+        match &self.program.instrs[q] {
             Instr::Const => Val::One(self.consts[q]),
             Instr::Input => match (self.scan.inputs[q].source(self.t), &self.scan.inputs[q]) {
                 (Some(id), _) => outer_val(self.outer.arg(id), s),
@@ -213,9 +249,9 @@ impl<'a, 'b, T: Scalar> Operands<'a, 'b, T> {
                 }
                 (None, ScanInput::Outer(_)) => unreachable!("an outer input always has a source"),
             },
-            Instr::Unary(..) | Instr::Binary(..) => {
+            _ => {
                 let k = self.program.slot[q].expect("an operation has a slot");
-                Val::Cols(&this[k * s..(k + 1) * s])
+                Val::Cols(&this[k * s..(k + self.program.size[q]) * s])
             }
         }
     }
@@ -235,18 +271,32 @@ fn zip<T: Scalar>(a: Val<'_, T>, b: Val<'_, T>, out: &mut [T], op: impl Fn(T, T)
     }
 }
 
-/// Step `t`'s operations into `cur` (S values each, by slot), the carried values of the
-/// steps before it read through `earlier`.
+/// Step `t`'s operations into `cur` (by slot), the carried values of the steps before it
+/// read through `earlier`; with `aux` (one buffer per body node), the likelihoods' partials
+/// for the reverse sweep; with `kept` (the step's carried values, when it runs again for
+/// the reverse sweep), the carried nodes are copied from there, not computed again (an
+/// HMM's carried values are its `log_sum_exp`s).
 #[inline(always)]
-fn run_step<'d, T: Scalar>(ops: &Operands<'_, '_, T>, cur: &mut [T], earlier: &impl Fn(usize) -> &'d [T]) {
+fn run_step<'d, T: Scalar>(
+    ops: &Operands<'_, '_, T>,
+    cur: &mut [T],
+    earlier: &impl Fn(usize) -> &'d [T],
+    mut aux: Option<&mut [Vec<T>]>,
+    kept: Option<&[T]>,
+    scratch: &mut Vec<T>,
+) {
     let (program, s) = (ops.program, ops.s);
     for p in ops.scan.inputs.len()..program.instrs.len() {
         let Some(k) = program.slot[p] else { continue };
         let (this, rest) = cur.split_at_mut(k * s);
-        let y = &mut rest[..s];
-        match program.instrs[p] {
+        let y = &mut rest[..program.size[p] * s];
+        if let (Some(kept), Some(c)) = (kept, program.carry[p]) {
+            y.copy_from_slice(&kept[c * s..(c + 1) * s]);
+            continue;
+        }
+        match &program.instrs[p] {
             Instr::Unary(f, a) => {
-                match ops.get(a, this, earlier) {
+                match ops.get(*a, this, earlier) {
                     Val::Cols(x) => y.copy_from_slice(x),
                     Val::One(x) => y.fill(x),
                 }
@@ -256,21 +306,94 @@ fn run_step<'d, T: Scalar>(ops: &Operands<'_, '_, T>, cur: &mut [T], earlier: &i
                     Fun1::Square => y.iter_mut().for_each(|v| *v = unary(Fun1::Square, *v)),
                     Fun1::Sqrt => y.iter_mut().for_each(|v| *v = unary(Fun1::Sqrt, *v)),
                     Fun1::Neg => y.iter_mut().for_each(|v| *v = unary(Fun1::Neg, *v)),
-                    f => T::map_in_place(f, y),
+                    f => T::map_in_place(*f, y),
                 }
             }
             Instr::Binary(f, a, b) => {
-                let (va, vb) = (ops.get(a, this, earlier), ops.get(b, this, earlier));
+                let (va, vb) = (ops.get(*a, this, earlier), ops.get(*b, this, earlier));
                 match f {
                     Fun2::Add => zip(va, vb, y, |x, y| x + y),
                     Fun2::Sub => zip(va, vb, y, |x, y| x - y),
                     Fun2::Mul => zip(va, vb, y, |x, y| x * y),
                     Fun2::Div => zip(va, vb, y, |x, y| x / y),
-                    f => {
-                        let b_const = program.instrs[b] == Instr::Const;
+                    &f => {
+                        let b_const = program.instrs[*b] == Instr::Const;
                         zip(va, vb, y, |x, y| binary(f, x, y, b_const))
                     }
                 }
+            }
+            Instr::Assemble(ids) => {
+                let n = ids.len();
+                for (i, &q) in ids.iter().enumerate() {
+                    let v = ops.get(q, this, earlier);
+                    for c in 0..s {
+                        y[c * n + i] = v.at(c);
+                    }
+                }
+            }
+            &Instr::Lse(a) => {
+                let Val::Cols(x) = ops.get(a, this, earlier) else {
+                    unreachable!("an assembled vector is an operation")
+                };
+                let x = Arg {
+                    data: x,
+                    size: program.size[a],
+                    batched: true,
+                    constant: false,
+                };
+                lse_into_with(x, s, y, scratch);
+            }
+            Instr::Lik(lik, ids) => {
+                // (at most three operands: arrays, not vectors, as this runs per step)
+                let mut vals = [Val::One(T::zero()); MAX_LIK_ARGS];
+                for (v, &q) in vals.iter_mut().zip(ids) {
+                    *v = ops.get(q, this, earlier);
+                }
+                // as the general evaluator's step tape: an input that depends on w has S
+                // values, repeated when its source has one
+                let mut repeated: [Vec<T>; MAX_LIK_ARGS] = Default::default();
+                for ((r, v), &q) in repeated.iter_mut().zip(&vals).zip(ids) {
+                    if let Val::One(x) = v {
+                        if program.batched[q] {
+                            *r = vec![*x; s];
+                        }
+                    }
+                }
+                let none = Arg {
+                    data: &[][..],
+                    size: 0,
+                    batched: false,
+                    constant: true,
+                };
+                let mut args = [none; MAX_LIK_ARGS];
+                for (a, ((&q, v), r)) in args.iter_mut().zip(ids.iter().zip(&vals).zip(&repeated)) {
+                    *a = {
+                        let constant = program.instrs[q] == Instr::Const;
+                        match (v, r.is_empty()) {
+                            (_, false) => Arg {
+                                data: r,
+                                size: 1,
+                                batched: true,
+                                constant,
+                            },
+                            (Val::Cols(c), true) => Arg {
+                                data: c,
+                                size: 1,
+                                batched: true,
+                                constant,
+                            },
+                            (Val::One(x), true) => Arg {
+                                data: std::slice::from_ref(x),
+                                size: 1,
+                                batched: false,
+                                constant,
+                            },
+                        }
+                    };
+                }
+                let partials = aux.as_deref_mut().map(|a| &mut a[p]);
+                let v = fused::forward(*lik, &args[..ids.len()], s, partials, Output::Sum);
+                y.copy_from_slice(&v[..s]);
             }
             Instr::Input | Instr::Const => unreachable!("only operations have slots"),
         }
@@ -311,7 +434,8 @@ fn forward_impl<T: Scalar>(
     partials: bool,
 ) -> (Vec<T>, Option<Flat<T>>) {
     let s = outer.s;
-    let mut cur = vec![T::zero(); program.n_ops * s];
+    let mut cur = vec![T::zero(); program.width * s];
+    let mut scratch = Vec::new();
     let block = program.n_carried * s;
     // without partials a ring of the last lag + 1 steps
     let kept = if partials { scan.steps } else { program.lag + 1 };
@@ -344,7 +468,7 @@ fn forward_impl<T: Scalar>(
             s,
             t,
         };
-        run_step(&ops, &mut cur, &earlier);
+        run_step(&ops, &mut cur, &earlier, None, None, &mut scratch);
         for (p, c) in program.carry.iter().enumerate() {
             if let (Some(c), Some(k)) = (c, program.slot[p]) {
                 mine[c * s..(c + 1) * s].copy_from_slice(&cur[k * s..(k + 1) * s]);
@@ -415,7 +539,10 @@ fn backward_impl<T: Scalar>(
     let stride = scan.stride();
     let offsets = scan.export_offsets();
     let size = scan.steps * stride;
-    let mut values = vec![T::zero(); program.n_ops * s];
+    let mut values = vec![T::zero(); program.width * s];
+    let mut aux: Vec<Vec<T>> = vec![Vec::new(); nb];
+    let mut weights: Vec<T> = Vec::new();
+    let mut scratch = Vec::new();
     let wanted = |p: usize| program.instrs[p] != Instr::Const && (want_theta || batched[p]);
     // the adjoints of the steps a carry reaches, step t in ring[t % ring.len()]
     let lag = program.lag;
@@ -424,7 +551,7 @@ fn backward_impl<T: Scalar>(
             (0..nb)
                 .map(|p| {
                     if p >= n_in && wanted(p) {
-                        vec![T::zero(); s]
+                        vec![T::zero(); program.size[p] * s]
                     } else {
                         Vec::new()
                     }
@@ -485,7 +612,14 @@ fn backward_impl<T: Scalar>(
             t,
         };
         // the step's values again, from the carried values before it
-        run_step(&ops, &mut values, &earlier);
+        run_step(
+            &ops,
+            &mut values,
+            &earlier,
+            Some(&mut aux),
+            Some(earlier(t)),
+            &mut scratch,
+        );
         let values = &values[..];
         let cur = &mut ring[t % r];
         for p in (n_in..nb).rev() {
@@ -495,16 +629,16 @@ fn backward_impl<T: Scalar>(
             if yb.is_empty() {
                 continue;
             }
-            let y = &values[k * s..(k + 1) * s];
-            match program.instrs[p] {
-                Instr::Unary(f, a) => {
+            let y = &values[k * s..(k + program.size[p]) * s];
+            match &program.instrs[p] {
+                &Instr::Unary(f, a) => {
                     if lower[a].is_empty() {
                         continue;
                     }
                     let x = ops.get(a, values, &earlier);
                     back_unary(f, x, y, yb, &mut lower[a]);
                 }
-                Instr::Binary(f, a, b) => {
+                &Instr::Binary(f, a, b) => {
                     let (va, vb) = (ops.get(a, values, &earlier), ops.get(b, values, &earlier));
                     let b_const = program.instrs[b] == Instr::Const;
                     for (target, first) in [(a, true), (b, false)] {
@@ -512,6 +646,48 @@ fn backward_impl<T: Scalar>(
                             continue;
                         }
                         back_binary(f, first, va, vb, y, b_const, yb, &mut lower[target]);
+                    }
+                }
+                Instr::Assemble(ids) => {
+                    // entry by entry, each over the columns, as the general reverse rule
+                    let n = ids.len();
+                    for (i, &q) in ids.iter().enumerate() {
+                        for (c, o) in lower[q].iter_mut().enumerate() {
+                            *o += yb[i + c * n];
+                        }
+                    }
+                }
+                &Instr::Lse(a) => {
+                    let n = program.size[a];
+                    let x = Arg {
+                        data: &values[program.slot[a].expect("an operation has a slot") * s..][..n * s],
+                        size: n,
+                        batched: true,
+                        constant: false,
+                    };
+                    let y = Arg {
+                        data: y,
+                        size: 1,
+                        batched: true,
+                        constant: false,
+                    };
+                    weights.clear();
+                    weights.resize(n * s, T::zero());
+                    lse_weights(x, y, s, &mut weights);
+                    add_scaled_columns(&mut lower[a], &weights, &yb[..s], n);
+                }
+                Instr::Lik(_, ids) => {
+                    // the partials of each operand that is not a constant, one block each
+                    let mut block = 0;
+                    for &q in ids {
+                        if program.instrs[q] == Instr::Const {
+                            continue;
+                        }
+                        let part = &aux[p][block * s..(block + 1) * s];
+                        block += 1;
+                        for ((o, &g), &d) in lower[q].iter_mut().zip(yb).zip(part) {
+                            *o += g * d;
+                        }
                     }
                 }
                 Instr::Input | Instr::Const => unreachable!("only operations have slots"),
@@ -669,6 +845,13 @@ mod tests {
         for t in 2:T { h[t] = rho * h[t - 1] + m * y[t] }\n\
         y ~ normal(h, s) }";
 
+    const GATHER: &str = "data { y: vector[T] }\n\
+        param { x: vector[T]\n s: real<lower=0> }\n\
+        model { x ~ normal(0, 1)\n s ~ half_normal(1)\n\
+        let h = rep_vector(0, T)\n h[1] = x[1]\n\
+        for t in 2:T { h[t] = 0.5 * h[t - 1] + x[t] }\n\
+        y ~ normal(h, s) }";
+
     fn models() -> Vec<(&'static str, LogJoint)> {
         let y = series(30);
         let read = |f: &str| {
@@ -693,6 +876,10 @@ mod tests {
             ),
             ("lag 2", lower(LAG2, serde_json::json!({"T": 30, "y": y}))),
             ("hyper", lower(HYPER, serde_json::json!({"T": 30, "y": y}))),
+            (
+                "hmm",
+                lower(&read("hmm.mvi"), serde_json::json!({"N": 30, "y": y})),
+            ),
         ]
     }
 
@@ -703,15 +890,12 @@ mod tests {
             assert!(!programs.is_empty(), "{name}: no scan");
             assert!(programs.iter().all(Option::is_some), "{name}: not a flat program");
         }
-        let hmm = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/loops/hmm.mvi"),
-        )
-        .expect("the bench model");
-        let lj = lower(&hmm, serde_json::json!({"N": 30, "y": series(30)}));
+        // a parameter vector read step by step (a gather whose indices change per step)
+        let lj = lower(GATHER, serde_json::json!({"T": 30, "y": series(30)}));
         let programs = flat_programs(&lj);
         assert!(
             !programs.is_empty() && programs.iter().all(Option::is_none),
-            "a vector body"
+            "a gather"
         );
     }
 
