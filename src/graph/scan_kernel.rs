@@ -852,6 +852,16 @@ mod tests {
         for t in 2:T { h[t] = 0.5 * h[t - 1] + x[t] }\n\
         y ~ normal(h, s) }";
 
+    /// Likelihoods inside the loop: a `hyper` scale, a carried location, counts.
+    const LIKS: &str = "data { y: vector[T]\n k: ints[T] }\n\
+        hyper { tau: real<lower=0> = 0.7 }\n\
+        param { rho: real\n s: real<lower=0> }\n\
+        model { rho ~ normal(0, 1)\n s ~ half_normal(1)\n\
+        let h = rep_vector(0, T)\n h[1] = y[1]\n\
+        for t in 2:T { h[t] = rho * h[t - 1] + 0.1 * y[t]\n y[t] ~ normal(h[t - 1], s)\n\
+        target += cauchy_lpdf(h[t] | 0, tau)\n k[t] ~ poisson_log(h[t] / 4)\n\
+        target += bernoulli_logit_lpmf(k[t] > 2 | h[t]) } }";
+
     fn models() -> Vec<(&'static str, LogJoint)> {
         let y = series(30);
         let read = |f: &str| {
@@ -879,6 +889,13 @@ mod tests {
             (
                 "hmm",
                 lower(&read("hmm.mvi"), serde_json::json!({"N": 30, "y": y})),
+            ),
+            (
+                "likelihoods",
+                lower(
+                    LIKS,
+                    serde_json::json!({"T": 30, "y": y, "k": (0..30).map(|i| 2 + i % 3).collect::<Vec<_>>()}),
+                ),
             ),
         ]
     }
