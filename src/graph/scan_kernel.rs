@@ -24,6 +24,7 @@ use super::scan::{Scan, ScanInput};
 use super::{Fun1, Fun2, Lik, Op};
 use crate::autodiff::reverse::{add_scaled_columns, d_binary, d_unary, is_special2};
 use crate::autodiff::Scalar;
+use crate::dist::HALF_LOG_2PI;
 
 /// What a body node is in the flat program.
 #[derive(Debug, Clone, PartialEq)]
@@ -325,9 +326,10 @@ fn run_step<'d, T: Scalar>(
             Instr::Assemble(ids) => {
                 let n = ids.len();
                 for (i, &q) in ids.iter().enumerate() {
-                    let v = ops.get(q, this, earlier);
-                    for c in 0..s {
-                        y[c * n + i] = v.at(c);
+                    let entries = y[i..].iter_mut().step_by(n);
+                    match ops.get(q, this, earlier) {
+                        Val::Cols(v) => entries.zip(v).for_each(|(o, &x)| *o = x),
+                        Val::One(x) => entries.for_each(|o| *o = x),
                     }
                 }
             }
@@ -392,11 +394,75 @@ fn run_step<'d, T: Scalar>(
                     };
                 }
                 let partials = aux.as_deref_mut().map(|a| &mut a[p]);
-                let v = fused::forward(*lik, &args[..ids.len()], s, partials, Output::Sum);
-                y.copy_from_slice(&v[..s]);
+                if *lik == Lik::Normal && !args[2].batched {
+                    normal_one_per_column(&args[..3], y, partials);
+                } else {
+                    let v = fused::forward(*lik, &args[..ids.len()], s, partials, Output::Sum);
+                    y.copy_from_slice(&v[..s]);
+                }
             }
             Instr::Input | Instr::Const => unreachable!("only operations have slots"),
         }
+    }
+}
+
+/// `normal_lpdf(x | mu, sigma)` of one observation per column with one σ for all columns
+/// (an HMM's `normal_lpdf(y[t] | mu[k], 1)`) into `y`, and with `partials` the blocks of
+/// ∂/∂x, ∂/∂μ and ∂/∂σ of the operands that are not constants (S each). The arithmetic of
+/// `fused::forward` for this case (its `one_per_column`: z = (x − μ)·(1/σ), the terms
+/// −½ log 2π − log σ − ½z², partials −z/σ, z/σ, (z² − 1)/σ), without its buffers, which a
+/// recursion's step paid for at every step.
+#[inline(always)]
+fn normal_one_per_column<'a, T: Scalar>(args: &[Arg<'a, T>], y: &mut [T], partials: Option<&mut Vec<T>>) {
+    let s = y.len();
+    let [x, mu, sigma] = [args[0], args[1], args[2]];
+    let sd = sigma.data[0];
+    let blocks = args.iter().filter(|a| !a.constant).count();
+    let partials = partials.map(|v| {
+        v.clear();
+        v.resize(blocks * s, T::zero());
+        v.as_mut_slice()
+    });
+    if sd.real().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        // outside the support, as the general code: −∞, partials left at zero
+        y.fill(T::from(f64::NEG_INFINITY));
+        return;
+    }
+    let (ls, inv) = (sd.ln(), sd.recip());
+    let c = T::from(-HALF_LOG_2PI) - ls;
+    let half = T::from(-0.5);
+    // z = (x − μ)·(1/σ) into y first, each case its own loop (so that each vectorises)
+    let val = |a: &Arg<'a, T>| {
+        if a.batched {
+            Val::Cols(&a.data[..s])
+        } else {
+            Val::One(a.data[0])
+        }
+    };
+    zip(val(&x), val(&mu), y, |a, b| (a - b) * inv);
+    if let Some(part) = partials {
+        // each non-constant operand's block in turn: x, then μ, then σ
+        let mut blocks = part.chunks_exact_mut(s);
+        if !x.constant {
+            let dx = blocks.next().expect("a block per operand");
+            dx.iter_mut().zip(y.iter()).for_each(|(d, &z)| *d = -(z * inv));
+        }
+        if !mu.constant {
+            let dmu = blocks.next().expect("a block per operand");
+            dmu.iter_mut()
+                .zip(y.iter())
+                .for_each(|(d, &z)| *d = -(-(z * inv)));
+        }
+        if !sigma.constant {
+            let ds = blocks.next().expect("a block per operand");
+            ds.iter_mut()
+                .zip(y.iter())
+                .for_each(|(d, &z)| *d = (z * z - T::one()) * inv);
+        }
+    }
+    for v in y.iter_mut() {
+        let z = *v;
+        *v = std::iter::once(c + half * (z * z)).sum();
     }
 }
 
@@ -652,8 +718,8 @@ fn backward_impl<T: Scalar>(
                     // entry by entry, each over the columns, as the general reverse rule
                     let n = ids.len();
                     for (i, &q) in ids.iter().enumerate() {
-                        for (c, o) in lower[q].iter_mut().enumerate() {
-                            *o += yb[i + c * n];
+                        for (o, &g) in lower[q].iter_mut().zip(yb[i..].iter().step_by(n)) {
+                            *o += g;
                         }
                     }
                 }
