@@ -21,7 +21,7 @@
 use super::eval::{binary, lse_into_with, lse_weights, unary, Arg, Tape};
 use super::fused::{self, Output};
 use super::scan::{Scan, ScanInput};
-use super::{Fun1, Fun2, Lik, Op};
+use super::{Fun1, Fun2, Lik, Op, GATHER_ZERO};
 use crate::autodiff::reverse::{add_scaled_columns, d_binary, d_unary, is_special2};
 use crate::autodiff::Scalar;
 use crate::dist::HALF_LOG_2PI;
@@ -39,6 +39,9 @@ enum Instr {
     Binary(Fun2, usize, usize),
     /// Scalars packed into a vector (an HMM's `[acc₁, acc₂]`), entry by entry.
     Assemble(Vec<usize>),
+    /// One entry of an input read from the enclosing graph, at an index that changes from
+    /// step to step (`e1[t]` of a vector computed before the loop).
+    Gather(usize),
     /// `log_sum_exp` of an assembled vector.
     Lse(usize),
     /// A fused likelihood of one observation (`normal_lpdf(y[t] | mu[k], 1)`).
@@ -103,11 +106,11 @@ impl Program {
         if !scan.exports.iter().all(|&p| scalar(p)) {
             return None;
         }
-        // only constants may change from step to step
+        // only constants and gathers may change from step to step
         if scan
             .varying
             .iter()
-            .any(|(p, _)| !matches!(body.nodes[*p].op, Op::Const(_)))
+            .any(|(p, _)| !matches!(body.nodes[*p].op, Op::Const(_) | Op::Gather(..)))
         {
             return None;
         }
@@ -134,6 +137,17 @@ impl Program {
                 }
                 Op::Assemble(ids, idx) if idx.iter().all(|&(j, e)| e == 0 && scalar(ids[j as usize].0)) => {
                     Instr::Assemble(idx.iter().map(|&(j, _)| ids[j as usize].0).collect())
+                }
+                Op::Pack(ids) if ids.iter().all(|i| scalar(i.0)) => {
+                    Instr::Assemble(ids.iter().map(|i| i.0).collect())
+                }
+                Op::Gather(a, idx)
+                    if scalar(p)
+                        && idx.len() == 1
+                        && instrs[a.0] == Instr::Input
+                        && matches!(scan.inputs[a.0], ScanInput::Outer(_)) =>
+                {
+                    Instr::Gather(a.0)
                 }
                 Op::LogSumExp(a) if scalar(p) && matches!(instrs[a.0], Instr::Assemble(_)) => Instr::Lse(a.0),
                 Op::LikSum(
@@ -232,6 +246,15 @@ struct Operands<'a, 'b, T: Scalar> {
 }
 
 impl<'a, 'b, T: Scalar> Operands<'a, 'b, T> {
+    /// The index gather node `p` reads at this step; `None` for the index that gives 0.
+    #[inline(always)]
+    fn gathered(&self, p: usize) -> Option<usize> {
+        match self.scan.op_at(p, self.t) {
+            Op::Gather(_, idx) => (idx[0] != GATHER_ZERO).then_some(idx[0] as usize),
+            _ => unreachable!("a gather at every step"),
+        }
+    }
+
     /// Body node `q`'s value at step `t`; `this` holds this step's operations evaluated so
     /// far, `earlier(t')` the carried values of an earlier step.
     #[inline(always)]
@@ -333,6 +356,22 @@ fn run_step<'d, T: Scalar>(
                     }
                 }
             }
+            &Instr::Gather(a) => match ops.gathered(p) {
+                None => y.fill(T::zero()),
+                Some(k) => {
+                    let id = ops.scan.inputs[a]
+                        .source(ops.t)
+                        .expect("a gathered input is an outer node");
+                    let x = ops.outer.arg(id);
+                    if x.batched {
+                        for (c, o) in y.iter_mut().enumerate() {
+                            *o = x.data[k + c * x.size];
+                        }
+                    } else {
+                        y.fill(x.data[k]);
+                    }
+                }
+            },
             &Instr::Lse(a) => {
                 let Val::Cols(x) = ops.get(a, this, earlier) else {
                     unreachable!("an assembled vector is an operation")
@@ -723,6 +762,16 @@ fn backward_impl<T: Scalar>(
                         }
                     }
                 }
+                &Instr::Gather(a) => {
+                    if let Some(k) = ops.gathered(p) {
+                        let na = program.size[a];
+                        for (c, &g) in yb.iter().enumerate() {
+                            if let Some(o) = lower[a].get_mut(k + c * na) {
+                                *o += g;
+                            }
+                        }
+                    }
+                }
                 &Instr::Lse(a) => {
                     let n = program.size[a];
                     let x = Arg {
@@ -911,6 +960,7 @@ mod tests {
         for t in 2:T { h[t] = rho * h[t - 1] + m * y[t] }\n\
         y ~ normal(h, s) }";
 
+    /// A parameter vector read step by step (a gather whose index changes per step).
     const GATHER: &str = "data { y: vector[T] }\n\
         param { x: vector[T]\n s: real<lower=0> }\n\
         model { x ~ normal(0, 1)\n s ~ half_normal(1)\n\
@@ -927,6 +977,12 @@ mod tests {
         for t in 2:T { h[t] = rho * h[t - 1] + 0.1 * y[t]\n y[t] ~ normal(h[t - 1], s)\n\
         target += cauchy_lpdf(h[t] | 0, tau)\n k[t] ~ poisson_log(h[t] / 4)\n\
         target += bernoulli_logit_lpmf(k[t] > 2 | h[t]) } }";
+
+    const VECTOR: &str = "data { y: vector[T] }\n\
+        param { a: vector[2]\n s: real<lower=0> }\n\
+        model { a ~ normal(0, 1)\n s ~ half_normal(1)\n let v = rep_vector(0, 2)\n\
+        for t in 1:T { v = a .* v + [y[t], 1] }\n\
+        target += normal_lpdf(sum(v) | 0, s) }";
 
     fn models() -> Vec<(&'static str, LogJoint)> {
         let y = series(30);
@@ -952,9 +1008,21 @@ mod tests {
             ),
             ("lag 2", lower(LAG2, serde_json::json!({"T": 30, "y": y}))),
             ("hyper", lower(HYPER, serde_json::json!({"T": 30, "y": y}))),
+            ("gather", lower(GATHER, serde_json::json!({"T": 30, "y": y}))),
             (
                 "hmm",
                 lower(&read("hmm.mvi"), serde_json::json!({"N": 30, "y": y})),
+            ),
+            (
+                // Stan's HMM of posteriordb: packed scalars, emissions gathered per step
+                "hmm_drive",
+                {
+                    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("benches/posteriordb/bball_drive_event_0-hmm_drive_0");
+                    let text = |f: &str| std::fs::read_to_string(dir.join(f)).expect("the posteriordb model");
+                    let data: serde_json::Value = serde_json::from_str(&text("data.json")).expect("its data");
+                    lower(&text("model.mvi"), data)
+                },
             ),
             (
                 "likelihoods",
@@ -973,12 +1041,12 @@ mod tests {
             assert!(!programs.is_empty(), "{name}: no scan");
             assert!(programs.iter().all(Option::is_some), "{name}: not a flat program");
         }
-        // a parameter vector read step by step (a gather whose indices change per step)
-        let lj = lower(GATHER, serde_json::json!({"T": 30, "y": series(30)}));
+        // a vector carried from step to step
+        let lj = lower(VECTOR, serde_json::json!({"T": 30, "y": series(30)}));
         let programs = flat_programs(&lj);
         assert!(
             !programs.is_empty() && programs.iter().all(Option::is_none),
-            "a gather"
+            "a vector carry"
         );
     }
 
