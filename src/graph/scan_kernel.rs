@@ -505,30 +505,32 @@ fn normal_one_per_column<'a, T: Scalar>(args: &[Arg<'a, T>], y: &mut [T], partia
     }
 }
 
-/// The value of the scan at its S columns (`s × steps · stride`, column by column), and
-/// the carried values of every step when `partials` (otherwise only those a carry still
-/// reads are kept).
-pub(crate) fn forward<T: Scalar>(
-    outer: &Tape<'_, T>,
-    scan: &Scan,
-    program: Program,
-    partials: bool,
-) -> (Vec<T>, Option<Flat<T>>) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        fn wide<T: Scalar>(
-            outer: &Tape<'_, T>,
-            scan: &Scan,
-            program: Program,
-            partials: bool,
-        ) -> (Vec<T>, Option<Flat<T>>) {
-            forward_impl(outer, scan, program, partials)
+/// Defines `$name`, which runs `$imp` (an `#[inline(always)]` function of the same
+/// arguments) compiled a second time for AVX2 when the CPU has it, chosen at run time.
+/// Without fused multiply-adds the wider copy computes the same bits.
+macro_rules! avx2_dispatch {
+    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $imp:ident) => {
+        $(#[$meta])*
+        pub(crate) fn $name<T: Scalar>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                fn wide<T: Scalar>($($arg: $ty),*) $(-> $ret)? {
+                    $imp($($arg),*)
+                }
+                // SAFETY: the CPU has AVX2, checked just above.
+                return unsafe { wide($($arg),*) };
+            }
+            $imp($($arg),*)
         }
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { wide(outer, scan, program, partials) };
-    }
-    forward_impl(outer, scan, program, partials)
+    };
+}
+
+avx2_dispatch! {
+    /// The value of the scan at its S columns (`s × steps · stride`, column by column), and
+    /// the carried values of every step when `partials` (otherwise only those a carry still
+    /// reads are kept).
+    fn forward(outer: &Tape<'_, T>, scan: &Scan, program: Program, partials: bool) -> (Vec<T>, Option<Flat<T>>) => forward_impl
 }
 
 #[inline(always)]
@@ -591,39 +593,21 @@ fn forward_impl<T: Scalar>(
     (out, flat)
 }
 
-/// The reverse sweep of a scan run by [`forward`] with partials: adds the adjoints of the
-/// scan's inputs to `adj` (the enclosing graph's adjoints, `S` per scalar node) given the
-/// adjoint `ybar` of its value. As `autodiff::reverse::back_scan`: each step from the
-/// last, a step's inputs adding straight into the adjoints of the nodes they read, the
-/// exported nodes' adjoints starting from `ybar`'s share.
-pub(crate) fn backward<T: Scalar>(
-    outer: &Tape<'_, T>,
-    scan: &Scan,
-    flat: &Flat<T>,
-    batched: &[bool],
-    ybar: &[T],
-    adj: &mut [Vec<T>],
-    want_theta: bool,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        fn wide<T: Scalar>(
-            outer: &Tape<'_, T>,
-            scan: &Scan,
-            flat: &Flat<T>,
-            batched: &[bool],
-            ybar: &[T],
-            adj: &mut [Vec<T>],
-            want_theta: bool,
-        ) {
-            backward_impl(outer, scan, flat, batched, ybar, adj, want_theta);
-        }
-        // SAFETY: the CPU has AVX2, checked just above.
-        unsafe { wide(outer, scan, flat, batched, ybar, adj, want_theta) };
-        return;
-    }
-    backward_impl(outer, scan, flat, batched, ybar, adj, want_theta);
+avx2_dispatch! {
+    /// The reverse sweep of a scan run by [`forward`] with partials: adds the adjoints of the
+    /// scan's inputs to `adj` (the enclosing graph's adjoints, `S` per scalar node) given the
+    /// adjoint `ybar` of its value. As `autodiff::reverse::back_scan`: each step from the
+    /// last, a step's inputs adding straight into the adjoints of the nodes they read, the
+    /// exported nodes' adjoints starting from `ybar`'s share.
+    fn backward(
+        outer: &Tape<'_, T>,
+        scan: &Scan,
+        flat: &Flat<T>,
+        batched: &[bool],
+        ybar: &[T],
+        adj: &mut [Vec<T>],
+        want_theta: bool
+    ) => backward_impl
 }
 
 #[inline(always)]
