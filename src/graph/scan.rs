@@ -16,8 +16,10 @@
 //! read them gather from it. Evaluation (`forward`, and the reverse sweep in
 //! `autodiff::reverse`) runs the body's own operations step by step with the evaluator's
 //! code, so values and gradients are those of the unrolled loop, and the adjoints are
-//! accumulated in the same order. [`expand`] unrolls the scans again (the single-point
-//! tape of `graph::point` compiles the unrolled graph).
+//! accumulated in the same order; a body of scalar arithmetic runs instead as a flat
+//! program of the same operations (`graph::scan_kernel`, equal to the bit). [`expand`]
+//! unrolls the scans again (the single-point tape of `graph::point` compiles the unrolled
+//! graph).
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -218,7 +220,8 @@ pub(crate) struct Trace<T> {
     pub(crate) batched: Vec<bool>,
     /// Every step's values.
     pub(crate) steps: Vec<Step<T>>,
-    /// Every step's values when the body ran as a flat program (`steps` is then empty).
+    /// What the reverse sweep needs when the body ran as a flat program
+    /// (`scan_kernel`; `steps` is then empty).
     pub(crate) flat: Option<super::scan_kernel::Flat<T>>,
 }
 

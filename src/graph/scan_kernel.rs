@@ -1,22 +1,26 @@
 //! The scans whose body is scalar arithmetic, run as a flat program: ARMA's
 //! `err[t] = y[t] - (mu + phi * y[t - 1] + theta * err[t - 1])`, GARCH's
-//! `sigma[t] = sqrt(alpha0 + alpha1 * square(y[t - 1] - mu) + beta1 * square(sigma[t - 1]))`.
+//! `sigma[t] = sqrt(alpha0 + alpha1 * square(y[t - 1] - mu) + beta1 * square(sigma[t - 1]))`,
+//! the HMM forward algorithm's `gamma[t, k] = log_sum_exp(acc)`.
 //!
-//! Input: a [`Scan`] whose body nodes are all one value per column, made of constants,
-//! elementwise functions and the arithmetic binary operators, every operation depending on
-//! w; the enclosing tape; for the reverse sweep, the adjoint of the scan's value. Output:
-//! the scan's value, the steps' values for the reverse sweep, and the adjoints added to the
-//! inputs' nodes.
+//! Input: a [`Scan`] whose body nodes are all one value per column (constants, elementwise
+//! functions, the arithmetic binary operators, one-observation likelihoods, an entry of an
+//! outer vector per step), but for vectors of packed scalars that only `log_sum_exp`
+//! reads, every operation depending on w; the enclosing tape; for the reverse sweep, the
+//! adjoint of the scan's value. Output: the scan's value, the carried values of every step
+//! for the reverse sweep, and the adjoints added to the inputs' nodes.
 //!
 //! The general evaluator (`scan::forward`, `autodiff::reverse::back_scan`) builds a tape
 //! per step: a vector of operand views, the partials slot of every node, one allocation for
-//! the step's values and, in the reverse sweep, the adjoint buffers of every node. For a
-//! scalar body that bookkeeping cost about as much as the arithmetic (GARCH(1,1) at
-//! T = 1000: each step-column of the body's eight operations 18 ns). Here the values of
-//! every step live in one buffer, a body node's S values side by side, and the adjoints of
-//! the steps a carry reaches in a ring of buffers allocated once. Every value and adjoint is
-//! computed by the same expression, in the same order, as the general evaluator, so the
-//! results are the same to the bit (tests below compare the two).
+//! the step's values and, in the reverse sweep, the adjoint buffers of every node, and keeps
+//! every step's values. For a scalar body that bookkeeping and memory traffic cost about as
+//! much as the arithmetic (GARCH(1,1) at T = 1000: 18 ns per step and column for the
+//! body's eight operations). Here a step's values live in one buffer, a body node's S values
+//! side by side, only the carried values of every step are kept (the reverse sweep computes
+//! a step's other values again), and the adjoints of the steps a carry reaches are in a ring
+//! of buffers allocated once. Every value and adjoint is computed by the same expression, in
+//! the same order, as the general evaluator, so the results are the same to the bit (tests
+//! below compare the two).
 
 use super::eval::{binary, lse_into_with, lse_weights, unary, Arg, Tape};
 use super::fused::{self, Output};
