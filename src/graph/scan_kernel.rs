@@ -318,7 +318,12 @@ fn run_step<'d, T: Scalar>(
         let Some(k) = program.slot[p] else { continue };
         let (this, rest) = cur.split_at_mut(k * s);
         let y = &mut rest[..program.size[p] * s];
-        if let (Some(kept), Some(c)) = (kept, program.carry[p]) {
+        // (a carried likelihood is computed again: the reverse sweep needs its partials)
+        if let (Some(kept), Some(c), false) = (
+            kept,
+            program.carry[p],
+            matches!(program.instrs[p], Instr::Lik(..)),
+        ) {
             y.copy_from_slice(&kept[c * s..(c + 1) * s]);
             continue;
         }
@@ -972,6 +977,12 @@ mod tests {
         for t in 1:T { v = a .* v + [y[t], 1] }\n\
         target += normal_lpdf(sum(v) | 0, s) }";
 
+    /// A likelihood's value carried to the next step.
+    const CARRIED_LIK: &str = "data { y: vector[T] }\n param { m: real }\n\
+        model { m ~ normal(0, 1)\n let ll = rep_vector(0, T)\n ll[1] = m\n\
+        for t in 2:T { ll[t] = normal_lpdf(y[t] | m + 0.01 * ll[t - 1], 1) }\n\
+        target += sum(ll) }";
+
     fn models() -> Vec<(&'static str, LogJoint)> {
         let y = series(30);
         let read = |f: &str| {
@@ -997,6 +1008,10 @@ mod tests {
             ("lag 2", lower(LAG2, serde_json::json!({"T": 30, "y": y}))),
             ("hyper", lower(HYPER, serde_json::json!({"T": 30, "y": y}))),
             ("gather", lower(GATHER, serde_json::json!({"T": 30, "y": y}))),
+            (
+                "carried likelihood",
+                lower(CARRIED_LIK, serde_json::json!({"T": 30, "y": y})),
+            ),
             (
                 "hmm",
                 lower(&read("hmm.mvi"), serde_json::json!({"N": 30, "y": y})),
