@@ -633,7 +633,13 @@ pub(crate) fn d_unary<T: Scalar>(f: Fun1, x: T, y: T) -> T {
 
 /// `x̄ᵢ += ȳᵢ · d(xᵢ, yᵢ)` over the batched entries of a unary node.
 #[inline(always)]
-fn back_unary_batched<T: Scalar>(xbar: &mut [T], ybar: &[T], x: &[T], y: &[T], d: impl Fn(T, T) -> T) {
+pub(crate) fn back_unary_batched<T: Scalar>(
+    xbar: &mut [T],
+    ybar: &[T],
+    x: &[T],
+    y: &[T],
+    d: impl Fn(T, T) -> T,
+) {
     for ((xb, &yb), (&xv, &yv)) in xbar.iter_mut().zip(ybar).zip(x.iter().zip(y)) {
         *xb += yb * d(xv, yv);
     }

@@ -26,7 +26,7 @@ use super::eval::{binary, lse_into_with, lse_weights, unary, Arg, Tape};
 use super::fused::{self, Output};
 use super::scan::{Scan, ScanInput};
 use super::{Fun1, Fun2, Lik, Op, GATHER_ZERO};
-use crate::autodiff::reverse::{add_scaled_columns, d_binary, d_unary, is_special2};
+use crate::autodiff::reverse::{add_scaled_columns, back_unary_batched, d_binary, d_unary, is_special2};
 use crate::autodiff::Scalar;
 use crate::dist::HALF_LOG_2PI;
 
@@ -229,7 +229,7 @@ fn first_consts<T: Scalar>(scan: &Scan) -> Vec<T> {
         .collect()
 }
 
-/// An outer node's value as an operand.
+/// A value as an operand: S values side by side, or one value for all columns.
 fn outer_val<'a, T: Scalar>(a: Arg<'a, T>, s: usize) -> Val<'a, T> {
     if a.batched {
         Val::Cols(&a.data[..s])
@@ -480,14 +480,7 @@ fn normal_one_per_column<'a, T: Scalar>(args: &[Arg<'a, T>], y: &mut [T], partia
     let c = T::from(-HALF_LOG_2PI) - ls;
     let half = T::from(-0.5);
     // z = (x − μ)·(1/σ) into y first, each case its own loop (so that each vectorises)
-    let val = |a: &Arg<'a, T>| {
-        if a.batched {
-            Val::Cols(&a.data[..s])
-        } else {
-            Val::One(a.data[0])
-        }
-    };
-    zip(val(&x), val(&mu), y, |a, b| (a - b) * inv);
+    zip(outer_val(x, s), outer_val(mu, s), y, |a, b| (a - b) * inv);
     if let Some(part) = partials {
         // each non-constant operand's block in turn: x, then μ, then σ
         let mut blocks = part.chunks_exact_mut(s);
@@ -821,11 +814,7 @@ fn back_unary<T: Scalar>(f: Fun1, x: Val<'_, T>, y: &[T], yb: &[T], xbar: &mut [
     #[inline(always)]
     fn run<T: Scalar>(x: Val<'_, T>, y: &[T], yb: &[T], xbar: &mut [T], d: impl Fn(T, T) -> T) {
         match x {
-            Val::Cols(x) => {
-                for ((o, &b), (&x, &y)) in xbar.iter_mut().zip(yb).zip(x.iter().zip(y)) {
-                    *o += b * d(x, y);
-                }
-            }
+            Val::Cols(x) => back_unary_batched(xbar, yb, x, y, d),
             Val::One(x) => {
                 for ((o, &b), &y) in xbar.iter_mut().zip(yb).zip(y) {
                     *o += b * d(x, y);
