@@ -39,6 +39,11 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     /// Whether every part is zero (`==` on dual numbers compares only the real part).
     fn is_exact_zero(self) -> bool;
 
+    /// Whether [`Scalar::map_in_place`]'s exponential of an exact zero is exactly one, so
+    /// that a kernel may write the one instead of computing it (true for f64; the dual
+    /// types keep their derivative parts, so they say no).
+    const EXP_OF_ZERO_IS_ONE: bool = false;
+
     /// Constants converted to this scalar type (borrowed for f64).
     fn lift(c: &[f64]) -> Cow<'_, [Self]> {
         Cow::Owned(c.iter().map(|&x| Self::from(x)).collect())
@@ -188,6 +193,9 @@ pub(crate) fn unary_one(f: crate::graph::Fun1, x: f64) -> f64 {
 }
 
 impl Scalar for f64 {
+    /// `vmath`'s exp of 0 reduces to n = 0, r = 0 and 1 + 0 (a unit test says so).
+    const EXP_OF_ZERO_IS_ONE: bool = true;
+
     fn apply(self, f0: f64, _f1: f64, _f2: f64) -> Self {
         f0
     }
@@ -367,6 +375,19 @@ impl Scalar for HyperDual64 {
 mod tests {
     use super::*;
     use approx::assert_relative_eq;
+
+    #[test]
+    fn f64_exp_of_zero_is_exactly_one() {
+        // what `EXP_OF_ZERO_IS_ONE` promises, in slices of every length the SIMD kernel
+        // splits differently, and in the single-value path
+        assert!(<f64 as Scalar>::EXP_OF_ZERO_IS_ONE);
+        for n in [1, 3, 4, 8, 13] {
+            let mut z = vec![0.0; n];
+            f64::map_in_place(crate::graph::Fun1::Exp, &mut z);
+            assert!(z.iter().all(|&v| v.to_bits() == 1f64.to_bits()), "{z:?}");
+        }
+        assert_eq!(unary_one(crate::graph::Fun1::Exp, 0.0).to_bits(), 1f64.to_bits());
+    }
 
     #[test]
     fn f64_gemm_matches_generic_loop() {

@@ -887,14 +887,31 @@ pub(crate) fn lse_into_with<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T], z: &m
     } else {
         Cow::Owned(a.data[..n].repeat(s))
     };
+    if n == 2 && T::EXP_OF_ZERO_IS_ONE {
+        lse_sums_two(&x, s, out, z);
+    } else {
+        lse_sums(&x, n, s, out, z);
+    }
+    let sums = &mut z[..s];
+    T::map_in_place(Fun1::Log, sums);
+    for (mc, &l) in out.iter_mut().zip(sums.iter()) {
+        if mc.real().is_finite() {
+            *mc += l;
+        }
+    }
+}
+
+/// Each column's largest entry m into `out`, and Σᵢ exp(xᵢ − m) into z's first `s` entries
+/// (columns of n side by side in `x`).
+fn lse_sums<T: Scalar>(x: &[T], n: usize, s: usize, out: &mut [T], z: &mut Vec<T>) {
     z.clear();
     z.resize(n * s, T::zero());
     match n {
         // the sizes a recursion's step has (a few states): loops of a known length
-        2 => lse_shift(&x, 2, out, z),
-        3 => lse_shift(&x, 3, out, z),
-        4 => lse_shift(&x, 4, out, z),
-        _ => lse_shift(&x, n, out, z),
+        2 => lse_shift(x, 2, out, z),
+        3 => lse_shift(x, 3, out, z),
+        4 => lse_shift(x, 4, out, z),
+        _ => lse_shift(x, n, out, z),
     }
     T::map_in_place(Fun1::Exp, z);
     match n {
@@ -903,12 +920,22 @@ pub(crate) fn lse_into_with<T: Scalar>(a: Arg<T>, s: usize, out: &mut [T], z: &m
         4 => block_sums(z, 4, s),
         _ => block_sums(z, n, s),
     }
-    let sums = &mut z[..s];
-    T::map_in_place(Fun1::Log, sums);
-    for (mc, &l) in out.iter_mut().zip(sums.iter()) {
-        if mc.real().is_finite() {
-            *mc += l;
-        }
+}
+
+/// [`lse_sums`] of two entries a column, a two-state recursion's step, when exp(0) is
+/// exactly one: the larger entry's term is that one, so only the other's exponential is
+/// taken, and 1 + e is the two-term sum in either order. The bits are [`lse_sums`]'s.
+fn lse_sums_two<T: Scalar>(x: &[T], s: usize, out: &mut [T], z: &mut Vec<T>) {
+    z.clear();
+    z.resize(s, T::zero());
+    for ((o, zc), xc) in out.iter_mut().zip(z.iter_mut()).zip(x.chunks_exact(2)) {
+        let best = argext(xc, true);
+        *o = xc[best];
+        *zc = xc[1 - best] - *o;
+    }
+    T::map_in_place(Fun1::Exp, z);
+    for zc in z.iter_mut() {
+        *zc = T::one() + *zc;
     }
 }
 
@@ -1137,6 +1164,50 @@ mod tests {
         long.param_slice(0, Shape::Vector(100_000), &Constraint::NONE)
             .expect("a vector param");
         assert_eq!(chunk_cols(&long), 8);
+    }
+
+    #[test]
+    fn two_entry_log_sum_exp_has_the_bits_of_the_general_pass() {
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        let pairs = [
+            (0.3, -1.7),
+            (-1.7, 0.3),
+            (2.5, 2.5),
+            (-0.0, 0.0),
+            (1e300, -1e300),
+            (-745.0, 0.0),
+            (f64::NEG_INFINITY, 1.0),
+            (1.0, f64::NEG_INFINITY),
+            (f64::NEG_INFINITY, f64::NEG_INFINITY),
+            (inf, 1.0),
+            (inf, inf),
+            (nan, 1.0),
+            (1.0, nan),
+            (-3.25, -3.0 + 1e-15),
+        ];
+        let x: Vec<f64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let s = pairs.len();
+        let (mut o1, mut o2) = (vec![0.0; s], vec![0.0; s]);
+        let (mut z1, mut z2) = (Vec::new(), Vec::new());
+        lse_sums_two(&x, s, &mut o1, &mut z1);
+        lse_sums(&x, 2, s, &mut o2, &mut z2);
+        for c in 0..s {
+            assert_eq!(o1[c].to_bits(), o2[c].to_bits(), "largest of {:?}", pairs[c]);
+            // the sum is used only when the largest entry is finite
+            if o1[c].is_finite() {
+                assert_eq!(z1[c].to_bits(), z2[c].to_bits(), "sum of {:?}", pairs[c]);
+            }
+        }
+        // and the whole log_sum_exp, through the public entry
+        let mut out = vec![0.0; s];
+        let a = Arg {
+            data: &x,
+            size: 2,
+            batched: true,
+            constant: false,
+        };
+        lse_into(a, s, &mut out);
+        assert_eq!(out[0], 0.3 + (1.0 + (-2.0f64).exp()).ln());
     }
 
     #[test]
