@@ -5,7 +5,7 @@
 use nalgebra::{DMatrix, DVector};
 
 /// The step for coordinate x: h·max(1, |x|).
-fn step(h: f64, x: f64) -> f64 {
+pub fn step(h: f64, x: f64) -> f64 {
     h * x.abs().max(1.0)
 }
 

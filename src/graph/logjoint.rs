@@ -468,13 +468,46 @@ mod tests {
     }
 
     #[test]
+    fn finite_differences_are_judged_beyond_their_rounding_floor() {
+        use crate::graph::diagnose::{fd_floor, fd_rel_err};
+        // a partial of 1.9 that only the prior sets, beside log p̃ = −8·10⁹: central
+        // differences at 1e-5 are off by 0.01 from rounding alone, not a derivative error
+        let a = [1.9, -2.0e10];
+        let b = [1.9 + 0.011, -2.0e10 - 1.0];
+        let floor = [fd_floor(8.3e9, 1e-5 * 1.9), fd_floor(8.3e9, 1e-5)];
+        assert_eq!(fd_rel_err(&a, &b, &floor, 1e-5), (0.0, 1));
+        // an error above the floor of an ordinary scale still counts in full
+        let (beyond, unresolved) = fd_rel_err(&[1.9], &[1.91], &[fd_floor(50.0, 1e-5)], 1e-5);
+        assert!((beyond - 0.01 / 1.91).abs() < 1e-6, "{beyond}");
+        assert_eq!(unresolved, 0);
+    }
+
+    #[test]
+    fn diagnose_passes_a_badly_scaled_point_and_says_what_it_cannot_check() {
+        let mut set = crate::data::DataSet::default();
+        crate::data::add_json_text(&mut set, "d.json", "{}".into()).expect("the data parse");
+        let src = "param { a: real\n b: real }\nmodel { a ~ normal(0, 1)\n target += -1e9 * exp(b) }";
+        let typed = crate::check::check_source(src, "m.mvi", std::path::Path::new("."), &set)
+            .unwrap_or_else(|d| panic!("{}", d[0].render_plain(100)));
+        let lj = crate::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+        let w = DVector::from_vec(vec![-1.9, 2.0]);
+        let r = diagnose(&lj, &lj.theta_init(), &w, Tolerances::default());
+        // a's partial (1.9) is within the rounding of differences of log p̃ ≈ −7.4·10⁹
+        assert!(r.grad_err_fd > 1e-5, "{r}");
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.grad_fd_unresolved, 1, "{r}");
+        assert!(r.to_string().contains("1 of 2 partials are below"), "{r}");
+    }
+
+    #[test]
     fn the_directional_hessian_check_agrees_like_the_full_one() {
         use crate::graph::diagnose::{directional_hessian_checks, full_hessian_checks};
         let lj = model();
         let (th, w) = (lj.theta_init(), DVector::from_vec(vec![0.4, -0.3]));
         let grad = |x: &[f64]| crate::density::value_grad(&lj, &th, &DVector::from_column_slice(x)).1;
-        let full = full_hessian_checks(&lj, &th, &w, &grad);
-        let dir = directional_hessian_checks(&lj, &th, &w, &grad);
+        let g0 = grad(w.as_slice());
+        let full = full_hessian_checks(&lj, &th, &w, &grad, &g0);
+        let dir = directional_hessian_checks(&lj, &th, &w, &grad, &g0);
         assert_eq!((full.directions, dir.directions), (None, Some(6)));
         for c in [&full, &dir] {
             assert!(
