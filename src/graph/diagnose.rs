@@ -157,9 +157,12 @@ pub fn diagnose(model: &LogJoint, theta: &DVector<f64>, w: &DVector<f64>, tol: T
     let grad_not_finite = log_p.is_finite() && !with_grad.is_finite();
     let grad_dual = dual::forward_grad(g, theta.as_slice(), w.as_slice());
     let grad_fd = finite_diff::gradient(&value, w.as_slice(), FD_STEP);
+    // outside the support (log p̃ not finite) there is no scale to speak of: the report
+    // fails on log p̃ itself
+    let scale = if log_p.is_finite() { log_p } else { 0.0 };
     let floor: Vec<f64> = w
         .iter()
-        .map(|&wi| fd_floor(log_p, finite_diff::step(FD_STEP, wi)))
+        .map(|&wi| fd_floor(scale, finite_diff::step(FD_STEP, wi)))
         .collect();
     let (grad_err_fd_beyond, grad_fd_unresolved) = fd_rel_err(
         grad_reverse.as_slice(),
