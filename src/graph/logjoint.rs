@@ -474,12 +474,18 @@ mod tests {
         // differences at 1e-5 are off by 0.01 from rounding alone, not a derivative error
         let a = [1.9, -2.0e10];
         let b = [1.9 + 0.011, -2.0e10 - 1.0];
+        let b10 = [1.9 + 0.001, -2.0e10 - 0.1];
         let floor = [fd_floor(8.3e9, 1e-5 * 1.9), fd_floor(8.3e9, 1e-5)];
-        assert_eq!(fd_rel_err(&a, &b, &floor, 1e-5), (0.0, 1));
-        // an error above the floor of an ordinary scale still counts in full
-        let (beyond, unresolved) = fd_rel_err(&[1.9], &[1.91], &[fd_floor(50.0, 1e-5)], 1e-5);
+        assert_eq!(fd_rel_err(&a, &b, &b10, &floor, 1e-5), (0.0, 1));
+        // an error above the floor of an ordinary scale, with both steps agreeing, still
+        // counts in full
+        let ok = [fd_floor(50.0, 1e-5)];
+        let (beyond, unresolved) = fd_rel_err(&[1.9], &[1.91], &[1.91 + 1e-8], &ok, 1e-5);
         assert!((beyond - 0.01 / 1.91).abs() < 1e-6, "{beyond}");
         assert_eq!(unresolved, 0);
+        // where the two steps disagree, the disagreement is what they cannot tell apart
+        let (beyond, unresolved) = fd_rel_err(&[0.1013], &[0.0046], &[0.0953], &ok, 1e-5);
+        assert_eq!((beyond, unresolved), (0.0, 1));
     }
 
     #[test]
@@ -506,8 +512,8 @@ mod tests {
         let (th, w) = (lj.theta_init(), DVector::from_vec(vec![0.4, -0.3]));
         let grad = |x: &[f64]| crate::density::value_grad(&lj, &th, &DVector::from_column_slice(x)).1;
         let g0 = grad(w.as_slice());
-        let full = full_hessian_checks(&lj, &th, &w, &grad, &g0);
-        let dir = directional_hessian_checks(&lj, &th, &w, &grad, &g0);
+        let full = full_hessian_checks(&lj, &th, &w, &grad, &g0, 1e-5);
+        let dir = directional_hessian_checks(&lj, &th, &w, &grad, &g0, 1e-5);
         assert_eq!((full.directions, dir.directions), (None, Some(6)));
         for c in [&full, &dir] {
             assert!(
