@@ -361,7 +361,7 @@ fn forward_with<'a, T: Scalar>(
             ),
             Op::Hyper { offset } => (theta[*offset..*offset + node.shape.size()].to_vec(), Vec::new()),
             Op::Scan(scan) => {
-                let (v, trace) = super::scan::forward(&tape, scan, cols, partials);
+                let (v, trace) = super::scan::forward(&tape, k, scan, cols, partials);
                 if partials {
                     tape.traces.push((k, trace));
                 }

@@ -304,11 +304,40 @@ fn fit<'a, T: Copy>(src: Arg<'a, T>, batched: bool, s: usize) -> Cow<'a, [T]> {
     }
 }
 
-/// The value of a scan node at `cols` columns (the outer tape holds its inputs), and the
+/// The entries of node `k`'s value that anything reads, when that is known from the graph
+/// alone: every reader of `k` is a gather (the HMM's `gamma[N]` after its loop reads 2 of
+/// the scan's 2 · (N − 2) entries), so no other entry's value is used and its adjoint stays
+/// zero. `None` when something else reads it (or it is an output).
+pub(crate) fn gathered_entries(g: &Graph, k: usize) -> Option<Vec<bool>> {
+    let id = NodeId(k);
+    if g.targets.contains(&id)
+        || g.pointwise
+            .iter()
+            .any(|p| p.loglik == id || p.quantity == Some(id))
+    {
+        return None;
+    }
+    let mut read = vec![false; g.nodes[k].shape.size()];
+    for node in &g.nodes[k + 1..] {
+        match &node.op {
+            Op::Gather(a, idx) if *a == id => {
+                for &i in idx.iter().filter(|&&i| i != super::GATHER_ZERO) {
+                    *read.get_mut(i as usize)? = true;
+                }
+            }
+            op if inputs(op).contains(&id) => return None,
+            _ => {}
+        }
+    }
+    Some(read)
+}
+
+/// The value of scan node `k` at `cols` columns (the outer tape holds its inputs), and the
 /// steps' values when `partials` (for the reverse sweep; otherwise only the last step is
 /// kept while evaluating).
 pub(crate) fn forward<T: Scalar>(
     outer: &Tape<'_, T>,
+    k: usize,
     scan: &Scan,
     cols: usize,
     partials: bool,
@@ -318,7 +347,8 @@ pub(crate) fn forward<T: Scalar>(
     let batched = scan.body_batched(|id| outer.is_batched(id));
     if cols == s {
         if let Some(program) = super::scan_kernel::Program::of(scan, &batched) {
-            let (out, flat) = super::scan_kernel::forward(outer, scan, program, partials);
+            let read = gathered_entries(outer.graph, k);
+            let (out, flat) = super::scan_kernel::forward(outer, scan, program, read, partials);
             return (
                 out,
                 Trace {

@@ -22,11 +22,11 @@
 //! the same order, as the general evaluator, so the results are the same to the bit (tests
 //! below compare the two).
 
-use super::eval::{binary, lse_into_with, lse_weights, unary, Arg, Tape};
+use super::eval::{binary, unary, Arg, Tape};
 use super::fused::{self, Output};
 use super::scan::{Scan, ScanInput};
 use super::{Fun1, Fun2, Lik, Op, GATHER_ZERO};
-use crate::autodiff::reverse::{add_scaled_columns, back_unary_batched, d_binary, d_unary, is_special2};
+use crate::autodiff::reverse::{back_unary_batched, d_binary, d_unary, is_special2};
 use crate::autodiff::Scalar;
 use crate::dist::HALF_LOG_2PI;
 
@@ -206,6 +206,10 @@ impl Program {
 pub(crate) struct Flat<T> {
     pub(crate) program: Program,
     carried: Vec<T>,
+    /// The entries of the scan's value anything reads, when only gathers read it
+    /// ([`super::scan::gathered_entries`]); the others are left at zero, and so is their
+    /// adjoint.
+    read: Option<Vec<bool>>,
 }
 
 /// The constants of the body at step `t` (one value each; other nodes' entries unused).
@@ -356,12 +360,11 @@ fn run_step<'d, T: Scalar>(
                 }
             }
             Instr::Assemble(ids) => {
-                let n = ids.len();
-                for (i, &q) in ids.iter().enumerate() {
-                    let entries = y[i..].iter_mut().step_by(n);
+                // entry by entry: entry i of every column side by side (see `lse_planar`)
+                for (&q, entries) in ids.iter().zip(y.chunks_exact_mut(s)) {
                     match ops.get(q, this, earlier) {
-                        Val::Cols(v) => entries.zip(v).for_each(|(o, &x)| *o = x),
-                        Val::One(x) => entries.for_each(|o| *o = x),
+                        Val::Cols(v) => entries.copy_from_slice(v),
+                        Val::One(x) => entries.fill(x),
                     }
                 }
             }
@@ -385,13 +388,7 @@ fn run_step<'d, T: Scalar>(
                 let Val::Cols(x) = ops.get(a, this, earlier) else {
                     unreachable!("an assembled vector is an operation")
                 };
-                let x = Arg {
-                    data: x,
-                    size: program.size[a],
-                    batched: true,
-                    constant: false,
-                };
-                lse_into_with(x, s, y, scratch);
+                lse_planar(x, program.size[a], s, y, scratch);
             }
             Instr::Lik(lik, ids) => {
                 // (at most three operands: arrays, not vectors, as this runs per step)
@@ -450,6 +447,87 @@ fn run_step<'d, T: Scalar>(
                 }
             }
             Instr::Input | Instr::Const => unreachable!("only operations have slots"),
+        }
+    }
+}
+
+/// log Σ exp of each column's n entries into `y` (S values), the entries of the assembled
+/// vector `x` stored entry by entry: entry i of column c at `x[i · S + c]`. Each value is
+/// the same operations in the same order as `eval::lse_into_with` on the entries stored
+/// column by column (m the first largest entry by real part, m + log Σᵢ exp(xᵢ − m) when m
+/// is finite, with the two-entry pass of one exponential where exp(0) is exactly one), so
+/// the same bits; but every loop runs over the columns, with unit stride, instead of over
+/// a column's few entries (the HMM's forward and reverse sweeps moved entries one at a
+/// time between the interleaved vector and the scalars it packs).
+#[inline(always)]
+fn lse_planar<T: Scalar>(x: &[T], n: usize, s: usize, y: &mut [T], z: &mut Vec<T>) {
+    let y = &mut y[..s];
+    if n == 0 {
+        y.fill(T::from(f64::NEG_INFINITY));
+        return;
+    }
+    z.clear();
+    if n == 2 && T::EXP_OF_ZERO_IS_ONE {
+        // the larger entry (the first on a tie or NaN) and the other less it
+        z.resize(s, T::zero());
+        let (x0, x1) = x[..2 * s].split_at(s);
+        for (((m, zc), &a), &b) in y.iter_mut().zip(z.iter_mut()).zip(x0).zip(x1) {
+            let (hi, lo) = if b.real() > a.real() { (b, a) } else { (a, b) };
+            *m = hi;
+            *zc = lo - hi;
+        }
+        T::map_in_place(Fun1::Exp, z);
+        for zc in z.iter_mut() {
+            *zc = T::one() + *zc;
+        }
+    } else {
+        z.resize(n * s, T::zero());
+        y.copy_from_slice(&x[..s]);
+        for xi in x[s..n * s].chunks_exact(s) {
+            for (m, &v) in y.iter_mut().zip(xi) {
+                if v.real() > m.real() {
+                    *m = v;
+                }
+            }
+        }
+        for (zi, xi) in z.chunks_exact_mut(s).zip(x.chunks_exact(s)) {
+            for ((o, &v), &m) in zi.iter_mut().zip(xi).zip(y.iter()) {
+                *o = v - m;
+            }
+        }
+        T::map_in_place(Fun1::Exp, z);
+        // each column's sum in entry order, into the first entry's place (read before it
+        // is written)
+        for c in 0..s {
+            z[c] = (0..n).map(|i| z[i * s + c]).sum();
+        }
+    }
+    let sums = &mut z[..s];
+    T::map_in_place(Fun1::Log, sums);
+    for (m, &l) in y.iter_mut().zip(sums.iter()) {
+        if m.real().is_finite() {
+            *m += l;
+        }
+    }
+}
+
+/// The reverse rule of [`lse_planar`]: `xbar` (entry by entry, as `x`) += ȳ_c · exp(xᵢ − y_c)
+/// for each entry i of column c, the weights exp(xᵢ − y) into `w` first, each product and sum
+/// as `eval::lse_weights` and `reverse::add_scaled_columns` form them.
+#[inline(always)]
+fn lse_planar_back<T: Scalar>(x: &[T], y: &[T], ybar: &[T], w: &mut Vec<T>, xbar: &mut [T]) {
+    let s = ybar.len();
+    w.clear();
+    w.extend_from_slice(x);
+    for wi in w.chunks_exact_mut(s) {
+        for (v, &yc) in wi.iter_mut().zip(y) {
+            *v -= yc;
+        }
+    }
+    T::map_in_place(Fun1::Exp, w);
+    for (xi, wi) in xbar.chunks_exact_mut(s).zip(w.chunks_exact(s)) {
+        for ((o, &wv), &g) in xi.iter_mut().zip(wi).zip(ybar) {
+            *o += g * wv;
         }
     }
 }
@@ -529,10 +607,16 @@ macro_rules! avx2_dispatch {
 }
 
 avx2_dispatch! {
-    /// The value of the scan at its S columns (`s × steps · stride`, column by column), and
-    /// the carried values of every step when `partials` (otherwise only those a carry still
-    /// reads are kept).
-    fn forward(outer: &Tape<'_, T>, scan: &Scan, program: Program, partials: bool) -> (Vec<T>, Option<Flat<T>>) => forward_impl
+    /// The value of the scan at its S columns (`s × steps · stride`, column by column; only
+    /// the entries in `read` when it is given, the others zero), and the carried values of
+    /// every step when `partials` (otherwise only those a carry still reads are kept).
+    fn forward(
+        outer: &Tape<'_, T>,
+        scan: &Scan,
+        program: Program,
+        read: Option<Vec<bool>>,
+        partials: bool
+    ) -> (Vec<T>, Option<Flat<T>>) => forward_impl
 }
 
 #[inline(always)]
@@ -540,6 +624,7 @@ fn forward_impl<T: Scalar>(
     outer: &Tape<'_, T>,
     scan: &Scan,
     program: Program,
+    read: Option<Vec<bool>>,
     partials: bool,
 ) -> (Vec<T>, Option<Flat<T>>) {
     let s = outer.s;
@@ -586,12 +671,21 @@ fn forward_impl<T: Scalar>(
         for (e, &p) in scan.exports.iter().enumerate() {
             let v = ops.get(p, &cur, &earlier);
             let base = t * stride + offsets[e];
+            // (each entry is one value per column, `size` apart: an entry no one reads, most
+            // of an HMM's, is not written)
+            if read.as_ref().is_some_and(|r| !r[base]) {
+                continue;
+            }
             for c in 0..s {
                 out[c * size + base] = v.at(c);
             }
         }
     }
-    let flat = partials.then_some(Flat { program, carried });
+    let flat = partials.then_some(Flat {
+        program,
+        carried,
+        read,
+    });
     (out, flat)
 }
 
@@ -624,6 +718,7 @@ fn backward_impl<T: Scalar>(
 ) {
     let s = outer.s;
     let program = &flat.program;
+    let read = flat.read.as_deref();
     let body = &scan.body;
     let (n_in, nb) = (scan.inputs.len(), body.nodes.len());
     let block = program.n_carried * s;
@@ -661,6 +756,12 @@ fn backward_impl<T: Scalar>(
                 continue;
             }
             let base = t * stride + offsets[e];
+            // (an entry no reader gives an adjoint adds its zeros: +0 to +0, skipped; the
+            // strided reads of all the columns' entries were most of an HMM step's
+            // bookkeeping)
+            if read.is_some_and(|r| !r[base]) {
+                continue;
+            }
             for (c, o) in adjs[p].iter_mut().enumerate() {
                 *o += ybar[c * size + base];
             }
@@ -741,9 +842,8 @@ fn backward_impl<T: Scalar>(
                 }
                 Instr::Assemble(ids) => {
                     // entry by entry, each over the columns, as the general reverse rule
-                    let n = ids.len();
-                    for (i, &q) in ids.iter().enumerate() {
-                        for (o, &g) in lower[q].iter_mut().zip(yb[i..].iter().step_by(n)) {
+                    for (&q, g) in ids.iter().zip(yb.chunks_exact(s)) {
+                        for (o, &g) in lower[q].iter_mut().zip(g) {
                             *o += g;
                         }
                     }
@@ -760,22 +860,8 @@ fn backward_impl<T: Scalar>(
                 }
                 &Instr::Lse(a) => {
                     let n = program.size[a];
-                    let x = Arg {
-                        data: &values[program.slot[a].expect("an operation has a slot") * s..][..n * s],
-                        size: n,
-                        batched: true,
-                        constant: false,
-                    };
-                    let y = Arg {
-                        data: y,
-                        size: 1,
-                        batched: true,
-                        constant: false,
-                    };
-                    weights.clear();
-                    weights.resize(n * s, T::zero());
-                    lse_weights(x, y, s, &mut weights);
-                    add_scaled_columns(&mut lower[a], &weights, &yb[..s], n);
+                    let x = &values[program.slot[a].expect("an operation has a slot") * s..][..n * s];
+                    lse_planar_back(x, y, yb, &mut weights, &mut lower[a]);
                 }
                 Instr::Lik(_, ids) => {
                     // the partials of each operand that is not a constant, one block each
@@ -969,6 +1055,20 @@ mod tests {
         for t in 1:T { v = a .* v + [y[t], 1] }\n\
         target += normal_lpdf(sum(v) | 0, s) }";
 
+    /// A three-state HMM: `log_sum_exp` of three assembled entries per state and step (the
+    /// general pass of `lse_planar`, not the two-entry one).
+    const HMM3: &str = "data { y: vector[T] }\n\
+        param { mu: vector[3]\n p: real<lower=0, upper=1> }\n\
+        model { mu ~ normal(0, 3)\n p ~ beta(2, 2)\n\
+        let a = log(p)\n let b = log1m(p) - log(2)\n\
+        let lt = [[a, b, b], [b, a, b], [b, b, a]]\n\
+        let gamma = rep_matrix(0, T, 3)\n let acc = rep_vector(0, 3)\n\
+        for k in 1:3 { gamma[1, k] = normal_lpdf(y[1] | mu[k], 1) }\n\
+        for t in 2:T { for k in 1:3 {\n\
+        for j in 1:3 { acc[j] = gamma[t - 1, j] + lt[j, k] + normal_lpdf(y[t] | mu[k], 1) }\n\
+        gamma[t, k] = log_sum_exp(acc) } }\n\
+        target += log_sum_exp(gamma[T]) }";
+
     /// A likelihood's value carried to the next step.
     const CARRIED_LIK: &str = "data { y: vector[T] }\n param { m: real }\n\
         model { m ~ normal(0, 1)\n let ll = rep_vector(0, T)\n ll[1] = m\n\
@@ -1008,6 +1108,7 @@ mod tests {
                 "hmm",
                 lower(&read("hmm.mvi"), serde_json::json!({"N": 30, "y": y})),
             ),
+            ("hmm, 3 states", lower(HMM3, serde_json::json!({"T": 30, "y": y}))),
             (
                 // Stan's HMM of posteriordb: packed scalars, emissions gathered per step
                 "hmm_drive",
@@ -1045,6 +1146,42 @@ mod tests {
         );
     }
 
+    #[test]
+    fn only_the_entries_gathered_after_the_loop_are_read() {
+        let scan_of = |lj: &LogJoint| {
+            lj.graph
+                .nodes
+                .iter()
+                .position(|n| matches!(n.op, Op::Scan(_)))
+                .expect("a scan")
+        };
+        // the HMM reads gamma[N] after its loop: the last step's two entries
+        let y = series(30);
+        let hmm = models()
+            .into_iter()
+            .find(|(n, _)| *n == "hmm")
+            .expect("the HMM")
+            .1;
+        let k = scan_of(&hmm);
+        let read = crate::graph::scan::gathered_entries(&hmm.graph, k).expect("read by gathers only");
+        let n = read.len();
+        assert_eq!(n, 2 * 28);
+        assert_eq!(
+            read.iter()
+                .enumerate()
+                .filter(|(_, &r)| r)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>(),
+            vec![n - 2, n - 1]
+        );
+        // the lag-2 recursion's `y ~ normal(h, s)` reads all of it
+        let lag2 = lower(LAG2, serde_json::json!({"T": 30, "y": y}));
+        assert_eq!(
+            crate::graph::scan::gathered_entries(&lag2.graph, scan_of(&lag2)),
+            None
+        );
+    }
+
     /// Values, ∇_w and ∇_θ (value_grad) and values alone (forward_values) at `s` columns.
     fn evaluate(lj: &LogJoint, s: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
         let g = &lj.graph;
@@ -1059,7 +1196,7 @@ mod tests {
     #[test]
     fn the_flat_program_gives_the_general_evaluators_values_and_gradients_to_the_bit() {
         for (name, lj) in models() {
-            for s in [1, 7] {
+            for s in [1, 7, 13] {
                 let flat = evaluate(&lj, s);
                 GENERAL_ONLY.with(|g| g.set(true));
                 let general = evaluate(&lj, s);
