@@ -7,6 +7,27 @@
 //! parameter built with [`Graph::param_slice`] has a transform to ℝ and its log-Jacobian node.
 //! Node values are column-major; a batch of S points stores a node as a (size × S) matrix.
 
+/// Defines `$name`, which runs `$imp` (an `#[inline(always)]` function of the same
+/// arguments) compiled a second time for AVX2 when the CPU has it, chosen at run time.
+/// Without fused multiply-adds the wider copy computes the same bits.
+macro_rules! avx2_dispatch {
+    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $imp:ident) => {
+        $(#[$meta])*
+        pub(crate) fn $name<T: Scalar>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                fn wide<T: Scalar>($($arg: $ty),*) $(-> $ret)? {
+                    $imp($($arg),*)
+                }
+                // SAFETY: the CPU has AVX2, checked just above.
+                return unsafe { wide($($arg),*) };
+            }
+            $imp($($arg),*)
+        }
+    };
+}
+
 mod build;
 pub mod diagnose;
 pub mod dump;

@@ -585,27 +585,6 @@ fn normal_one_per_column<'a, T: Scalar>(args: &[Arg<'a, T>], y: &mut [T], partia
     }
 }
 
-/// Defines `$name`, which runs `$imp` (an `#[inline(always)]` function of the same
-/// arguments) compiled a second time for AVX2 when the CPU has it, chosen at run time.
-/// Without fused multiply-adds the wider copy computes the same bits.
-macro_rules! avx2_dispatch {
-    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $imp:ident) => {
-        $(#[$meta])*
-        pub(crate) fn $name<T: Scalar>($($arg: $ty),*) $(-> $ret)? {
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                #[target_feature(enable = "avx2")]
-                fn wide<T: Scalar>($($arg: $ty),*) $(-> $ret)? {
-                    $imp($($arg),*)
-                }
-                // SAFETY: the CPU has AVX2, checked just above.
-                return unsafe { wide($($arg),*) };
-            }
-            $imp($($arg),*)
-        }
-    };
-}
-
 avx2_dispatch! {
     /// The value of the scan at its S columns (`s × steps · stride`, column by column; only
     /// the entries in `read` when it is given, the others zero), and the carried values of
