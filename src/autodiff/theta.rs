@@ -105,11 +105,40 @@ impl<T: Scalar> Tangent<T> {
         }
     }
 
+    /// Direction q for reading entry by entry: [`Tangent::at`] with the direction's span and
+    /// values looked up once.
+    fn view(&self, q: usize) -> View<'_, T> {
+        match self.spans.get(q) {
+            Some(r) if !r.is_empty() => View {
+                start: r.start,
+                data: self.dir(q),
+            },
+            _ => View { start: 0, data: &[] },
+        }
+    }
+
     /// Write direction q into `out` (the node's size), zeros outside its span.
     pub fn dense_into(&self, q: usize, out: &mut [T]) {
         out.iter_mut().for_each(|v| *v = T::zero());
         let r = &self.spans[q];
         out[r.clone()].copy_from_slice(self.dir(q));
+    }
+}
+
+/// One direction of a [`Tangent`]: its values from flat index `start` on, zero elsewhere.
+struct View<'a, T> {
+    start: usize,
+    data: &'a [T],
+}
+
+impl<T: Scalar> View<'_, T> {
+    /// Entry i (0 outside the span), as [`Tangent::at`].
+    #[inline(always)]
+    fn at(&self, i: usize) -> T {
+        match i.checked_sub(self.start).and_then(|k| self.data.get(k)) {
+            Some(&v) => v,
+            None => T::zero(),
+        }
     }
 }
 
@@ -166,6 +195,13 @@ pub fn nonzero_spans<T: Scalar>(t: &[T], size: usize, p: usize) -> Vec<Range<usi
             }
         })
         .collect()
+}
+
+/// Whether the directions' spans over a node of n entries visit more than n entries in all,
+/// so that an elementwise rule's partials are better computed once per entry than once per
+/// visit.
+fn revisited(spans: &[Range<usize>], n: usize) -> bool {
+    spans.iter().map(ExactSizeIterator::len).sum::<usize>() > n
 }
 
 /// Entry i of direction q of a node's tangent (0 for constants).
@@ -225,11 +261,17 @@ fn tangent_op<T: Scalar>(
             let x = tape.arg(*a);
             let ta = &t[a.0];
             let mut out = Tangent::zeros(ta.spans.clone());
+            let d = |i: usize| d_unary(*f, x.at(i, 0), y.at(i, 0));
+            // each entry's partial once, when the directions visit entries more than once
+            // in all (an RBF feature: every centre coordinate's direction one column, r's
+            // all of them), else where visited; the same values either way
+            let partials: Option<Vec<T>> = revisited(&out.spans, n).then(|| (0..n).map(d).collect());
             for q in 0..p {
                 let r = out.spans[q].clone();
                 let src = ta.dir(q);
                 for (o, (i, s)) in out.dir_mut(q).iter_mut().zip(r.zip(src)) {
-                    *o = d_unary(*f, x.at(i, 0), y.at(i, 0)) * *s;
+                    let di = partials.as_ref().map_or_else(|| d(i), |v| v[i]);
+                    *o = di * *s;
                 }
             }
             out
@@ -241,12 +283,20 @@ fn tangent_op<T: Scalar>(
                 .map(|q| union(&spread(ta, aa.size, n, q), &spread(tb, bb.size, n, q)))
                 .collect();
             let mut out = Tangent::zeros(spans);
+            let at = |i: usize| (if aa.size == 1 { 0 } else { i }, if bb.size == 1 { 0 } else { i });
+            let d = |i: usize| {
+                let (ia, ib) = at(i);
+                d_binary(*f, aa.at(ia, 0), bb.at(ib, 0), y.at(i, 0), bb.constant)
+            };
+            // as for a unary operation: each entry's pair of partials once
+            let partials: Option<Vec<(T, T)>> = revisited(&out.spans, n).then(|| (0..n).map(d).collect());
             for q in 0..p {
                 let r = out.spans[q].clone();
+                let (va, vb) = (ta.view(q), tb.view(q));
                 for (o, i) in out.dir_mut(q).iter_mut().zip(r) {
-                    let (ia, ib) = (if aa.size == 1 { 0 } else { i }, if bb.size == 1 { 0 } else { i });
-                    let (da, db) = d_binary(*f, aa.at(ia, 0), bb.at(ib, 0), y.at(i, 0), bb.constant);
-                    *o = da * ta.at(ia, q) + db * tb.at(ib, q);
+                    let (ia, ib) = at(i);
+                    let (da, db) = partials.as_ref().map_or_else(|| d(i), |v| v[i]);
+                    *o = da * va.at(ia) + db * vb.at(ib);
                 }
             }
             out
