@@ -44,6 +44,14 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     /// types keep their derivative parts, so they say no).
     const EXP_OF_ZERO_IS_ONE: bool = false;
 
+    /// Whether [`Scalar::gemm`]'s C += A·B is exactly C + (A[:, p]·b + 0) in a column of B
+    /// whose one non-zero entry is b, at row p (and C + 0 in a column of zeros), when A is
+    /// finite: each entry's sum over k has exact zeros for its other terms, which add
+    /// nothing to it (true for f64, whose
+    /// kernels start every sum from zero, with or without fused multiply-adds; the dual
+    /// types multiply parts in separate products, so they say no).
+    const GEMM_OF_ONE_TERM_IS_ITS_PRODUCT: bool = false;
+
     /// Constants converted to this scalar type (borrowed for f64).
     fn lift(c: &[f64]) -> Cow<'_, [Self]> {
         Cow::Owned(c.iter().map(|&x| Self::from(x)).collect())
@@ -195,6 +203,10 @@ pub(crate) fn unary_one(f: crate::graph::Fun1, x: f64) -> f64 {
 impl Scalar for f64 {
     /// `vmath`'s exp of 0 reduces to n = 0, r = 0 and 1 + 0 (a unit test says so).
     const EXP_OF_ZERO_IS_ONE: bool = true;
+    /// matrixmultiply's kernels and `gemv::small_gemm` add the k terms of an entry to
+    /// accumulators that start at zero; a sum's exact zeros leave its one other term as it
+    /// is, whatever the order (a unit test in `autodiff::theta` compares).
+    const GEMM_OF_ONE_TERM_IS_ITS_PRODUCT: bool = true;
 
     fn apply(self, f0: f64, _f1: f64, _f2: f64) -> Self {
         f0

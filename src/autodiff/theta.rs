@@ -539,6 +539,17 @@ fn tangent_matmul<T: Scalar>(
     let spans = (0..p).map(|q| union(&span_a(q), &span_b(q))).collect();
     let mut out = Tangent::zeros(spans);
     let (mut left, mut right, mut prod) = (Vec::new(), Vec::new(), Vec::new());
+    // whether A is finite (its other terms are then exact zeros), found when first needed
+    let a_finite = std::cell::OnceCell::new();
+    let one_term_columns = |right: &[T], kk: usize, a_finite: &std::cell::OnceCell<bool>| {
+        T::GEMM_OF_ONE_TERM_IS_ITS_PRODUCT
+            && m > 0
+            && kk > 0
+            && right
+                .chunks_exact(kk)
+                .all(|c| c.iter().filter(|v| !v.is_exact_zero()).count() <= 1)
+            && *a_finite.get_or_init(|| aa.data[..m * kk].iter().all(|v| v.real().is_finite()))
+    };
     for q in 0..p {
         let lo = out.spans[q].start;
         if let Some(r) = ta.spans.get(q).filter(|r| !r.is_empty()) {
@@ -569,7 +580,22 @@ fn tangent_matmul<T: Scalar>(
             right[r.start - c.start * kk..r.end - c.start * kk].copy_from_slice(tb.dir(q));
             prod.clear();
             prod.resize(m * w, T::zero());
-            T::gemm(false, false, m, w, kk, aa.data, &right, &mut prod);
+            if one_term_columns(&right, kk, &a_finite) {
+                // a centre coordinate's direction moves one entry of Cᵀ: its column of
+                // X·Cᵀ is one column of X times that entry, not a product over all of X
+                // (packing X for the kernel once per direction was most of the tangents'
+                // time with 60 inputs); the same bits as the product
+                for (pc, rc) in prod.chunks_exact_mut(m).zip(right.chunks_exact(kk)) {
+                    if let Some((i, &v)) = rc.iter().enumerate().find(|(_, v)| !v.is_exact_zero()) {
+                        // (+ 0 as the kernels' sums start from zero: a product of −0 adds +0)
+                        for (o, &x) in pc.iter_mut().zip(&aa.data[i * m..(i + 1) * m]) {
+                            *o += x * v + T::zero();
+                        }
+                    }
+                }
+            } else {
+                T::gemm(false, false, m, w, kk, aa.data, &right, &mut prod);
+            }
             let dst = out.dir_mut(q);
             let off = c.start * m - lo;
             for (d, v) in dst[off..off + m * w].iter_mut().zip(&prod) {
@@ -609,4 +635,61 @@ fn reduce_tangent<T: Scalar>(
         out.dir_mut(q)[0] = v;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::autodiff::Scalar;
+
+    /// What `Scalar::GEMM_OF_ONE_TERM_IS_ITS_PRODUCT` promises for f64, which the centres'
+    /// tangents through X·Cᵀ rely on: C += A·B equals C + (A[:, p]·b + 0), to the bit, in every
+    /// column of B whose one non-zero entry b sits at row p, and C + 0 in a column of
+    /// zeros, through the small-product kernel and through matrixmultiply's (signed zeros,
+    /// subnormals and large values in A and C included).
+    #[test]
+    fn a_product_with_one_term_per_column_is_that_term() {
+        const { assert!(<f64 as Scalar>::GEMM_OF_ONE_TERM_IS_ITS_PRODUCT) };
+        let special = [0.0, -0.0, 1e-310, -3.5e300, 1.0, -1.0];
+        for (m, k, n) in [(7, 3, 2), (5, 1, 4), (1000, 60, 3), (300, 17, 9)] {
+            let a: Vec<f64> = (0..m * k)
+                .map(|i| match i % 11 {
+                    j @ 0..=5 => special[j],
+                    _ => (0.37 * i as f64).sin() * 10f64.powi((i % 7) as i32 - 3),
+                })
+                .collect();
+            // column j's non-zero at row (3j) mod k, of either sign; the last column none
+            let b: Vec<f64> = (0..k * n)
+                .map(|i| {
+                    let (p, j) = (i % k, i / k);
+                    if j + 1 < n && p == (3 * j) % k {
+                        (-1f64).powi(j as i32) * (1.0 + 0.1 * j as f64) * 1e-3f64.powi(j as i32 % 2)
+                    } else if j % 2 == 1 {
+                        -0.0
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let c0: Vec<f64> = (0..m * n)
+                .map(|i| if i % 3 == 0 { -0.0 } else { 0.25 * i as f64 })
+                .collect();
+            let mut by_gemm = c0.clone();
+            f64::gemm(false, false, m, n, k, &a, &b, &mut by_gemm);
+            let mut by_term = c0.clone();
+            for j in 0..n {
+                let col = &mut by_term[j * m..(j + 1) * m];
+                match (0..k).find(|&p| b[p + j * k] != 0.0) {
+                    Some(p) => {
+                        for (i, o) in col.iter_mut().enumerate() {
+                            *o += a[i + p * m] * b[p + j * k] + 0.0;
+                        }
+                    }
+                    // a sum of zeros is +0: −0 in C becomes +0
+                    None => col.iter_mut().for_each(|o| *o += 0.0),
+                }
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&by_gemm), bits(&by_term), "m = {m}, k = {k}, n = {n}");
+        }
+    }
 }
