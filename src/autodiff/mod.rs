@@ -47,9 +47,9 @@ pub trait Scalar: DualNum<Primitive = f64> + Copy + Send + Sync + 'static {
     /// Whether [`Scalar::gemm`]'s C += A·B is exactly C + (A[:, p]·b + 0) in a column of B
     /// whose one non-zero entry is b, at row p (and C + 0 in a column of zeros), when A is
     /// finite: each entry's sum over k has exact zeros for its other terms, which add
-    /// nothing to it (true for f64, whose
-    /// kernels start every sum from zero, with or without fused multiply-adds; the dual
-    /// types multiply parts in separate products, so they say no).
+    /// nothing to it (true for f64, whose kernels start every sum from zero, with or
+    /// without fused multiply-adds; the dual types multiply parts in separate products, so
+    /// they say no).
     const GEMM_OF_ONE_TERM_IS_ITS_PRODUCT: bool = false;
 
     /// Constants converted to this scalar type (borrowed for f64).

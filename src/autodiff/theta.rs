@@ -642,10 +642,10 @@ mod tests {
     use crate::autodiff::Scalar;
 
     /// What `Scalar::GEMM_OF_ONE_TERM_IS_ITS_PRODUCT` promises for f64, which the centres'
-    /// tangents through X·Cᵀ rely on: C += A·B equals C + (A[:, p]·b + 0), to the bit, in every
-    /// column of B whose one non-zero entry b sits at row p, and C + 0 in a column of
-    /// zeros, through the small-product kernel and through matrixmultiply's (signed zeros,
-    /// subnormals and large values in A and C included).
+    /// tangents through X·Cᵀ rely on: C += A·B equals C + (A[:, p]·b + 0), to the bit, in
+    /// every column of B whose one non-zero entry b sits at row p, and C + 0 in a column
+    /// of zeros, through the small-product kernel and through matrixmultiply's (signed
+    /// zeros, subnormals and large values in A and C included).
     #[test]
     fn a_product_with_one_term_per_column_is_that_term() {
         const { assert!(<f64 as Scalar>::GEMM_OF_ONE_TERM_IS_ITS_PRODUCT) };
