@@ -541,7 +541,7 @@ fn tangent_matmul<T: Scalar>(
     let (mut left, mut right, mut prod) = (Vec::new(), Vec::new(), Vec::new());
     // whether A is finite (its other terms are then exact zeros), found when first needed
     let a_finite = std::cell::OnceCell::new();
-    let one_term_columns = |right: &[T], kk: usize, a_finite: &std::cell::OnceCell<bool>| {
+    let one_term_columns = |right: &[T]| {
         T::GEMM_OF_ONE_TERM_IS_ITS_PRODUCT
             && m > 0
             && kk > 0
@@ -580,7 +580,7 @@ fn tangent_matmul<T: Scalar>(
             right[r.start - c.start * kk..r.end - c.start * kk].copy_from_slice(tb.dir(q));
             prod.clear();
             prod.resize(m * w, T::zero());
-            if one_term_columns(&right, kk, &a_finite) {
+            if one_term_columns(&right) {
                 // a centre coordinate's direction moves one entry of Cᵀ: its column of
                 // X·Cᵀ is one column of X times that entry, not a product over all of X
                 // (packing X for the kernel once per direction was most of the tangents'
