@@ -286,30 +286,48 @@ fn ratios() {
 }
 
 /// The README's banana model (RBF features Φ(r) with the width r and the prior precision α
-/// learned, N = 400, D = 31): what ∇_θ adds to a batched value + ∇_w at S = 1000.
+/// learned, N = 400, D = 31), and the same with the 30 centres learned too
+/// (`examples/logistic_rbf_centres.mvi`, P = 62): what ∇_θ adds to a batched value + ∇_w at
+/// S = 1000, per column (`Want::ALL`, by tangents) and as the mean over the columns
+/// (`eval_weighted_theta`, what the methods call).
 fn rbf_theta_gradient() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let data = root.join("examples/data/logistic_rbf_banana.json");
-    let typed = mvi::check::load_model(
-        &root.join("examples/logistic_rbf_banana.mvi"),
-        &[data.display().to_string()],
-    )
-    .expect("the banana example checks");
-    let lj = mvi::graph::lower_model(&typed).expect("the banana example lowers");
-    let th = lj.theta0.clone();
-    let w = draws(lj.dim(), 1000);
-    let t_w = time(9, || {
-        black_box(lj.eval(&th, &w, Want::GRAD_W));
-    });
-    let t_all = time(9, || {
-        black_box(lj.eval(&th, &w, Want::ALL));
-    });
-    println!(
-        "logistic RBF banana N=400 D=31 S=1000 (α, r learned): value+∇w {:.2} ms, value+∇w+∇θ {:.2} ms, ratio {:.2}x",
-        t_w * 1e3,
-        t_all * 1e3,
-        t_all / t_w
-    );
+    for (model, data, what) in [
+        ("logistic_rbf_banana", "logistic_rbf_banana", "α, r learned"),
+        (
+            "logistic_rbf_centres",
+            "logistic_rbf_centres",
+            "α, r and 30 centres learned",
+        ),
+    ] {
+        let data = root.join(format!("examples/data/{data}.json"));
+        let typed = mvi::check::load_model(
+            &root.join(format!("examples/{model}.mvi")),
+            &[data.display().to_string()],
+        )
+        .expect("the example checks");
+        let lj = mvi::graph::lower_model(&typed).expect("the example lowers");
+        let th = lj.theta0.clone();
+        let w = draws(lj.dim(), 1000);
+        let mean = DMatrix::from_element(1000, 1, 1e-3);
+        let t_w = time(9, || {
+            black_box(lj.eval(&th, &w, Want::GRAD_W));
+        });
+        let t_all = time(9, || {
+            black_box(lj.eval(&th, &w, Want::ALL));
+        });
+        let t_mean = time(9, || {
+            black_box(lj.eval_weighted_theta(&th, &w, &mean));
+        });
+        println!(
+            "{model} N=400 D=31 S=1000 ({what}): value+∇w {:.2} ms; + ∇θ per column {:.2} ms (ratio {:.2}x); + mean ∇θ {:.2} ms (ratio {:.2}x)",
+            t_w * 1e3,
+            t_all * 1e3,
+            t_all / t_w,
+            t_mean * 1e3,
+            t_mean / t_w
+        );
+    }
 }
 
 fn benches(c: &mut Criterion) {

@@ -66,6 +66,23 @@ pub trait LogDensity: Sync {
     /// Evaluate log p̃ at the S columns of `w` (D×S), with the gradients `want` asks for.
     fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated;
 
+    /// [`LogDensity::eval`] with ∇_w, and ∇_θ wanted only as weighted sums of its columns:
+    /// `grad_theta` is ∇_θ·C (P×R) for the weights C (S×R), e.g. the mean over the draws
+    /// (C = 1/S). A column with a non-finite value or gradient counts as in `eval` (value
+    /// −∞, gradient zero). The default forms the per-column ∇_θ and multiplies; `LogJoint`
+    /// sums the adjoints over the columns before they reach θ, at a cost that does not grow
+    /// with P (`autodiff::reverse::weighted_seeds`).
+    fn eval_weighted_theta(
+        &self,
+        theta: &DVector<f64>,
+        w: &DMatrix<f64>,
+        weights: &DMatrix<f64>,
+    ) -> Evaluated {
+        let mut e = self.eval(theta, w, Want::ALL);
+        e.grad_theta = e.grad_theta.map(|g| g * weights);
+        e
+    }
+
     /// log p̃(w | θ) at one point, with ∇_w written to `grad` (length D): what L-BFGS,
     /// Pathfinder and NUTS call. The default evaluates a batch of one column; `LogJoint`
     /// overrides it with a compiled single-point tape (`graph::point`) that gives the same
@@ -194,6 +211,17 @@ impl LogDensity for Counting<'_> {
             self.gradient.fetch_add(s, Ordering::Relaxed);
         }
         self.inner.eval(theta, w, want)
+    }
+    fn eval_weighted_theta(
+        &self,
+        theta: &DVector<f64>,
+        w: &DMatrix<f64>,
+        weights: &DMatrix<f64>,
+    ) -> Evaluated {
+        let s = w.ncols() as u64;
+        self.density.fetch_add(s, Ordering::Relaxed);
+        self.gradient.fetch_add(s, Ordering::Relaxed);
+        self.inner.eval_weighted_theta(theta, w, weights)
     }
     fn value_grad_into(&self, theta: &DVector<f64>, w: &[f64], grad: &mut [f64]) -> f64 {
         self.density.fetch_add(1, Ordering::Relaxed);

@@ -143,6 +143,34 @@ fn check_batched(g: &Graph, theta: &[f64], w: &[f64]) {
             BATCH_TOL,
         );
     }
+    check_weighted(g, theta, &r.grad_theta, &big, s);
+}
+
+/// ∇_θ summed over the columns with weights (the adjoints summed before they reach θ)
+/// against the per-column ∇_θ summed afterwards: two weight columns, one uneven and signed.
+fn check_weighted(g: &Graph, theta: &[f64], per_column: &[f64], w: &[f64], s: usize) {
+    let p = theta.len();
+    let weights: Vec<f64> = (0..s)
+        .map(|_| 1.0 / s as f64)
+        .chain((0..s).map(|c| 0.7 - 0.9 * c as f64))
+        .collect();
+    let consts = lift_consts::<f64>(g);
+    let r = reverse::value_grad_weighted(g, &consts, theta, w, s, &weights, 2);
+    let mut want = vec![0.0; 2 * p];
+    for k in 0..2 {
+        for c in 0..s {
+            for q in 0..p {
+                want[k * p + q] += weights[k * s + c] * per_column[c * p + q];
+            }
+        }
+    }
+    assert_close("weighted theta gradient", &r.grad_theta, &want, BATCH_TOL);
+    let one = reverse::value_grad(g, &consts, theta, w, s);
+    assert_eq!(
+        (r.values, r.grad_w),
+        (one.values, one.grad_w),
+        "the same values and ∇_w"
+    );
 }
 
 /// A graph over w ∈ R^d (one vector param) and θ ∈ R^1, with the target built by `f`.

@@ -5,7 +5,9 @@
 //! Input: a graph, θ, W (D×S). Output: [`Grads`] — the S values, ∇_w (D×S) and ∇_θ (P×S).
 //! Cost: one forward sweep and one reverse sweep of about the same price. Adjoints always
 //! carry the batch dimension (∇_θ is per column), while values of nodes that do not depend on
-//! w are stored once; without ∇_θ those nodes get no adjoint at all.
+//! w are stored once; without ∇_θ those nodes get no adjoint at all. When only weighted sums
+//! of ∇_θ's columns are wanted (what the methods use), [`weighted_seeds`] sums the adjoints
+//! over the columns where they reach those nodes and [`theta_sweep`] takes the sums to θ.
 
 use std::borrow::Cow;
 
@@ -110,45 +112,15 @@ fn reverse_shared<T: Scalar>(
     // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
     // part (see `autodiff::theta`).
     let by_tangents = want_theta && g.theta_dim > 0 && super::theta::supported(tape);
-    let (frontier, pushed) = if by_tangents {
-        let f = theta_frontier(g, &tape.batched);
-        (f.nodes, f.pushed)
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let mut adj: Vec<Vec<T>> = g
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(k, n)| match n.op {
-            Op::Const(_) => Vec::new(),
-            _ if !want_theta && !tape.is_batched(NodeId(k)) => Vec::new(),
-            _ if by_tangents && !tape.is_batched(NodeId(k)) && (!frontier[k] || pushed[k]) => Vec::new(),
-            _ => vec![T::zero(); n.shape.size() * s],
-        })
-        .collect();
-    for &t in &g.targets {
-        for v in adj[t.0].iter_mut() {
-            *v += T::one();
-        }
-    }
-    let mut gw = vec![T::zero(); g.dim * s];
-    let mut gt = vec![T::zero(); g.theta_dim * s];
-    for k in (0..g.nodes.len()).rev() {
-        let (lower, upper) = adj.split_at_mut(k);
-        let ybar = &upper[0];
-        if ybar.is_empty() || (by_tangents && !tape.is_batched(NodeId(k))) {
-            continue;
-        }
-        let size = g.nodes[k].shape.size();
-        match &g.nodes[k].op {
-            Op::Const(_) => {}
-            Op::Param { offset } => scatter_input(ybar, &mut gw, g.dim, *offset, size, s),
-            Op::Hyper { offset } => scatter_input(ybar, &mut gt, g.theta_dim, *offset, size, s),
-            Op::Scan(scan) => back_scan(tape, k, scan, ybar, lower, want_theta),
-            op => backprop(tape, k, op, ybar, lower),
-        }
-    }
+    let mut sweep = Sweep::new(tape, want_theta, by_tangents);
+    sweep.run(tape, want_theta);
+    let Sweep {
+        adj,
+        frontier,
+        pushed,
+        gw,
+        mut gt,
+    } = sweep;
     if by_tangents {
         let owned;
         let tangents = match given {
@@ -172,6 +144,278 @@ fn reverse_shared<T: Scalar>(
         }
     }
     (gw, gt)
+}
+
+/// The reverse sweep over the nodes that depend on w, and with `want_theta` the others
+/// (unless `by_tangents`, which leaves them to the tangents or to the weighted sweep: only
+/// the frontier nodes not pushed then get adjoints, per column).
+struct Sweep<T> {
+    adj: Vec<Vec<T>>,
+    frontier: Vec<bool>,
+    pushed: Vec<bool>,
+    gw: Vec<T>,
+    gt: Vec<T>,
+}
+
+impl<T: Scalar> Sweep<T> {
+    fn new(tape: &Tape<'_, T>, want_theta: bool, by_tangents: bool) -> Self {
+        let g = tape.graph;
+        let s = tape.s;
+        let (frontier, pushed) = if by_tangents {
+            let f = theta_frontier(g, &tape.batched);
+            (f.nodes, f.pushed)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut adj: Vec<Vec<T>> = g
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(k, n)| match n.op {
+                Op::Const(_) => Vec::new(),
+                _ if !want_theta && !tape.is_batched(NodeId(k)) => Vec::new(),
+                _ if by_tangents && !tape.is_batched(NodeId(k)) && (!frontier[k] || pushed[k]) => Vec::new(),
+                _ => vec![T::zero(); n.shape.size() * s],
+            })
+            .collect();
+        for &t in &g.targets {
+            for v in adj[t.0].iter_mut() {
+                *v += T::one();
+            }
+        }
+        Sweep {
+            adj,
+            frontier,
+            pushed,
+            gw: vec![T::zero(); g.dim * s],
+            gt: vec![T::zero(); g.theta_dim * s],
+        }
+    }
+
+    fn run(&mut self, tape: &Tape<'_, T>, want_theta: bool) {
+        let g = tape.graph;
+        let s = tape.s;
+        let by_tangents = !self.frontier.is_empty();
+        for k in (0..g.nodes.len()).rev() {
+            let (lower, upper) = self.adj.split_at_mut(k);
+            let ybar = &upper[0];
+            if ybar.is_empty() || (by_tangents && !tape.is_batched(NodeId(k))) {
+                continue;
+            }
+            let size = g.nodes[k].shape.size();
+            match &g.nodes[k].op {
+                Op::Const(_) => {}
+                Op::Param { offset } => scatter_input(ybar, &mut self.gw, g.dim, *offset, size, s),
+                Op::Hyper { offset } => scatter_input(ybar, &mut self.gt, g.theta_dim, *offset, size, s),
+                Op::Scan(scan) => back_scan(tape, k, scan, ybar, lower, want_theta),
+                op => backprop(tape, k, op, ybar, lower),
+            }
+        }
+    }
+}
+
+/// Values, ∇_w per column and ∇_θ as the weighted sums of its columns, ∇_θ·C for the
+/// weights C (S×R, column-major): `grad_theta` is P×R. What a method that uses ∇_θ only
+/// through such sums (the mean over the draws) needs, at the price of one reverse sweep
+/// over the θ-only nodes, unbatched, instead of P forward tangents and a product per
+/// direction (see [`weighted_seeds`]).
+pub fn value_grad_weighted<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+    w: &[T],
+    s: usize,
+    weights: &[T],
+    r: usize,
+) -> Grads<T> {
+    let tape = forward(graph, consts, theta, w, s);
+    let values = tape.target_values();
+    if !weighted_supported(graph) {
+        let (grad_w, gt) = reverse_shared(&tape, true, None);
+        let grad_theta = weigh_columns(&gt, graph.theta_dim, s, weights, r);
+        return Grads {
+            values,
+            grad_w,
+            grad_theta,
+        };
+    }
+    let (grad_w, seeds) = weighted_seeds(&tape, weights, r);
+    Grads {
+        values,
+        grad_w,
+        grad_theta: theta_sweep(&tape, seeds, r),
+    }
+}
+
+/// Whether [`weighted_seeds`] and [`theta_sweep`] apply: θ is not empty and no scan is
+/// among the nodes that do not depend on w.
+pub fn weighted_supported(graph: &Graph) -> bool {
+    let batched = crate::graph::eval::batched_mask(graph);
+    graph.theta_dim > 0
+        && !graph
+            .nodes
+            .iter()
+            .zip(&batched)
+            .any(|(n, &b)| matches!(n.op, Op::Scan(_)) && !b)
+}
+
+/// ∇_w (D×S) and the seeds of ∇_θ·C for the weights C (S×R): per θ-only node, its adjoint
+/// summed over the columns with each column of weights (size × R; empty for the nodes no
+/// column reaches directly). [`theta_sweep`] takes them to θ; the seeds of chunks of
+/// columns add.
+///
+/// The nodes that do not depend on w have one value for all columns, so the weighted sum
+/// of ∇_θ over the columns is ∇_θ of Σ_s c_s log p̃(w_s) with those nodes' adjoints summed
+/// over the columns first: where the θ-only part meets the batched part (the frontier of
+/// `graph::eval::theta_frontier`), each node's adjoint becomes Σ_s c_s V̄_s, and a θ-only
+/// left factor A of a product Y = A·B gets Σ_s c_s Ȳ_s B_sᵀ, one matrix product over all
+/// the columns instead of the (size × S) block of outer products. Its cost does not grow
+/// with P: with the RBF centres learned (P = 2 + M·Q) the tangents cost P forward sweeps of
+/// the θ-only part and the pushed product M·Q + M columns of Φ, where this is one product
+/// the size of Φ·W. Needs [`weighted_supported`].
+pub fn weighted_seeds<T: Scalar>(tape: &Tape<'_, T>, weights: &[T], r: usize) -> (Vec<T>, Vec<Vec<T>>) {
+    let g = tape.graph;
+    let s = tape.s;
+    assert_eq!(weights.len(), s * r, "weights are S × R");
+    let mut sweep = Sweep::new(tape, true, true);
+    sweep.run(tape, true);
+    let Sweep {
+        adj,
+        frontier,
+        pushed,
+        gw,
+        ..
+    } = sweep;
+    let mut seeds: Vec<Vec<T>> = vec![Vec::new(); g.nodes.len()];
+    for k in 0..g.nodes.len() {
+        if frontier[k] && !pushed[k] && !adj[k].is_empty() {
+            seeds[k] = weigh_columns(&adj[k], g.nodes[k].shape.size(), s, weights, r);
+        }
+    }
+    for (c, node) in g.nodes.iter().enumerate() {
+        if let Op::MatMul(a, b) = node.op {
+            if pushed[a.0] && tape.is_batched(NodeId(c)) {
+                if seeds[a.0].is_empty() {
+                    seeds[a.0] = vec![T::zero(); g.nodes[a.0].shape.size() * r];
+                }
+                left_factor_adjoint(tape, c, b, &adj[c], weights, r, &mut seeds[a.0]);
+            }
+        }
+    }
+    (gw, seeds)
+}
+
+/// ∇_θ·C (P×R) from the seeds of [`weighted_seeds`]: one reverse sweep over the θ-only
+/// nodes of `tape` (any tape of the graph at this θ: those nodes' values do not depend on
+/// the columns) per column of weights. The sweep runs on a one-column view in which every
+/// node counts as batched — at one column the two layouts are the same — so every rule
+/// takes its slice-wise path, not the per-entry one for values shared by the columns.
+pub fn theta_sweep<T: Scalar>(tape: &Tape<'_, T>, mut seeds: Vec<Vec<T>>, r: usize) -> Vec<T> {
+    let g = tape.graph;
+    let p = g.theta_dim;
+    let view = Tape {
+        graph: g,
+        s: 1,
+        consts: tape.consts,
+        vals: tape.vals.iter().map(|v| Cow::Borrowed(&**v)).collect(),
+        batched: Cow::Owned(vec![true; g.nodes.len()]),
+        aux: tape.aux.iter().map(|v| Cow::Borrowed(&**v)).collect(),
+        traces: Vec::new(),
+    };
+    let mut gt = vec![T::zero(); p * r];
+    for rr in 0..r {
+        // column rr of every seed, and zeros for every other θ-only node
+        let mut adj: Vec<Vec<T>> = g
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                let size = n.shape.size();
+                match n.op {
+                    Op::Const(_) => Vec::new(),
+                    _ if tape.is_batched(NodeId(k)) => Vec::new(),
+                    _ if seeds[k].is_empty() => vec![T::zero(); size],
+                    _ if r == 1 => std::mem::take(&mut seeds[k]),
+                    _ => seeds[k][rr * size..(rr + 1) * size].to_vec(),
+                }
+            })
+            .collect();
+        let out = &mut gt[rr * p..(rr + 1) * p];
+        for k in (0..g.nodes.len()).rev() {
+            let (lower, upper) = adj.split_at_mut(k);
+            let ybar = &upper[0];
+            if ybar.is_empty() {
+                continue;
+            }
+            match &g.nodes[k].op {
+                Op::Const(_) | Op::Param { .. } => {}
+                Op::Hyper { offset } => scatter_input(ybar, out, p, *offset, g.nodes[k].shape.size(), 1),
+                Op::Scan(_) => unreachable!("weighted_supported: no θ-only scan"),
+                op => backprop(&view, k, op, ybar, lower),
+            }
+        }
+    }
+    gt
+}
+
+/// X·C for X (n × S) and C (S × R), column-major: each column of X weighted and summed.
+fn weigh_columns<T: Scalar>(x: &[T], n: usize, s: usize, weights: &[T], r: usize) -> Vec<T> {
+    let mut out = vec![T::zero(); n * r];
+    for rr in 0..r {
+        let o = &mut out[rr * n..(rr + 1) * n];
+        for col in 0..s {
+            let c = weights[rr * s + col];
+            for (o, &v) in o.iter_mut().zip(&x[col * n..(col + 1) * n]) {
+                *o += c * v;
+            }
+        }
+    }
+    out
+}
+
+/// Ā (m × k per weight column) += Σ_s c_s Ȳ_s B_sᵀ for the product Y = A·B at node `c`
+/// (A θ-only, B batched, Ȳ its adjoint): with the S blocks c_s Ȳ_s side by side (m × n·S)
+/// and B's S blocks side by side (k × n·S, as B is stored), one product.
+fn left_factor_adjoint<T: Scalar>(
+    tape: &Tape<'_, T>,
+    c: usize,
+    b: NodeId,
+    ybar: &[T],
+    weights: &[T],
+    r: usize,
+    abar: &mut [T],
+) {
+    let s = tape.s;
+    let shape = tape.graph.nodes[c].shape;
+    let (m, n) = (shape.rows(), shape.cols());
+    let bb = tape.arg(b);
+    debug_assert!(
+        bb.batched,
+        "the right factor of a batched product with a θ-only left one"
+    );
+    let k = bb.size / n.max(1);
+    let block = m * n;
+    let mut scaled = vec![T::zero(); block * s];
+    for rr in 0..r {
+        for col in 0..s {
+            let w = weights[rr * s + col];
+            let (o, y) = (
+                &mut scaled[col * block..(col + 1) * block],
+                &ybar[col * block..(col + 1) * block],
+            );
+            o.iter_mut().zip(y).for_each(|(o, &y)| *o = w * y);
+        }
+        T::gemm(
+            false,
+            true,
+            m,
+            k,
+            n * s,
+            &scaled,
+            bb.data,
+            &mut abar[rr * m * k..(rr + 1) * m * k],
+        );
+    }
 }
 
 /// The reverse sweep of scan node `k` with adjoint `ybar`: the steps from the last to the
@@ -1238,7 +1482,28 @@ mod tests {
         let shared = shared_tangents(g, &consts, &theta, &w[d..]).expect("by tangents");
         let r_shared = value_grad_with(g, &consts, &theta, &w, s, true, Some(&shared));
         assert_eq!(r.grad_theta, r_shared.grad_theta);
-        assert_eq!((r.values, r.grad_w), (r_shared.values, r_shared.grad_w));
+        assert_eq!(
+            (r.values.clone(), r.grad_w.clone()),
+            (r_shared.values, r_shared.grad_w)
+        );
+        // the weighted sums of ∇_θ's columns, the adjoints summed before the θ-only part
+        // (Φ's adjoint one product over the columns) against the per-column ∇_θ summed
+        let weights = [0.5, -1.25, 2.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0];
+        let rw = value_grad_weighted(g, &consts, &theta, &w, s, &weights, 2);
+        for k in 0..2 {
+            for q in 0..p {
+                let want: f64 = (0..s)
+                    .map(|col| weights[k * s + col] * r.grad_theta[col * p + q])
+                    .sum();
+                assert_relative_eq!(
+                    rw.grad_theta[k * p + q],
+                    want,
+                    epsilon = 1e-12,
+                    max_relative = 1e-12
+                );
+            }
+        }
+        assert_eq!((&rw.values, &rw.grad_w), (&r.values, &r.grad_w));
         let h = 1e-6;
         for q in 0..p {
             let (mut up, mut down) = (theta.clone(), theta.clone());

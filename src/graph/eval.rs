@@ -303,6 +303,17 @@ pub fn forward_needed<'a, T: Scalar>(
     forward_with(graph, consts, theta, w, s, false, Some(needed))
 }
 
+/// [`forward`] of the nodes that do not depend on w only, with what their reverse sweep
+/// needs (the fused likelihoods' partials): their values are the same at every column.
+pub fn forward_theta_only<'a, T: Scalar>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [T]>],
+    theta: &[T],
+) -> Tape<'a, T> {
+    let theta_only: Vec<bool> = batched_mask(graph).iter().map(|b| !b).collect();
+    forward_with(graph, consts, theta, &[], 1, true, Some(&theta_only))
+}
+
 /// Per node: whether it is one of `ids` or one of their inputs, directly or not.
 pub fn ancestors(graph: &Graph, ids: &[NodeId]) -> Vec<bool> {
     let mut need = vec![false; graph.nodes.len()];

@@ -224,6 +224,15 @@ impl LogDensity for LogJoint {
         eval_graph(&self.graph, theta, w, want)
     }
 
+    fn eval_weighted_theta(
+        &self,
+        theta: &DVector<f64>,
+        w: &DMatrix<f64>,
+        weights: &DMatrix<f64>,
+    ) -> Evaluated {
+        eval_graph_weighted(&self.graph, theta, w, weights)
+    }
+
     fn value_grad_into(&self, theta: &DVector<f64>, w: &[f64], grad: &mut [f64]) -> f64 {
         match self.point.get(&self.graph) {
             Some(p) => p.value_grad(&self.graph, theta.as_slice(), w, grad),
@@ -345,6 +354,106 @@ pub fn eval_graph(g: &Graph, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want)
     }
 }
 
+/// [`eval_graph`] with ∇_θ as the weighted sums ∇_θ·C of its columns (C: S×R): per chunk
+/// of columns the adjoints where the θ-only part meets the batched part, summed over the
+/// chunk's columns with the weights ([`reverse::weighted_seeds`]); the chunks' seeds
+/// added in order; then one reverse sweep over the θ-only nodes ([`reverse::theta_sweep`]).
+/// When some column is not finite (value, ∇_w or the sums), the per-column evaluation is
+/// run instead, so that such columns count as in [`eval_graph`] (value −∞, gradient zero).
+pub fn eval_graph_weighted(
+    g: &Graph,
+    theta: &DVector<f64>,
+    w: &DMatrix<f64>,
+    weights: &DMatrix<f64>,
+) -> Evaluated {
+    let s = w.ncols();
+    let (d, p, r) = (g.dim, g.theta_dim, weights.ncols());
+    assert_eq!(weights.nrows(), s, "one weight per column and sum");
+    let per_column = || {
+        let mut e = eval_graph(g, theta, w, Want::ALL);
+        e.grad_theta = e.grad_theta.map(|gt| gt * weights);
+        e
+    };
+    if !reverse::weighted_supported(g) {
+        return per_column();
+    }
+    let consts = lift_consts::<f64>(g);
+    let finite = |e: Evaluated| {
+        let all = [
+            e.values.as_slice(),
+            e.grad_w.as_ref().unwrap().as_slice(),
+            e.grad_theta.as_ref().unwrap().as_slice(),
+        ];
+        if all.iter().all(|v| v.iter().all(|x| x.is_finite())) {
+            e
+        } else {
+            per_column()
+        }
+    };
+    let chunk = super::eval::chunk_for(g, s);
+    if chunk >= s {
+        // one chunk: its own tape holds the θ-only values
+        let r = reverse::value_grad_weighted(
+            g,
+            &consts,
+            theta.as_slice(),
+            w.as_slice(),
+            s,
+            weights.as_slice(),
+            r,
+        );
+        return finite(Evaluated {
+            values: DVector::from_vec(r.values),
+            grad_w: Some(DMatrix::from_vec(d, s, r.grad_w)),
+            grad_theta: Some(DMatrix::from_vec(p, weights.ncols(), r.grad_theta)),
+        });
+    }
+    let starts: Vec<usize> = (0..s).step_by(chunk).collect();
+    let one = |&c0: &usize| {
+        let c1 = (c0 + chunk).min(s);
+        let part: Vec<f64> = weights
+            .column_iter()
+            .flat_map(|c| c.rows(c0, c1 - c0).iter().copied().collect::<Vec<_>>())
+            .collect();
+        let tape = super::eval::forward(
+            g,
+            &consts,
+            theta.as_slice(),
+            &w.as_slice()[c0 * d..c1 * d],
+            c1 - c0,
+        );
+        let values = tape.target_values();
+        let (gw, seeds) = reverse::weighted_seeds(&tape, &part, r);
+        (values, gw, seeds)
+    };
+    let parts: Vec<_> = starts.par_iter().map(one).collect();
+    let mut values = Vec::with_capacity(s);
+    let mut gw = Vec::with_capacity(d * s);
+    let mut seeds: Vec<Vec<f64>> = Vec::new();
+    for (v, g_w, sd) in parts {
+        values.extend(v);
+        gw.extend(g_w);
+        if seeds.is_empty() {
+            seeds = sd;
+            continue;
+        }
+        for (acc, add) in seeds.iter_mut().zip(sd) {
+            acc.iter_mut().zip(&add).for_each(|(o, v)| *o += v);
+        }
+    }
+    if !values.iter().chain(&gw).all(|x| x.is_finite()) {
+        return per_column();
+    }
+    // the θ-only nodes' values, once (they are the same at every column)
+    let tape = super::eval::forward_theta_only(g, &consts, theta.as_slice());
+    let gt = reverse::theta_sweep(&tape, seeds, r);
+    finite(Evaluated {
+        values: DVector::from_vec(values),
+        grad_w: Some(DMatrix::from_vec(d, s, gw)),
+        grad_theta: Some(DMatrix::from_vec(p, r, gt)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +524,39 @@ mod tests {
         }
         let v = lj.eval(&th, &w, Want::VALUE);
         assert_relative_eq!(v.values, all.values, max_relative = 1e-12);
+    }
+
+    #[test]
+    fn weighted_theta_gradients_equal_the_per_column_ones_weighted_over_chunks_and_bad_columns() {
+        let lj = model();
+        let s = 2 * CHUNK + 17;
+        let mut w = DMatrix::from_fn(2, s, |i, j| ((i * s + j) as f64 * 0.37).sin());
+        let th = DVector::from_vec(vec![0.4]);
+        let weights = DMatrix::from_fn(s, 2, |c, k| {
+            if k == 0 {
+                1.0 / s as f64
+            } else {
+                (0.11 * c as f64).cos()
+            }
+        });
+        let check = |w: &DMatrix<f64>, exact: bool| {
+            let all = lj.eval(&th, w, Want::ALL);
+            let want = all.grad_theta.as_ref().unwrap() * &weights;
+            let got = lj.eval_weighted_theta(&th, w, &weights);
+            let gt = got.grad_theta.as_ref().unwrap();
+            assert_eq!(gt.shape(), (1, 2));
+            assert!(want.iter().all(|v| v.abs() > 1e-3), "the check is not vacuous");
+            if exact {
+                assert_eq!(gt, &want);
+            } else {
+                assert_relative_eq!(gt, &want, max_relative = 1e-12);
+            }
+            assert_eq!((got.values, got.grad_w), (all.values, all.grad_w));
+        };
+        check(&w, false);
+        // a column outside the support: its value −∞ and gradient zero, as per column
+        w[(1, CHUNK + 3)] = f64::NAN;
+        check(&w, true);
     }
 
     #[test]

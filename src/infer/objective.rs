@@ -85,13 +85,15 @@ impl<F: Family> Elbo<'_, F> {
             self.family.forward(&phi)
         };
         let learn = self.fixed_theta.is_none() && self.model.theta_dim() > 0;
-        let want = Want {
-            grad_w: true,
-            grad_theta: learn,
-        };
         let e = {
             let _t = timing::span("elbo: model value+gradient");
-            self.model.eval(&theta, &w, want)
+            if learn {
+                // ∇_θ of the ELBO is the mean of ∇_θ over the draws
+                let mean = DMatrix::from_element(w.ncols(), 1, 1.0 / w.ncols() as f64);
+                self.model.eval_weighted_theta(&theta, &w, &mean)
+            } else {
+                self.model.eval(&theta, &w, Want::GRAD_W)
+            }
         };
         let s = w.ncols() as f64;
         let value = e.values.sum() / s + log_det + entropy_constant(w.nrows());
@@ -104,8 +106,7 @@ impl<F: Family> Elbo<'_, F> {
         grad.rows_mut(0, phi.len())
             .copy_from(&self.family.backward(&phi, &g));
         if learn {
-            let gt = e.grad_theta.expect("eval was asked for grad_theta");
-            let mean = gt.column_mean();
+            let mean = e.grad_theta.expect("eval was asked for grad_theta");
             grad.rows_mut(phi.len(), mean.len()).copy_from(&mean);
         }
         (value, grad)

@@ -213,8 +213,13 @@ impl Bound<'_> {
                 w.set_column(k * s + t, &col);
             }
         }
-        let want = if self.learn_theta { Want::ALL } else { Want::GRAD_W };
-        let e = self.model.eval(&p.theta, &w, want);
+        let e = if self.learn_theta {
+            // bin k's ∇_θ is the mean of ∇_θ over its S columns
+            let means = DMatrix::from_fn(kk * s, kk, |c, k| if c / s == k { 1.0 / s as f64 } else { 0.0 });
+            self.model.eval_weighted_theta(&p.theta, &w, &means)
+        } else {
+            self.model.eval(&p.theta, &w, Want::GRAD_W)
+        };
         sigma
             .iter()
             .enumerate()
@@ -222,7 +227,8 @@ impl Bound<'_> {
             .unzip()
     }
 
-    /// L_k and its gradient, from the batched evaluation `e` (bin k owns columns k·S..).
+    /// L_k and its gradient, from the batched evaluation `e` (bin k owns columns k·S.., and
+    /// column k of its ∇_θ sums, the mean over them).
     fn one_bin(
         &self,
         p: &Params,
@@ -255,8 +261,7 @@ impl Bound<'_> {
         if self.learn_theta {
             let gt = e.grad_theta.as_ref().expect("asked for ∇_θ");
             let theta_off = self.tree.leaf_off(d, self.tree.bins());
-            g.rows_mut(theta_off, p.theta.len())
-                .copy_from(&(gt.columns(k * s, s).column_sum() / s as f64));
+            g.rows_mut(theta_off, p.theta.len()).copy_from(&gt.column(k));
         }
         for &(j, sign) in &self.tree.paths[k] {
             l += self.sigmoid_term(p, sigma, root, k, (j, sign), &mut g);
