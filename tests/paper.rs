@@ -117,6 +117,67 @@ fn learned_centres_is_the_default_and_learns_the_centres() {
     std::fs::remove_dir_all(&out).expect("scratch directory removed");
 }
 
+/// A VI method that fails from the `laplace` step's θ starts again from the search's θ and
+/// says so: the store is given a `laplace` record whose α and r are 1e-300 (every RBF
+/// feature 0, so the weights on them have only a prior that flat: the Hessian at the mode
+/// is singular to working precision, as when the evidence over learned centres drives α
+/// towards 0) and no VI records; the rerun fits the MVI methods from the search's θ, each
+/// with a finite test LPD and the note.
+#[test]
+fn vi_methods_that_fail_from_laplaces_theta_start_from_the_searchs() {
+    let out = scratch("retry");
+    let args = ["--only", "thyroid", "--tables", "III", "--centres", "3"];
+    let o = bench(&out, &args);
+    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
+    let kept: Vec<String> = records(&out)
+        .into_iter()
+        .filter(|r| r["method"] == "search" || r["method"] == "laplace")
+        .map(|mut r| {
+            if r["method"] == "laplace" {
+                for t in r["theta"].as_array_mut().expect("θ is stored") {
+                    if t[0] == "alpha" || t[0] == "r" {
+                        t[1] = serde_json::json!(1e-300);
+                    }
+                }
+            }
+            r.to_string()
+        })
+        .collect();
+    assert_eq!(kept.len(), 2);
+    std::fs::write(out.join("results.jsonl"), kept.join("\n") + "\n").expect("the store is rewritten");
+    let o = bench(&out, &args);
+    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
+    let recs = records(&out);
+    for method in ["mvi_mu", "mvi_eig", "mvi_lr"] {
+        let r = recs
+            .iter()
+            .find(|r| r["method"] == method)
+            .expect("the method is stored");
+        assert!(r["failed"].is_null(), "{r}");
+        assert!(r["lpd"].as_f64().is_some_and(f64::is_finite), "{r}");
+        let notes = r["notes"].as_array().expect("notes are stored");
+        assert!(
+            notes.iter().any(|n| n
+                .as_str()
+                .is_some_and(|n| n.starts_with("started from the search's θ"))),
+            "{r}"
+        );
+        let alpha = r["theta"]
+            .as_array()
+            .expect("θ")
+            .iter()
+            .find(|t| t[0] == "alpha")
+            .expect("α")[1]
+            .as_f64()
+            .expect("a number");
+        assert!(
+            alpha > 1e-100,
+            "{method} did not start from the degenerate α: {r}"
+        );
+    }
+    std::fs::remove_dir_all(&out).expect("scratch directory removed");
+}
+
 /// The gradient of the Laplace log evidence with respect to θ = (α, r, centres), as the θ
 /// search uses it (`evidence_gradient`: traces by second differences, the mode's move
 /// with θ included), against central differences of the evidence itself, each a full

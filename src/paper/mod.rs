@@ -330,8 +330,9 @@ impl Ctx {
 
     /// Fit the five methods of one split: `laplace` with θ learned from `theta_start`, then
     /// the VI methods from Laplace's θ (`laplace_hyper = given`: their Laplace starts do not
-    /// repeat the evidence search). Each finished method is stored at once; stored
-    /// methods are skipped.
+    /// repeat the evidence search), or from `theta_start` when they fail from Laplace's θ
+    /// (with a note saying so). Each finished method is stored at once; stored methods are
+    /// skipped.
     ///
     /// # Errors
     /// The store could not be written, or an override was rejected.
@@ -371,14 +372,36 @@ impl Ctx {
                 overrides.push(("laplace_hyper", "given".to_string()));
             }
             let started = Instant::now();
-            let Some(result) = self.fit(problem, &overrides) else {
+            let Some(mut result) = self.fit(problem, &overrides) else {
                 return Ok(Flow::Stop);
             };
+            let mut note = None;
+            if let (Err(e), Some(_)) = (&result, &laplace_theta) {
+                // Laplace's θ can be degenerate (the evidence over the learned centres drives
+                // α towards 0 until the Hessian is singular to working precision): start the
+                // method from the search's θ instead, which the evidence search accepted
+                note = Some(format!(
+                    "started from the search's θ: from the laplace step's θ the fit failed ({e})"
+                ));
+                problem.start_hypers(theta_start)?;
+                let Some(retry) = self.fit(problem, &overrides) else {
+                    return Ok(Flow::Stop);
+                };
+                result = retry;
+            }
             let mut rec = Record::new(table.name(), set, split, method);
             rec.centres = centres;
             match result {
-                Ok(report) => fit::fill_record(&mut rec, &report),
-                Err(e) => rec.failed = Some(e.to_string()),
+                Ok(report) => {
+                    fit::fill_record(&mut rec, &report);
+                    rec.notes.extend(note);
+                }
+                Err(e) => {
+                    rec.failed = Some(match note {
+                        Some(first) => format!("{e}; {first}"),
+                        None => e.to_string(),
+                    })
+                }
             }
             rec.seconds = started.elapsed().as_secs_f64();
             self.save(rec)?;
