@@ -330,9 +330,9 @@ impl Ctx {
 
     /// Fit the five methods of one split: `laplace` with θ learned from `theta_start`, then
     /// the VI methods from Laplace's θ (`laplace_hyper = given`: their Laplace starts do not
-    /// repeat the evidence search), or from `theta_start` when they fail from Laplace's θ
-    /// (with a note saying so). Each finished method is stored at once; stored methods are
-    /// skipped.
+    /// repeat the evidence search), or from `theta_start` when they fail numerically from
+    /// Laplace's θ (with a note saying so). Each finished method is stored at once; stored
+    /// methods are skipped.
     ///
     /// # Errors
     /// The store could not be written, or an override was rejected.
@@ -376,7 +376,10 @@ impl Ctx {
                 return Ok(Flow::Stop);
             };
             let mut note = None;
-            if let (Err(e), Some(_)) = (&result, &laplace_theta) {
+            // a numerical failure only: another θ cannot help a rejected setting (too few
+            // samples for the method's family)
+            let numerical = matches!(&result, Err(e) if e.code == "mvi::infer::failed");
+            if let (Err(e), Some(_), true) = (&result, &laplace_theta, numerical) {
                 // Laplace's θ can be degenerate (the evidence over the learned centres drives
                 // α towards 0 until the Hessian is singular to working precision): start the
                 // method from the search's θ instead, which the evidence search accepted
