@@ -597,12 +597,19 @@ fn put_values<'b, T: Scalar>(
         }
         Op::Assemble(ids, idx) => {
             // per entry its source's data, column stride (0 when not batched) and offset,
-            // resolved once rather than per column
+            // resolved once rather than per column, each source looked up once
+            let sources: Vec<(&[T], usize)> = ids
+                .iter()
+                .map(|&id| {
+                    let a = get(id);
+                    (a.data, if a.batched { a.size } else { 0 })
+                })
+                .collect();
             let src: Vec<(&[T], usize, usize)> = idx
                 .iter()
                 .map(|&(j, k)| {
-                    let a = get(ids[j as usize]);
-                    (a.data, if a.batched { a.size } else { 0 }, k as usize)
+                    let (data, stride) = sources[j as usize];
+                    (data, stride, k as usize)
                 })
                 .collect();
             for c in 0..s {
