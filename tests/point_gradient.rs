@@ -283,3 +283,51 @@ fn the_point_path_switches_to_machine_code_after_its_calls_and_gives_the_same_bi
         _ => assert!(point.is_compiled(), "still interpreted after its calls"),
     }
 }
+
+/// The θ-only values (RBF features of the learned width and centres) are computed once per
+/// θ and kept in the thread's buffers: evaluations that alternate between two θs (and a
+/// θ that differs from another only in the sign of a zero) must each equal the batched
+/// path at that θ, interpreted and as machine code.
+#[test]
+fn the_point_path_recomputes_the_theta_only_values_when_theta_changes() {
+    for (model, data) in [
+        ("logistic_rbf_centres", "logistic_rbf_centres"),
+        ("softmax_rbf_iris", "softmax_rbf_iris"),
+        ("logistic_rbf_banana", "logistic_rbf_banana"),
+        ("cauchy_rbf", "cauchy_rbf"),
+    ] {
+        let lj = load(
+            &root().join(format!("examples/{model}.mvi")),
+            &[root().join(format!("examples/data/{data}.json"))],
+        );
+        let d = lj.dim();
+        let p = lj.theta_dim();
+        assert!(p > 0, "{model} has hyperparameters");
+        let t0 = lj.theta_init();
+        let t1 = DVector::from_fn(p, |i, _| t0[i] + 0.2 * noise(i + 77));
+        let mut t2 = t0.clone();
+        t2[0] = if t0[0] == 0.0 { -0.0 } else { t0[0] };
+        let w = DVector::from_fn(d, |i, _| 0.3 * noise(i + 5));
+        let point = lj.point.get(&lj.graph).expect("the point path compiles");
+        for (k, theta) in [&t0, &t1, &t0, &t2, &t1].into_iter().enumerate() {
+            let batched = lj.eval(
+                theta,
+                &DMatrix::from_column_slice(d, 1, w.as_slice()),
+                Want::GRAD_W,
+            );
+            let gb = batched.grad_w.expect("asked for");
+            let mut g = vec![f64::NAN; d];
+            let v = point.value_grad(&lj.graph, theta.as_slice(), w.as_slice(), &mut g);
+            let mut gm = vec![f64::NAN; d];
+            let vm = point
+                .value_grad_compiled(&lj.graph, theta.as_slice(), w.as_slice(), &mut gm)
+                .expect("machine code");
+            for (what, v, g) in [("interpreted", v, &g), ("machine code", vm, &gm)] {
+                assert_eq!(v.to_bits(), batched.values[0].to_bits(), "{model}, θ {k}, {what}");
+                for (i, (a, b)) in g.iter().zip(gb.iter()).enumerate() {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{model}, θ {k}, {what}: ∂/∂w{i}");
+                }
+            }
+        }
+    }
+}

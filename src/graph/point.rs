@@ -198,6 +198,8 @@ impl Link {
 #[derive(Default)]
 struct Scratch {
     owner: u64,
+    /// The θ whose θ-only values `vals` holds (compared bit by bit), if any.
+    theta_at: Option<Vec<f64>>,
     vals: Vec<f64>,
     adj: Vec<f64>,
     aux: Vec<f64>,
@@ -219,7 +221,13 @@ pub struct PointEval {
     /// The value buffer's initial contents: every constant in its slot.
     image: Vec<f64>,
     slots: Vec<Slot>,
+    /// The instructions of the nodes that depend on w, in order (θ-only nodes come first,
+    /// from `theta_ins`, which no instruction here writes).
     ins: Vec<Ins>,
+    /// The instructions of the nodes that depend on θ alone (RBF features of a learned
+    /// width and centres): run only when θ differs from the θ the thread's buffers hold,
+    /// so a mode search at fixed θ computes them once, not at every point.
+    theta_ins: Vec<Ins>,
     /// The links of the [`Ins::Chain`] instructions.
     links: Vec<Link>,
     /// Where the slots of the nodes that depend on w start: the adjoints from there on
@@ -375,22 +383,21 @@ impl PointEval {
             }
         }
         let (ins, links) = chains(g, &slots, ins, &ins_node);
-        let rev = ins
-            .iter()
-            .rev()
-            .filter(|i| match **i {
-                Ins::Param { .. } => true,
-                Ins::Hyper { .. } => false,
-                Ins::Add1(o) | Ins::Sub1(o) | Ins::Mul1(o) | Ins::Div1(o) | Ins::Scalar2 { op: o, .. } => {
-                    o.da || o.db
-                }
-                Ins::Chain { batched, .. } => batched,
-                Ins::Copy { d, .. } => d,
-                Ins::Node(k) => slots[k as usize].batched,
-            })
-            .copied()
-            .collect();
+        // whether an instruction's output depends on w
+        let on_w = |i: &Ins| match *i {
+            Ins::Param { .. } => true,
+            Ins::Hyper { .. } => false,
+            Ins::Add1(o) | Ins::Sub1(o) | Ins::Mul1(o) | Ins::Div1(o) | Ins::Scalar2 { op: o, .. } => {
+                o.da || o.db
+            }
+            Ins::Chain { batched, .. } => batched,
+            Ins::Copy { d, .. } => d,
+            Ins::Node(k) => slots[k as usize].batched,
+        };
+        let (ins, theta_ins): (Vec<Ins>, Vec<Ins>) = ins.into_iter().partition(on_w);
+        let rev = ins.iter().rev().copied().collect();
         Some(PointEval {
+            theta_ins,
             rev,
             zero_from,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -474,10 +481,25 @@ impl PointEval {
             s.aux.resize(self.aux_len, 0.0);
             s.tmp.resize(4 * self.tmp_len, 0.0);
             s.owner = self.id;
+            s.theta_at = None;
         }
+        let same_theta = s.theta_at.as_deref().is_some_and(|t| {
+            t.len() == theta.len() && t.iter().zip(theta).all(|(a, b)| a.to_bits() == b.to_bits())
+        });
         let Scratch {
-            vals, adj, aux, tmp, ..
+            vals,
+            adj,
+            aux,
+            tmp,
+            theta_at,
+            ..
         } = s;
+        if !same_theta {
+            for &ins in &self.theta_ins {
+                self.forward_ins(ins, g, theta, w, vals, aux, tmp);
+            }
+            *theta_at = Some(theta.to_vec());
+        }
         // the buffers as the machine code takes them (made afresh for each sweep, after the
         // slices' own uses)
         let ctx = |vals: &mut Vec<f64>,
