@@ -393,7 +393,7 @@ pub fn eval_graph_weighted(
     let chunk = super::eval::chunk_for(g, s);
     if chunk >= s {
         // one chunk: its own tape holds the θ-only values
-        let r = reverse::value_grad_weighted(
+        let grads = reverse::value_grad_weighted(
             g,
             &consts,
             theta.as_slice(),
@@ -403,17 +403,17 @@ pub fn eval_graph_weighted(
             r,
         );
         return finite(Evaluated {
-            values: DVector::from_vec(r.values),
-            grad_w: Some(DMatrix::from_vec(d, s, r.grad_w)),
-            grad_theta: Some(DMatrix::from_vec(p, weights.ncols(), r.grad_theta)),
+            values: DVector::from_vec(grads.values),
+            grad_w: Some(DMatrix::from_vec(d, s, grads.grad_w)),
+            grad_theta: Some(DMatrix::from_vec(p, r, grads.grad_theta)),
         });
     }
     let starts: Vec<usize> = (0..s).step_by(chunk).collect();
     let one = |&c0: &usize| {
         let c1 = (c0 + chunk).min(s);
-        let part: Vec<f64> = weights
-            .column_iter()
-            .flat_map(|c| c.rows(c0, c1 - c0).iter().copied().collect::<Vec<_>>())
+        // the chunk's rows of the weights, column-major
+        let part: Vec<f64> = (0..r)
+            .flat_map(|k| (c0..c1).map(move |c| weights[(c, k)]))
             .collect();
         let tape = super::eval::forward(
             g,
