@@ -4,7 +4,8 @@
 //! hyperparameters (RBF features of a learned width and learned centres, a softmax, a
 //! Cauchy likelihood), and a latent GP classifier whose θ-only part holds a Cholesky factor
 //! of the kernel matrix (which the per-column path sweeps column by column). S = 600 columns
-//! run as several chunks, two weight columns (a mean and signed, uneven weights).
+//! run as several chunks, three weight columns (a mean, signed uneven weights, and a mean
+//! over one block of columns, as a `split_mf` bin's).
 
 use std::path::Path;
 
@@ -28,12 +29,12 @@ fn check(name: &str, lj: &LogJoint) {
     let t0 = lj.theta_init();
     let theta = DVector::from_fn(p, |i, _| t0[i] + 0.1 * noise(i + 3));
     let w = DMatrix::from_fn(d, s, |i, c| 0.3 * noise(i + 7 * c + 11));
-    let weights = DMatrix::from_fn(s, 2, |c, k| {
-        if k == 0 {
-            1.0 / s as f64
-        } else {
-            0.7 - 1.9 * noise(c + 5)
-        }
+    // a mean, signed uneven weights, and a mean over one block of columns (a split_mf bin)
+    let weights = DMatrix::from_fn(s, 3, |c, k| match k {
+        0 => 1.0 / s as f64,
+        1 => 0.7 - 1.9 * noise(c + 5),
+        _ if (100..250).contains(&c) => 1.0 / 150.0,
+        _ => 0.0,
     });
     let all = lj.eval(&theta, &w, Want::ALL);
     let want = all.grad_theta.as_ref().expect("asked for") * &weights;
@@ -41,7 +42,7 @@ fn check(name: &str, lj: &LogJoint) {
     assert_eq!(got.values, all.values, "{name}: values");
     assert_eq!(got.grad_w, all.grad_w, "{name}: ∇_w");
     let gt = got.grad_theta.expect("the sums");
-    assert_eq!(gt.shape(), (p, 2), "{name}");
+    assert_eq!(gt.shape(), (p, 3), "{name}");
     for (i, (a, b)) in gt.iter().zip(want.iter()).enumerate() {
         let scale = a.abs().max(b.abs()).max(1.0);
         assert!(

@@ -365,6 +365,9 @@ fn weigh_columns<T: Scalar>(x: &[T], n: usize, s: usize, weights: &[T], r: usize
         let o = &mut out[rr * n..(rr + 1) * n];
         for col in 0..s {
             let c = weights[rr * s + col];
+            if c == T::zero() {
+                continue;
+            }
             for (o, &v) in o.iter_mut().zip(&x[col * n..(col + 1) * n]) {
                 *o += c * v;
             }
@@ -397,22 +400,28 @@ fn left_factor_adjoint<T: Scalar>(
     let block = m * n;
     let mut scaled = vec![T::zero(); block * s];
     for rr in 0..r {
-        for col in 0..s {
-            let w = weights[rr * s + col];
+        // only the columns from the first to the last with a weight (a split_mf bin's mean
+        // weighs its own block of columns)
+        let wr = &weights[rr * s..(rr + 1) * s];
+        let Some(lo) = wr.iter().position(|w| *w != T::zero()) else {
+            continue;
+        };
+        let hi = s - wr.iter().rev().position(|w| *w != T::zero()).unwrap_or(0);
+        for col in lo..hi {
             let (o, y) = (
-                &mut scaled[col * block..(col + 1) * block],
+                &mut scaled[(col - lo) * block..(col - lo + 1) * block],
                 &ybar[col * block..(col + 1) * block],
             );
-            o.iter_mut().zip(y).for_each(|(o, &y)| *o = w * y);
+            o.iter_mut().zip(y).for_each(|(o, &y)| *o = wr[col] * y);
         }
         T::gemm(
             false,
             true,
             m,
             k,
-            n * s,
+            n * (hi - lo),
             &scaled,
-            bb.data,
+            &bb.data[lo * k * n..hi * k * n],
             &mut abar[rr * m * k..(rr + 1) * m * k],
         );
     }
