@@ -7,6 +7,8 @@
 //! run as several chunks, three weight columns (a mean, signed uneven weights, and a mean
 //! over one block of columns, as a `split_mf` bin's).
 
+mod common;
+
 use std::path::Path;
 
 use mvi::check::check_source;
@@ -59,13 +61,7 @@ fn check(name: &str, lj: &LogJoint) {
 #[test]
 fn weighted_theta_gradients_equal_the_per_column_ones_on_every_example_with_hyperparameters() {
     let mut checked = 0;
-    let mut paths: Vec<_> = std::fs::read_dir(root().join("examples"))
-        .expect("the examples directory")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mvi"))
-        .collect();
-    paths.sort();
-    for path in paths {
+    for path in common::mvi_files("examples") {
         let stem = path.file_stem().expect("a name").to_string_lossy().into_owned();
         let data = root().join(format!("examples/data/{stem}.json"));
         if !data.is_file() {

@@ -112,8 +112,8 @@ fn reverse_shared<T: Scalar>(
     // With ∇_θ by tangents, the θ-only nodes need adjoints only where they meet the batched
     // part (see `autodiff::theta`).
     let by_tangents = want_theta && g.theta_dim > 0 && super::theta::supported(tape);
-    let mut sweep = Sweep::new(tape, want_theta, by_tangents);
-    sweep.run(tape, want_theta);
+    let sweep = Sweep::swept(tape, want_theta, by_tangents);
+    let products: Vec<_> = sweep.pushed_products(tape).collect();
     let Sweep {
         adj,
         frontier,
@@ -135,12 +135,8 @@ fn reverse_shared<T: Scalar>(
                 push_frontier(&tangents[k], g.nodes[k].shape.size(), vbar, s, &mut gt);
             }
         }
-        for (c, node) in g.nodes.iter().enumerate() {
-            if let Op::MatMul(a, b) = node.op {
-                if pushed[a.0] && tape.is_batched(NodeId(c)) {
-                    push_matmul(tape, &tangents[a.0], c, b, &adj[c], &mut gt);
-                }
-            }
+        for (c, a, b) in products {
+            push_matmul(tape, &tangents[a.0], c, b, &adj[c], &mut gt);
         }
     }
     (gw, gt)
@@ -158,6 +154,32 @@ struct Sweep<T> {
 }
 
 impl<T: Scalar> Sweep<T> {
+    /// The sweep, run.
+    fn swept(tape: &Tape<'_, T>, want_theta: bool, by_tangents: bool) -> Self {
+        let mut sweep = Sweep::new(tape, want_theta, by_tangents);
+        sweep.run(tape, want_theta);
+        sweep
+    }
+
+    /// The products Y = A·B (node c) of the batched part whose θ-only left factor A is
+    /// pushed (see `graph::eval::Frontier::pushed`), as (c, A, B); none without the
+    /// frontier.
+    fn pushed_products<'g>(
+        &'g self,
+        tape: &'g Tape<'_, T>,
+    ) -> impl Iterator<Item = (usize, NodeId, NodeId)> + 'g {
+        tape.graph
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(move |(c, node)| match node.op {
+                Op::MatMul(a, b) if self.pushed.get(a.0) == Some(&true) && tape.is_batched(NodeId(c)) => {
+                    Some((c, a, b))
+                }
+                _ => None,
+            })
+    }
+
     fn new(tape: &Tape<'_, T>, want_theta: bool, by_tangents: bool) -> Self {
         let g = tape.graph;
         let s = tape.s;
@@ -277,8 +299,8 @@ pub fn weighted_seeds<T: Scalar>(tape: &Tape<'_, T>, weights: &[T], r: usize) ->
     let g = tape.graph;
     let s = tape.s;
     assert_eq!(weights.len(), s * r, "weights are S × R");
-    let mut sweep = Sweep::new(tape, true, true);
-    sweep.run(tape, true);
+    let sweep = Sweep::swept(tape, true, true);
+    let products: Vec<_> = sweep.pushed_products(tape).collect();
     let Sweep {
         adj,
         frontier,
@@ -292,15 +314,11 @@ pub fn weighted_seeds<T: Scalar>(tape: &Tape<'_, T>, weights: &[T], r: usize) ->
             seeds[k] = weigh_columns(&adj[k], g.nodes[k].shape.size(), s, weights, r);
         }
     }
-    for (c, node) in g.nodes.iter().enumerate() {
-        if let Op::MatMul(a, b) = node.op {
-            if pushed[a.0] && tape.is_batched(NodeId(c)) {
-                if seeds[a.0].is_empty() {
-                    seeds[a.0] = vec![T::zero(); g.nodes[a.0].shape.size() * r];
-                }
-                left_factor_adjoint(tape, c, b, &adj[c], weights, r, &mut seeds[a.0]);
-            }
+    for (c, a, b) in products {
+        if seeds[a.0].is_empty() {
+            seeds[a.0] = vec![T::zero(); g.nodes[a.0].shape.size() * r];
         }
+        left_factor_adjoint(tape, c, b, &adj[c], weights, r, &mut seeds[a.0]);
     }
     (gw, seeds)
 }
