@@ -504,6 +504,10 @@ const POLISH_STEPS: usize = 6;
 /// The polish stops when a Newton step's predicted gain is below this fraction of |log p̃|.
 const POLISH_GAIN: f64 = 1e-13;
 
+/// Most damped Newton steps that finish a mode search stopped at its iteration limit (on the
+/// crabs posterior of [`newton_polish`]'s note: 7).
+const RESCUE_STEPS: usize = 100;
+
 /// The mode search from `start` and the Newton polish of its end point.
 fn polished_mode(
     model: &dyn LogDensity,
@@ -584,14 +588,23 @@ fn find_mode(
 /// gradient norm grows (posteriordb's kilpisjarvi, cond(H) ≈ 7e11: L-BFGS stopped 2.15 nats
 /// below the mode, and stopping after the first Newton step left log p̃ 0.14 nats low and log
 /// sigma 0.66 posterior sds off).
+///
+/// When the mode search stopped at its iteration limit (`out.converged` false), the polish
+/// finishes it instead: damped Newton, up to `RESCUE_STEPS` steps, each halved until log p̃
+/// does not fall, marked converged when the predicted gain reaches rounding. On a nearly
+/// separable softmax (`mvi bench paper`, crabs split 0, α = 1.6·10⁻⁷) L-BFGS stopped after
+/// 1000 iterations 29.5 nats below the mode; the Laplace fit there had a test LPD of −0.306
+/// per point against −0.166 at the mode.
 /// Returns the polished mode and H there when the last Hessian computed is at it.
 fn newton_polish(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
     mut out: Outcome,
 ) -> (Outcome, Option<DMatrix<f64>>) {
+    let rescue = !out.converged && !out.interrupted;
+    let steps = if rescue { RESCUE_STEPS } else { POLISH_STEPS };
     let mut at_mode = None;
-    for _ in 0..POLISH_STEPS {
+    for _ in 0..steps {
         let (_, g) = value_grad(model, theta, &out.x);
         let h = model.hessian(theta, &out.x);
         let step = (-&h).cholesky().map(|c| c.solve(&g));
@@ -602,19 +615,44 @@ fn newton_polish(
         let scale = out.value.abs().max(1.0);
         let gain = 0.5 * g.dot(&step);
         if gain.is_nan() || gain <= POLISH_GAIN * scale {
+            out.converged |= rescue && !gain.is_nan();
             break;
         }
-        let x = &out.x + step;
-        let (v, g_new) = value_grad(model, theta, &x);
-        if !(v.is_finite() && v >= out.value - 1e-12 * scale) {
+        let Some((x, v, g_new)) = newton_step(model, theta, &out, &step, rescue) else {
             break;
-        }
+        };
         out.x = x;
         out.value = v;
         out.grad_norm = g_new.norm();
+        if rescue {
+            out.iterations += 1;
+        }
         at_mode = None;
     }
     (out, at_mode)
+}
+
+/// The point `out.x + t·step` with t = 1, or, when `damped`, the first of t = 1, ½, ¼, …
+/// (down to 2⁻⁴⁰) where log p̃ is finite and does not fall (to rounding); `None` when there
+/// is none. Returns the point, log p̃ and its gradient there.
+fn newton_step(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    out: &Outcome,
+    step: &DVector<f64>,
+    damped: bool,
+) -> Option<(DVector<f64>, f64, DVector<f64>)> {
+    let scale = out.value.abs().max(1.0);
+    let mut t = 1.0;
+    for _ in 0..=if damped { 40 } else { 0 } {
+        let x = &out.x + step * t;
+        let (v, g) = value_grad(model, theta, &x);
+        if v.is_finite() && v >= out.value - 1e-12 * scale {
+            return Some((x, v, g));
+        }
+        t *= 0.5;
+    }
+    None
 }
 
 /// C with C Cᵀ = (−H)⁻¹ (lower triangular) and log det(−H).
@@ -689,6 +727,13 @@ fn search_theta(
         }
         timing::count("laplace: θ evidence evaluations", 1);
         let out = find_mode(model, theta, warm.clone(), &inner, &mut *obs);
+        // a search stopped at its limit is finished by Newton (a converged one is left as
+        // it is: the simplex compares evidences, not modes to rounding)
+        let out = if out.converged {
+            out
+        } else {
+            newton_polish(model, theta, out).0
+        };
         if out.interrupted {
             stopped = true;
             return f64::NEG_INFINITY;
@@ -944,6 +989,76 @@ mod tests {
         assert!(out.x[0].abs() < 1e-6, "polished to {}", out.x[0]);
         assert!((out.value + 1.0).abs() < 1e-12, "log p̃ {}", out.value);
         assert!(out.grad_norm < 1e-6, "gradient norm {}", out.grad_norm);
+    }
+
+    /// An outcome at `w` on [`LogRate`], converged or stopped at the iteration limit.
+    fn log_rate_at(w: f64, converged: bool) -> Outcome {
+        let x = DVector::from_element(1, w);
+        let (value, g) = value_grad(&LogRate, &DVector::zeros(0), &x);
+        Outcome {
+            x,
+            value,
+            grad_norm: g.norm(),
+            iterations: 1000,
+            converged,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn a_mode_search_stopped_at_its_limit_is_finished_by_damped_newton() {
+        // from w = −5 the full Newton step (+147) overshoots into log p̃ ≈ −e¹⁴²: the polish
+        // of a converged search declines it and stays, the rescue halves it down to the mode
+        let theta = DVector::zeros(0);
+        let (kept, _) = newton_polish(&LogRate, &theta, log_rate_at(-5.0, true));
+        assert_eq!(
+            kept.x,
+            DVector::from_element(1, -5.0),
+            "the overshooting step is declined"
+        );
+        let (out, h) = newton_polish(&LogRate, &theta, log_rate_at(-5.0, false));
+        assert!(out.converged, "{out:?}");
+        assert!(out.x[0].abs() < 1e-6, "finished at {}", out.x[0]);
+        assert!((out.value + 1.0).abs() < 1e-12, "log p̃ {}", out.value);
+        assert!(
+            out.iterations > 1000,
+            "the Newton steps count: {}",
+            out.iterations
+        );
+        assert_eq!(h, Some(LogRate.hessian(&theta, &out.x)), "H at the mode");
+    }
+
+    /// [`LogRate`] started at w = −5, far left of its mode.
+    struct LogRateFromLeft;
+    impl LogDensity for LogRateFromLeft {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn eval(&self, t: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+            LogRate.eval(t, w, want)
+        }
+        fn hessian(&self, t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+            LogRate.hessian(t, w)
+        }
+        fn initial_point(&self) -> DVector<f64> {
+            DVector::from_element(1, -5.0)
+        }
+    }
+
+    #[test]
+    fn a_laplace_fit_whose_search_hits_max_iters_reports_the_mode_not_a_warning() {
+        let common = Common {
+            max_iters: 1,
+            ..Common::default()
+        };
+        let fit = fit_laplace(&LogRateFromLeft, &common, &mut rng(), &mut Silent).unwrap();
+        assert!(fit.converged, "notes: {:?}", fit.notes);
+        assert!(fit.mode[0].abs() < 1e-6, "mode {}", fit.mode);
+        assert!(
+            !fit.notes.iter().any(|n| n.contains("not converged")),
+            "{:?}",
+            fit.notes
+        );
     }
 
     #[test]
