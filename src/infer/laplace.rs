@@ -165,7 +165,7 @@ pub fn fit_laplace(
         inner: obs,
         trace: &mut trace,
     };
-    let mut out = polished_mode(model, &theta, mode_start, &opts, &mut rec);
+    let mut out = polished_mode(model, &theta, mode_start, &opts, &mut rec).0;
     let mut iterations = out.iterations;
     let mut escapes = 0;
     let (mut chol, mut log_det_neg_h) = loop {
@@ -194,7 +194,7 @@ pub fn fit_laplace(
                     break result?;
                 };
                 escapes += 1;
-                out = polished_mode(model, &theta, x, &opts, &mut rec);
+                out = polished_mode(model, &theta, x, &opts, &mut rec).0;
                 iterations += out.iterations;
             }
             result => break result?,
@@ -208,7 +208,7 @@ pub fn fit_laplace(
             let x0 = random_start(&start, rng);
             // the user's observer sees the restarts' iterations (progress, Ctrl-C), the
             // trace keeps the first search's
-            let o = polished_mode(model, &theta, x0, &opts, &mut *rec.inner);
+            let o = polished_mode(model, &theta, x0, &opts, &mut *rec.inner).0;
             iterations += o.iterations;
             if o.interrupted {
                 break;
@@ -508,20 +508,10 @@ const POLISH_GAIN: f64 = 1e-13;
 /// crabs posterior of [`newton_polish`]'s note: 7).
 const RESCUE_STEPS: usize = 100;
 
-/// The mode search from `start` and the Newton polish of its end point.
+/// The mode search from `start` and the Newton polish of its end point, with the Hessian at
+/// the mode when the polish computed it there (its last Newton step was not taken), so the
+/// curvature need not compute it again.
 fn polished_mode(
-    model: &dyn LogDensity,
-    theta: &DVector<f64>,
-    start: DVector<f64>,
-    opts: &optim::Options,
-    obs: &mut dyn Observer,
-) -> Outcome {
-    polished_mode_hessian(model, theta, start, opts, obs).0
-}
-
-/// [`polished_mode`], with the Hessian at the mode returned when the polish computed it
-/// there (its last Newton step was not taken), so the curvature need not compute it again.
-fn polished_mode_hessian(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
     start: DVector<f64>,
@@ -852,7 +842,7 @@ fn search_theta_gradient(
     let mut silent = crate::infer::Silent;
     let f = |theta: &DVector<f64>| {
         timing::count("laplace: θ evidence evaluations", 1);
-        let (out, h) = polished_mode_hessian(model, theta, warm.clone(), &inner, &mut silent);
+        let (out, h) = polished_mode(model, theta, warm.clone(), &inner, &mut silent);
         if !out.value.is_finite() {
             return (f64::NEG_INFINITY, DVector::zeros(theta.len()));
         }
