@@ -580,7 +580,8 @@ fn find_mode(
 /// sigma 0.66 posterior sds off).
 ///
 /// When the mode search stopped at its iteration limit (`out.converged` false), the polish
-/// finishes it instead: damped Newton, up to `RESCUE_STEPS` steps, each halved until log p̃
+/// finishes it instead: damped Newton (Levenberg–Marquardt where −H is not positive definite,
+/// [`shifted_newton_step`]), up to `RESCUE_STEPS` steps, each halved until log p̃
 /// does not fall, marked converged when the predicted gain reaches rounding. On a nearly
 /// separable softmax (`mvi bench paper`, crabs split 0, α = 1.6·10⁻⁷) L-BFGS stopped after
 /// 1000 iterations 29.5 nats below the mode; the Laplace fit there had a test LPD of −0.306
@@ -597,15 +598,22 @@ fn newton_polish(
     for _ in 0..steps {
         let (_, g) = value_grad(model, theta, &out.x);
         let h = model.hessian(theta, &out.x);
-        let step = (-&h).cholesky().map(|c| c.solve(&g));
+        // (step, whether it is a Newton step: −H positive definite)
+        let step = match (-&h).cholesky() {
+            Some(c) => Some((c.solve(&g), true)),
+            None if rescue => shifted_newton_step(&h, &g).map(|s| (s, false)),
+            None => None,
+        };
         at_mode = Some(h);
-        let Some(step) = step else {
+        let Some((step, newton)) = step else {
             break;
         };
         let scale = out.value.abs().max(1.0);
         let gain = 0.5 * g.dot(&step);
         if gain.is_nan() || gain <= POLISH_GAIN * scale {
-            out.converged |= rescue && !gain.is_nan();
+            // a mode only where H is negative definite: a stationary point with positive
+            // curvature is left to the saddle escape
+            out.converged |= rescue && newton && !gain.is_nan();
             break;
         }
         let Some((x, v, g_new)) = newton_step(model, theta, &out, &step, rescue) else {
@@ -620,6 +628,30 @@ fn newton_polish(
         at_mode = None;
     }
     (out, at_mode)
+}
+
+/// The Levenberg–Marquardt step (−H + λI)⁻¹ g where −H is not positive definite, for a
+/// mode search stopped at its iteration limit where log p̃ is not concave. λ turns −H's most
+/// negative eigenvalue e into |e| (plus 10⁻¹⁰ of the largest magnitude), so the step rises
+/// along g and moves along that direction by about the Newton step of its curvature's size.
+/// `None` when H or g is not finite.
+///
+/// Without it the search stopped there was taken for a saddle point: on posteriordb's
+/// earnings-earn_height with `max_iters = 20`, L-BFGS stopped where H had a positive
+/// eigenvalue (far from any stationary point) and the fit reported a posterior "with several"
+/// maxima; it has one.
+fn shifted_newton_step(h: &DMatrix<f64>, g: &DVector<f64>) -> Option<DVector<f64>> {
+    let neg_h = (h + h.transpose()) * -0.5;
+    if !(neg_h.iter().all(|v| v.is_finite()) && g.iter().all(|v| v.is_finite())) {
+        return None;
+    }
+    let eig = neg_h.symmetric_eigen();
+    let lowest = eig.eigenvalues.iter().copied().fold(f64::INFINITY, f64::min);
+    let largest = eig.eigenvalues.amax();
+    let lambda = 2.0 * (-lowest).max(0.0) + 1e-10 * largest.max(f64::MIN_POSITIVE);
+    let v = &eig.eigenvectors;
+    let coef = (v.transpose() * g).zip_map(&eig.eigenvalues, |c, e| c / (e + lambda));
+    Some(v * coef)
 }
 
 /// The point `out.x + t·step` with t = 1, or, when `damped`, the first of t = 1, ½, ¼, …
@@ -1016,6 +1048,61 @@ mod tests {
             out.iterations
         );
         assert_eq!(h, Some(LogRate.hessian(&theta, &out.x)), "H at the mode");
+    }
+
+    /// log p̃(w) = −log(1 + w²): one mode at 0, not concave where |w| > 1; started at w = 4.
+    struct Cauchy;
+    impl LogDensity for Cauchy {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, _want: Want) -> Evaluated {
+            columnwise(w, |c| {
+                let w = c[0];
+                (-(1.0 + w * w).ln(), [-2.0 * w / (1.0 + w * w)])
+            })
+        }
+        fn hessian(&self, _t: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
+            let w2 = w[0] * w[0];
+            DMatrix::from_element(1, 1, -2.0 * (1.0 - w2) / ((1.0 + w2) * (1.0 + w2)))
+        }
+        fn initial_point(&self) -> DVector<f64> {
+            DVector::from_element(1, 4.0)
+        }
+    }
+
+    #[test]
+    fn a_search_stopped_where_log_p_is_not_concave_is_finished_not_taken_for_a_saddle() {
+        let theta = DVector::zeros(0);
+        let at = |converged| {
+            let x = DVector::from_element(1, 4.0);
+            let (value, g) = value_grad(&Cauchy, &theta, &x);
+            Outcome {
+                x,
+                value,
+                grad_norm: g.norm(),
+                iterations: 1,
+                converged,
+                interrupted: false,
+            }
+        };
+        // H(4) > 0: there is no Newton step; the polish of a converged search stays
+        let (kept, _) = newton_polish(&Cauchy, &theta, at(true));
+        assert_eq!(kept.x, DVector::from_element(1, 4.0));
+        let (out, _) = newton_polish(&Cauchy, &theta, at(false));
+        assert!(out.converged, "{out:?}");
+        assert!(out.x[0].abs() < 1e-6, "finished at {}", out.x[0]);
+        // the whole fit: no saddle, no second maximum, the one mode
+        for max_iters in [1, 2] {
+            let common = Common {
+                max_iters,
+                ..Common::default()
+            };
+            let fit = fit_laplace(&Cauchy, &common, &mut rng(), &mut Silent).unwrap();
+            assert!(fit.converged, "notes: {:?}", fit.notes);
+            assert!(fit.mode[0].abs() < 1e-6, "mode {}", fit.mode);
+            assert!(fit.notes.is_empty(), "{:?}", fit.notes);
+        }
     }
 
     /// [`LogRate`] started at w = −5, far left of its mode.
