@@ -517,3 +517,24 @@ fn log_mix_with_weights_per_observation_matches_the_sum_by_hand() {
         .sum();
     assert_close(value_at(&lj, &mu), want, TOL);
 }
+
+#[test]
+fn stans_cholesky_decompose_is_cholesky() {
+    // posteriordb's gp_pois_regr, as a Stan user writes it: L = cholesky_decompose(K)
+    let data = r#"{"N": 3, "x": [-1.0, 0.5, 2.0], "k": [4, 1, 7]}"#;
+    let model = |chol: &str| {
+        format!(
+            "data {{ N: int\n x: vector[N]\n k: ints[N] }}\n\
+             param {{ rho: real<lower=0>\n alpha: real<lower=0>\n f_tilde: vector[N] }}\n\
+             let f = {chol}(gp_exp_quad_cov(x, alpha, rho) + diag_matrix(rep_vector(1e-10, N))) * f_tilde\n\
+             model {{ rho ~ gamma(25, 4)\n alpha ~ normal(0, 2)\n f_tilde ~ normal(0, 1)\n k ~ poisson_log(f) }}\n"
+        )
+    };
+    let ours = lower(&model("cholesky"), data);
+    let stans = lower(&model("cholesky_decompose"), data);
+    for w in [[1.5, 0.3, 0.2, -0.4, 1.1], [0.1, -0.2, 1.0, 0.5, -0.7]] {
+        let v = value_at(&ours, &w);
+        assert!(v.is_finite(), "{v}");
+        assert_eq!(value_at(&stans, &w), v);
+    }
+}

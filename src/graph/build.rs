@@ -721,7 +721,7 @@ impl Graph {
                 self.row(args[0], i)
             }
             ("diag_matrix", 1) => Ok(self.diag_matrix(args[0])),
-            ("cholesky", 1) => self.cholesky(args[0]),
+            ("cholesky" | "cholesky_decompose", 1) => self.cholesky(args[0]),
             ("sd", 1) => self.sd(args[0]),
             ("variance", 1) => self.variance(args[0]),
             ("min", 1) => Ok(self.min(args[0])),
