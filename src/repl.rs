@@ -494,7 +494,12 @@ impl Session {
     }
 
     fn check_text(&self, path: &Path, text: &str) -> Result<(TypedModel, LogJoint), Vec<Diagnostic>> {
-        let typed = check::check_source(text, &path.display().to_string(), &model_dir(path), &self.data)?;
+        let typed = check::check_source(text, &path.display().to_string(), &model_dir(path), &self.data)
+            .map_err(|ds| {
+                ds.into_iter()
+                    .map(|d| data_help_for_the_repl(d, &self.data_args))
+                    .collect::<Vec<_>>()
+            })?;
         let joint = graph::lower_model(&typed).map_err(|d| vec![d])?;
         Ok((typed, joint))
     }
@@ -648,6 +653,20 @@ fn fit_line(r: &FitReport) -> String {
     }
     line.push_str("\n(`:summary` for the table, or type an expression)\n");
     line
+}
+
+/// A data diagnostic's help in the REPL's words: the data comes with `:data`, not the CLI's
+/// `--data` (a `:load` before `:data` names every missing variable). `:data` replaces the
+/// files, so a file to add is shown after the current ones, `files`.
+fn data_help_for_the_repl(mut d: Diagnostic, files: &[String]) -> Diagnostic {
+    if d.code.starts_with("mvi::data::") {
+        let current: String = files.iter().map(|f| format!("{f} ")).collect();
+        d.help = d.help.map(|h| {
+            h.replace("pass `--data ", &format!("pass `:data {current}"))
+                .replace("`--data ", "`:data ")
+        });
+    }
+    d
 }
 
 fn help_text() -> String {

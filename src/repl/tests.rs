@@ -273,3 +273,25 @@ fn an_error_in_an_expression_points_into_the_typed_input() {
     let out = s.eval_line("w[1] +");
     assert!(out.contains("<input>") && !out.contains("__repl_expr"), "{out}");
 }
+
+#[test]
+fn a_model_loaded_before_its_data_is_told_to_use_the_data_command() {
+    let mut s = Session::default();
+    let out = s.eval_line(&format!(":load {}", example("linear_regression.mvi")));
+    assert!(out.contains("no data for"), "{out}");
+    assert!(out.contains("`:data data.json`"), "{out}");
+    assert!(!out.contains("--data"), "{out}");
+    let out = s.eval_line(&format!(":data {}", example("data/linear_regression.json")));
+    assert!(out.contains("D = 3"), "{out}");
+    // with data that lacks a variable, the command to type keeps the files already given
+    let partial = std::env::temp_dir().join(format!("mvi-repl-partial-{}.json", std::process::id()));
+    std::fs::write(&partial, r#"{"X": [[1.0, 2.0, 3.0]], "sigma": 0.5, "tau": 1.0}"#).unwrap();
+    let file = partial.display().to_string();
+    let diags = s.set_data(std::slice::from_ref(&file)).unwrap_err();
+    let help = diags[0].help.clone().unwrap_or_default();
+    assert!(
+        help.contains(&format!("pass `:data {file} y=file.csv`")),
+        "{help}"
+    );
+    std::fs::remove_file(&partial).unwrap();
+}
