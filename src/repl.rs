@@ -161,6 +161,7 @@ impl Session {
             self.define(input)
         } else {
             self.eval_expr(input)
+                .map_err(|diags| command_without_colon(input).map_or(diags, |d| vec![d]))
         };
         match result {
             Ok(text) => text,
@@ -685,6 +686,23 @@ fn unknown_command(name: &str) -> Diagnostic {
     let known: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();
     Diagnostic::plain("mvi::repl::unknown_command", format!("unknown command `:{name}`"))
         .with_help(format!("the commands are {}", known.join(", ")))
+}
+
+/// For an input that is no expression: when it starts with a command's name followed by
+/// more words (`load model.mvi`), the diagnostic that says commands start with `:`.
+fn command_without_colon(input: &str) -> Option<Diagnostic> {
+    let (word, rest) = input.split_once(char::is_whitespace)?;
+    let command = format!(":{word}");
+    if rest.trim().is_empty() || !COMMANDS.iter().any(|(c, _)| *c == command) {
+        return None;
+    }
+    Some(
+        Diagnostic::plain(
+            "mvi::repl::command_without_colon",
+            format!("`{word}` is a command here, and commands start with `:`"),
+        )
+        .with_help(format!("type `:{input}`")),
+    )
 }
 
 fn usage(text: &str) -> Diagnostic {

@@ -295,3 +295,15 @@ fn a_model_loaded_before_its_data_is_told_to_use_the_data_command() {
     );
     std::fs::remove_file(&partial).unwrap();
 }
+
+#[test]
+fn a_command_typed_without_its_colon_is_named_as_one() {
+    let mut s = Session::default();
+    let out = s.eval_line("load model.mvi data.json");
+    assert!(out.contains("commands start with `:`"), "{out}");
+    assert!(out.contains("type `:load model.mvi data.json`"), "{out}");
+    // an expression that merely starts with such a word is left to the expression's error
+    let mut s = fitted_session();
+    let out = s.eval_line("fit");
+    assert!(!out.contains("commands start with"), "{out}");
+}
