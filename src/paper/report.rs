@@ -28,6 +28,9 @@ pub struct Meta {
     pub wall_s: f64,
     /// Whether Ctrl-C stopped it.
     pub interrupted: bool,
+    /// The number of classes K of each classification set (Tables III–VI) whose data could
+    /// be read: an LPD below −log K, that of giving every class 1/K, is marked ‡.
+    pub classes: BTreeMap<String, usize>,
 }
 
 /// Table II's numbers from the paper (issue 4), per method.
@@ -130,13 +133,45 @@ pub fn compare(row: &Row, best: &str, other: &str, metric: Metric, seed: u64) ->
     (!bv.is_empty()).then(|| Comparison::new(&bv, &ov, metric.higher_is_better(), seed))
 }
 
-fn cell(row: &Row, method: &str, best: Option<&str>, metric: Metric) -> String {
+/// The mark of an LPD below that of giving each of the K classes 1/K.
+const BELOW_CHANCE: &str = "‡";
+
+/// The footnote under a table with [`BELOW_CHANCE`] marks.
+const BELOW_CHANCE_NOTE: &str = "‡: median test LPD below −log K, that of giving each of the K classes \
+     probability 1/K without looking at the inputs: the fit is degenerate, not an approximation \
+     worth comparing.\n";
+
+/// What the footnote adds under `learned-centres`.
+const BELOW_CHANCE_LEARNED: &str =
+    "Under `learned-centres` the Laplace evidence over the centres can drive α \
+     towards 0; the fixed centres do not (docs/results.md, \"Learned against fixed centres, \
+     split by split\").\n";
+
+/// An LPD table, with the learned-centres sentence under its ‡ footnote.
+fn lpd_table(rows: &[(String, Row)], meta: &Meta) -> String {
+    let mut t = render_table(rows, Metric::Lpd, None, &meta.classes);
+    if meta.plan.protocol == super::Protocol::LearnedCentres && t.contains(BELOW_CHANCE) {
+        t.push_str(BELOW_CHANCE_LEARNED);
+    }
+    t
+}
+
+/// −log K for `set` when it is a classification set of K classes and `metric` is the LPD.
+fn chance_lpd(set: &str, metric: Metric, classes: &BTreeMap<String, usize>) -> Option<f64> {
+    let k = *classes.get(set)?;
+    (metric == Metric::Lpd && k >= 2).then(|| -(k as f64).ln())
+}
+
+fn cell(row: &Row, method: &str, best: Option<&str>, metric: Metric, chance: Option<f64>) -> String {
     let Some(v) = row.values.get(method) else {
         return "–".to_string();
     };
     let vals: Vec<f64> = v.values().copied().collect();
     let spread = 0.5 * (quantile(&vals, 0.75) - quantile(&vals, 0.25));
-    let text = format!("{} ± {}", metric.format(median(&vals)), metric.format(spread));
+    let mut text = format!("{} ± {}", metric.format(median(&vals)), metric.format(spread));
+    if chance.is_some_and(|c| median(&vals) < c) {
+        text = format!("{text} {BELOW_CHANCE}");
+    }
     match best {
         Some(b) if b == method => format!("**{text}**"),
         Some(b) => match compare(row, b, method, metric, 7) {
@@ -158,14 +193,26 @@ fn splits_cell(row: &Row) -> String {
     }
 }
 
-/// Render one table as Markdown; `paper` adds a row of the paper's numbers.
-pub fn render_table(rows: &[(String, Row)], metric: Metric, paper: Option<&[(&str, f64)]>) -> String {
+/// Render one table as Markdown; `paper` adds a row of the paper's numbers; `classes` (K
+/// per set) marks LPDs below −log K, with a footnote.
+pub fn render_table(
+    rows: &[(String, Row)],
+    metric: Metric,
+    paper: Option<&[(&str, f64)]>,
+    classes: &BTreeMap<String, usize>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "| data set | splits | {} |", METHODS.join(" | "));
     let _ = writeln!(s, "|---|---|{}", "---|".repeat(METHODS.len()));
+    let mut below = false;
     for (set, row) in rows {
         let best = best_method(row, metric);
-        let cells: Vec<String> = METHODS.iter().map(|m| cell(row, m, best, metric)).collect();
+        let chance = chance_lpd(set, metric, classes);
+        let cells: Vec<String> = METHODS
+            .iter()
+            .map(|m| cell(row, m, best, metric, chance))
+            .collect();
+        below |= cells.iter().any(|c| c.contains(BELOW_CHANCE));
         let _ = writeln!(s, "| {set} | {} | {} |", splits_cell(row), cells.join(" | "));
     }
     if let Some(p) = paper {
@@ -178,6 +225,10 @@ pub fn render_table(rows: &[(String, Row)], metric: Metric, paper: Option<&[(&st
             })
             .collect();
         let _ = writeln!(s, "| paper (Table II) | 100 | {} |", cells.join(" | "));
+    }
+    if below {
+        s.push('\n');
+        s.push_str(BELOW_CHANCE_NOTE);
     }
     s
 }
@@ -286,31 +337,36 @@ pub fn render(store: &Store, meta: &Meta) -> String {
             Table::II => {
                 let r = rows(store, Table::II, &["cauchy"], Metric::Lpd);
                 s.push_str("## Table II: Cauchy regression, test LPD per point\n\n");
-                s.push_str(&render_table(&r, Metric::Lpd, Some(PAPER_TABLE_II)));
+                s.push_str(&render_table(
+                    &r,
+                    Metric::Lpd,
+                    Some(PAPER_TABLE_II),
+                    &meta.classes,
+                ));
                 s.push('\n');
             }
             Table::III => {
                 let r = rows(store, Table::III, &binary, Metric::Lpd);
                 s.push_str("## Table III: logistic regression with RBF features, test LPD per point\n\n");
-                s.push_str(&render_table(&r, Metric::Lpd, None));
+                s.push_str(&lpd_table(&r, meta));
                 s.push('\n');
                 s.push_str(&mvi_summary(&r, Metric::Lpd));
                 s.push('\n');
                 let e = rows(store, Table::III, &binary, Metric::Error);
                 s.push_str("## Table IV: logistic regression with RBF features, test error (%)\n\n");
-                s.push_str(&render_table(&e, Metric::Error, None));
+                s.push_str(&render_table(&e, Metric::Error, None, &meta.classes));
                 s.push('\n');
             }
             Table::V => {
                 let r = rows(store, Table::V, &multi, Metric::Lpd);
                 s.push_str("## Table V: multiclass softmax regression, test LPD per point\n\n");
-                s.push_str(&render_table(&r, Metric::Lpd, None));
+                s.push_str(&lpd_table(&r, meta));
                 s.push('\n');
                 s.push_str(&mvi_summary(&r, Metric::Lpd));
                 s.push('\n');
                 let e = rows(store, Table::V, &multi, Metric::Error);
                 s.push_str("## Table VI: multiclass softmax regression, test error (%)\n\n");
-                s.push_str(&render_table(&e, Metric::Error, None));
+                s.push_str(&render_table(&e, Metric::Error, None, &meta.classes));
                 s.push('\n');
             }
         }
@@ -343,7 +399,7 @@ mod tests {
         let better: Vec<f64> = (0..12).map(|i| -0.5 + 0.01 * i as f64).collect();
         let worse: Vec<f64> = better.iter().map(|v| v - 0.1).collect();
         let r = row(&[("laplace", &worse), ("mvi_lr", &better), ("vi_diag", &better)]);
-        let t = render_table(&[("banana".into(), r)], Metric::Lpd, None);
+        let t = render_table(&[("banana".into(), r)], Metric::Lpd, None, &BTreeMap::new());
         let line = t.lines().nth(2).unwrap();
         assert!(line.contains("†"), "{line}");
         assert_eq!(line.matches('†').count(), 1, "{line}");
@@ -357,5 +413,21 @@ mod tests {
         let r2 = row(&[("laplace", &[-0.8]), ("vi_diag", &[-1.1]), ("mvi_lr", &[-0.9])]);
         let s = mvi_summary(&[("a".into(), r1), ("b".into(), r2)], Metric::Lpd);
         assert!(s.contains("in 1 of 2 rows"), "{s}");
+    }
+
+    #[test]
+    fn an_lpd_below_that_of_guessing_is_marked_with_a_footnote() {
+        // heart under learned-centres (docs/results.md): laplace −34 per point
+        let r = row(&[("laplace", &[-34.0]), ("mvi_lr", &[-0.688])]);
+        let classes: BTreeMap<String, usize> = [("heart".to_string(), 2)].into_iter().collect();
+        let t = render_table(&[("heart".into(), r)], Metric::Lpd, None, &classes);
+        let line = t.lines().nth(2).unwrap();
+        assert!(line.contains("-34.000 ± 0.000 ‡"), "{line}");
+        assert!(!line.contains("-0.688 ± 0.000 ‡"), "−0.688 > −log 2: {line}");
+        assert!(t.contains("‡: median test LPD below −log K"), "{t}");
+        // no K (Table II's regression), no mark and no footnote
+        let r = row(&[("laplace", &[-34.0])]);
+        let t = render_table(&[("cauchy".into(), r)], Metric::Lpd, None, &classes);
+        assert!(!t.contains('‡'), "{t}");
     }
 }
