@@ -348,16 +348,36 @@ fn a_missing_data_directory_is_a_diagnostic() {
 #[test]
 fn report_only_fits_nothing_and_still_writes_the_report() {
     let out = scratch("report-only");
+    // a mistyped `--out`: a diagnostic, and no empty store or report made there
+    let o = bench(&out, &["--only", "thyroid", "--report-only"]);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("holds no results to report"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists(), "{} was created", out.display());
+    // a store with one finished fit: its report, and no fit run
+    std::fs::create_dir_all(&out).expect("scratch directory");
+    std::fs::write(out.join("protocol.txt"), "learned-centres\n").expect("protocol written");
+    let record = serde_json::json!({
+        "table": "III", "set": "thyroid", "split": 0, "method": "laplace",
+        "lpd": -0.25, "lppd": -0.2, "error": 0.05, "mse": null, "elbo": null,
+        "log_evidence": -40.0, "theta": [["alpha", 0.5], ["r", 1.0]], "centres": 10,
+        "seconds": 0.1, "iterations": 20, "converged": true, "dim_samples": [11, null],
+        "notes": [], "failed": null
+    });
+    std::fs::write(out.join("results.jsonl"), format!("{record}\n")).expect("store written");
     let o = bench(&out, &["--only", "thyroid", "--report-only"]);
     assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
     assert!(
-        text(&o.stdout).starts_with("0 fits run, 0 results stored"),
+        text(&o.stdout).starts_with("0 fits run, 1 results stored"),
         "{}",
         text(&o.stdout)
     );
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md is written");
     assert!(
-        report.contains("## Table III") && !report.contains("| thyroid |"),
+        report.contains("## Table III") && report.contains("| thyroid | 1 | **-0.250 ± 0.000** |"),
         "{report}"
     );
     std::fs::remove_dir_all(&out).expect("scratch directory removed");

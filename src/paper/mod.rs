@@ -520,6 +520,18 @@ pub fn run(args: &PaperArgs, interrupt: Arc<AtomicBool>) -> Result<Outcome, Diag
         )
         .with_help("give it with `--data-dir DIR` (the project's `../shared/data`)"));
     }
+    if args.report_only && !args.out.join(store::FILE_NAME).is_file() {
+        // opening the store would create an empty one (and the directory) for a mistyped path
+        return Err(Diagnostic::plain(
+            "mvi::paper::nothing_to_report",
+            format!(
+                "`{}` holds no results to report (no {})",
+                args.out.display(),
+                store::FILE_NAME
+            ),
+        )
+        .with_help("give `--out` the directory of an earlier `mvi bench paper` run"));
+    }
     let store = Store::open(&args.out).map_err(|e| {
         Diagnostic::plain(
             "mvi::paper::store_open",
