@@ -595,8 +595,9 @@ fn newton_polish(
     let rescue = !out.converged && !out.interrupted;
     let steps = if rescue { RESCUE_STEPS } else { POLISH_STEPS };
     let mut at_mode = None;
+    // ∇ log p̃ at out.x: computed once here, then carried from each step taken
+    let mut g = value_grad(model, theta, &out.x).1;
     for _ in 0..steps {
-        let (_, g) = value_grad(model, theta, &out.x);
         let h = model.hessian(theta, &out.x);
         // (step, whether it is a Newton step: −H positive definite)
         let step = match (-&h).cholesky() {
@@ -622,6 +623,7 @@ fn newton_polish(
         out.x = x;
         out.value = v;
         out.grad_norm = g_new.norm();
+        g = g_new;
         if rescue {
             out.iterations += 1;
         }

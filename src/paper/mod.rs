@@ -414,10 +414,15 @@ impl Ctx {
 }
 
 /// K per classification set whose data can be read (binary sets: 2), for the report's mark
-/// of an LPD below −log K.
-fn classes_of_sets(data_dir: &Path) -> std::collections::BTreeMap<String, usize> {
+/// of an LPD below −log K; the multiclass data are read only when `tables` has Table V.
+fn classes_of_sets(data_dir: &Path, tables: &[Table]) -> std::collections::BTreeMap<String, usize> {
     let binary = data::BINARY_SETS.iter().map(|s| ((*s).to_string(), 2));
-    let multi = data::MULTICLASS_SETS.iter().filter_map(|s| {
+    let multiclass: &[&str] = if tables.contains(&Table::V) {
+        data::MULTICLASS_SETS
+    } else {
+        &[]
+    };
+    let multi = multiclass.iter().filter_map(|s| {
         data::load_dataset(data_dir, s)
             .ok()
             .map(|d| ((*s).to_string(), d.classes))
@@ -575,7 +580,7 @@ pub fn run(args: &PaperArgs, interrupt: Arc<AtomicBool>) -> Result<Outcome, Diag
         only: args.only.clone(),
         wall_s: started.elapsed().as_secs_f64(),
         interrupted: flow == Flow::Stop,
-        classes: classes_of_sets(&ctx.data_dir),
+        classes: classes_of_sets(&ctx.data_dir, &tables),
     };
     let text = report::render(&ctx.store, &meta);
     let report_path = args.out.join("report.md");

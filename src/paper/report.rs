@@ -167,9 +167,12 @@ fn cell(row: &Row, method: &str, best: Option<&str>, metric: Metric, chance: Opt
         return "–".to_string();
     };
     let vals: Vec<f64> = v.values().copied().collect();
-    let spread = 0.5 * (quantile(&vals, 0.75) - quantile(&vals, 0.25));
-    let mut text = format!("{} ± {}", metric.format(median(&vals)), metric.format(spread));
-    if chance.is_some_and(|c| median(&vals) < c) {
+    let (mid, spread) = (
+        median(&vals),
+        0.5 * (quantile(&vals, 0.75) - quantile(&vals, 0.25)),
+    );
+    let mut text = format!("{} ± {}", metric.format(mid), metric.format(spread));
+    if chance.is_some_and(|c| mid < c) {
         text = format!("{text} {BELOW_CHANCE}");
     }
     match best {
