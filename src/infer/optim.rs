@@ -163,6 +163,35 @@ impl Curvature {
         self.s.clear();
         self.y.clear();
     }
+
+    /// Add a pair (tests).
+    #[cfg(test)]
+    pub(crate) fn push_for_test(&mut self, s: DVector<f64>, y: DVector<f64>) {
+        self.s.push(s);
+        self.y.push(y);
+    }
+
+    /// The pairs, oldest first (tests).
+    #[cfg(test)]
+    pub(crate) fn pairs_for_test(&self) -> impl Iterator<Item = (&DVector<f64>, &DVector<f64>)> {
+        self.s.iter().zip(&self.y)
+    }
+
+    /// Carry the pairs into new coordinates x′ with x = A x′ + b: each step becomes
+    /// `step(s)` = A⁻¹ s and each gradient change `gradient(y)` = Aᵀ y. The products sᵀy are
+    /// unchanged, so the pairs describe the same curvature in the new coordinates.
+    pub fn change_coordinates(
+        &mut self,
+        step: impl Fn(&DVector<f64>) -> DVector<f64>,
+        gradient: impl Fn(&DVector<f64>) -> DVector<f64>,
+    ) {
+        for s in &mut self.s {
+            *s = step(s);
+        }
+        for y in &mut self.y {
+            *y = gradient(y);
+        }
+    }
 }
 
 pub(crate) type Objective<'a> = dyn FnMut(&DVector<f64>) -> (f64, DVector<f64>) + 'a;

@@ -147,7 +147,7 @@ fn staged<'a>(
     };
     let mut resume = |run: vi::Run<'a, Scaled>| {
         obs.phase("vi_diag on all the draws");
-        vi::resume(model, scaled(&start.z), run, start, s, obs)
+        vi::resume(model, scaled(&start.z), run, s, obs)
     };
     let first = resume(first);
     if both {
