@@ -165,7 +165,7 @@ pub fn fit_laplace(
         inner: obs,
         trace: &mut trace,
     };
-    let mut out = polished_mode(model, &theta, mode_start, &opts, &mut rec).0;
+    let mut out = polished_mode(model, &theta, mode_start, None, &opts, &mut rec).0;
     let mut iterations = out.iterations;
     let mut escapes = 0;
     let (mut chol, mut log_det_neg_h) = loop {
@@ -194,7 +194,7 @@ pub fn fit_laplace(
                     break result?;
                 };
                 escapes += 1;
-                out = polished_mode(model, &theta, x, &opts, &mut rec).0;
+                out = polished_mode(model, &theta, x, None, &opts, &mut rec).0;
                 iterations += out.iterations;
             }
             result => break result?,
@@ -208,7 +208,7 @@ pub fn fit_laplace(
             let x0 = random_start(&start, rng);
             // the user's observer sees the restarts' iterations (progress, Ctrl-C), the
             // trace keeps the first search's
-            let o = polished_mode(model, &theta, x0, &opts, &mut *rec.inner).0;
+            let o = polished_mode(model, &theta, x0, None, &opts, &mut *rec.inner).0;
             iterations += o.iterations;
             if o.interrupted {
                 break;
@@ -515,12 +515,13 @@ fn polished_mode(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
     start: DVector<f64>,
+    scale: Option<&DMatrix<f64>>,
     opts: &optim::Options,
     obs: &mut dyn Observer,
 ) -> (Outcome, Option<DMatrix<f64>>) {
     let out = {
         let _t = timing::span("laplace: mode");
-        find_mode(model, theta, start, opts, obs)
+        find_mode(model, theta, start, scale, opts, obs)
     };
     let _t = timing::span("laplace: newton polish");
     newton_polish(model, theta, out)
@@ -552,22 +553,44 @@ fn escape_saddle(model: &dyn LogDensity, theta: &DVector<f64>, out: &Outcome) ->
     best.map(|(_, x)| x)
 }
 
+/// L-BFGS on log p̃(· | θ) from `start`; with `scale` = C, in the coordinates u of
+/// w = start + C u (the outcome's point is w; its gradient norm is in u).
+///
+/// The θ searches pass the Cholesky factor of Σ = (−H)⁻¹ at the last mode found: near θ's
+/// optimum the next mode's Hessian is about the last one, −I in u, however ill-conditioned
+/// −H is. On vehicle's RBF features (D = 124, α ≈ 3·10⁻⁵) each inner search took about 700
+/// iterations in w.
 fn find_mode(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
     start: DVector<f64>,
+    scale: Option<&DMatrix<f64>>,
     opts: &optim::Options,
     obs: &mut dyn Observer,
 ) -> Outcome {
-    optim::maximize(
-        |w| {
+    let Some(c) = scale else {
+        return optim::maximize(
+            |w| {
+                timing::count("laplace: log p̃ gradients", 1);
+                value_grad(model, theta, w)
+            },
+            start,
+            opts,
+            obs,
+        );
+    };
+    let mut out = optim::maximize(
+        |u| {
             timing::count("laplace: log p̃ gradients", 1);
-            value_grad(model, theta, w)
+            let (v, g) = value_grad(model, theta, &(&start + c * u));
+            (v, c.tr_mul(&g))
         },
-        start,
+        DVector::zeros(start.len()),
         opts,
         obs,
-    )
+    );
+    out.x = &start + c * &out.x;
+    out
 }
 
 /// Newton steps w ← w − H⁻¹ ∇ from the optimiser's mode, each kept only when it does not
@@ -737,6 +760,8 @@ fn search_theta(
     obs: &mut dyn Observer,
 ) -> DVector<f64> {
     let mut warm = start.clone();
+    // the Cholesky factor of Σ at `warm` once it is a mode: the inner searches' coordinates
+    let mut warm_scale: Option<DMatrix<f64>> = None;
     let mut stopped = false;
     let d = start.len() as f64;
     // The search compares evidences to 1e-10; the inner modes must be tighter than that.
@@ -750,7 +775,7 @@ fn search_theta(
             return f64::NEG_INFINITY;
         }
         timing::count("laplace: θ evidence evaluations", 1);
-        let out = find_mode(model, theta, warm.clone(), &inner, &mut *obs);
+        let out = find_mode(model, theta, warm.clone(), warm_scale.as_ref(), &inner, &mut *obs);
         // a search stopped at its limit is finished by Newton (a converged one is left as
         // it is: the simplex compares evidences, not modes to rounding)
         let out = if out.converged {
@@ -766,8 +791,9 @@ fn search_theta(
             return f64::NEG_INFINITY;
         }
         match curvature(model, theta, &out.x) {
-            Ok((_, log_det)) => {
+            Ok((c, log_det)) => {
                 warm = out.x;
+                warm_scale = Some(c);
                 out.value + 0.5 * d * (2.0 * std::f64::consts::PI).ln() - 0.5 * log_det
             }
             Err(_) => f64::NEG_INFINITY,
@@ -864,6 +890,7 @@ fn search_theta_gradient(
     obs: &mut dyn Observer,
 ) -> (DVector<f64>, DVector<f64>) {
     let mut warm = start.clone();
+    let mut warm_scale: Option<DMatrix<f64>> = None;
     let inner = optim::Options {
         rel_tol: opts.rel_tol.min(INNER_TOL),
         max_iters: opts.max_iters.max(1000),
@@ -876,7 +903,14 @@ fn search_theta_gradient(
     let mut silent = crate::infer::Silent;
     let f = |theta: &DVector<f64>| {
         timing::count("laplace: θ evidence evaluations", 1);
-        let (out, h) = polished_mode(model, theta, warm.clone(), &inner, &mut silent);
+        let (out, h) = polished_mode(
+            model,
+            theta,
+            warm.clone(),
+            warm_scale.as_ref(),
+            &inner,
+            &mut silent,
+        );
         if !out.value.is_finite() {
             return (f64::NEG_INFINITY, DVector::zeros(theta.len()));
         }
@@ -893,6 +927,7 @@ fn search_theta_gradient(
                 let _t = timing::span("laplace: evidence gradient");
                 let r = evidence_gradient(model, theta, &out.x, out.value, &l, log_det);
                 warm = out.x;
+                warm_scale = Some(l);
                 r
             }
             Err(_) => (f64::NEG_INFINITY, DVector::zeros(theta.len())),
@@ -907,6 +942,86 @@ mod tests {
     use super::*;
     use crate::density::{Evaluated, Want};
     use crate::infer::Silent;
+
+    /// log p̃(w) = −½ (w − m)ᵀ A (w − m), A = Q diag(λ) Qᵀ with λ from 1 to 10⁶ and Q a
+    /// rotation (products of Givens rotations), m = (1, 2, …, D) / D.
+    struct IllConditioned {
+        a: DMatrix<f64>,
+        m: DVector<f64>,
+    }
+
+    impl IllConditioned {
+        fn new(d: usize, stretch: f64) -> Self {
+            let mut q = DMatrix::<f64>::identity(d, d);
+            for i in 0..d - 1 {
+                let (c, s) = (0.8f64, 0.6f64);
+                let mut g = DMatrix::<f64>::identity(d, d);
+                g[(i, i)] = c;
+                g[(i + 1, i + 1)] = c;
+                g[(i, i + 1)] = -s;
+                g[(i + 1, i)] = s;
+                q = g * q;
+            }
+            let lambda = DVector::from_fn(d, |i, _| {
+                10f64.powf(6.0 * i as f64 / (d - 1) as f64) * if i % 2 == 0 { stretch } else { 1.0 }
+            });
+            IllConditioned {
+                a: &q * DMatrix::from_diagonal(&lambda) * q.transpose(),
+                m: DVector::from_fn(d, |i, _| (i + 1) as f64 / d as f64),
+            }
+        }
+    }
+
+    impl LogDensity for IllConditioned {
+        fn dim(&self) -> usize {
+            self.m.len()
+        }
+        fn eval(&self, _t: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+            let r = w - &self.m * DMatrix::from_element(1, w.ncols(), 1.0);
+            let g = -(&self.a * &r);
+            let values = DVector::from_iterator(
+                w.ncols(),
+                (0..w.ncols()).map(|s| 0.5 * r.column(s).dot(&g.column(s))),
+            );
+            Evaluated {
+                values,
+                grad_w: want.grad_w.then_some(g),
+                grad_theta: None,
+            }
+        }
+        fn hessian(&self, _t: &DVector<f64>, _w: &DVector<f64>) -> DMatrix<f64> {
+            -&self.a
+        }
+    }
+
+    #[test]
+    fn an_inner_mode_search_in_the_coordinates_of_a_nearby_mode_takes_far_fewer_steps() {
+        let d = 20;
+        let model = IllConditioned::new(d, 1.0);
+        // C from a nearby posterior: every other curvature 1.5 times larger
+        let nearby = IllConditioned::new(d, 1.5);
+        let (c, _) = curvature(&nearby, &DVector::zeros(0), &DVector::zeros(d)).expect("positive definite");
+        let opts = optim::Options {
+            rel_tol: INNER_TOL,
+            ..optim::Options::default()
+        };
+        let theta = DVector::zeros(0);
+        let plain = find_mode(&model, &theta, DVector::zeros(d), None, &opts, &mut Silent);
+        let scaled = find_mode(&model, &theta, DVector::zeros(d), Some(&c), &opts, &mut Silent);
+        assert!(scaled.converged, "{scaled:?}");
+        assert!(
+            (&scaled.x - &model.m).amax() < 1e-6,
+            "mode {} against {}",
+            scaled.x,
+            model.m
+        );
+        assert!(
+            5 * scaled.iterations < plain.iterations,
+            "iterations: in C's coordinates {}, in w's {}",
+            scaled.iterations,
+            plain.iterations
+        );
+    }
 
     /// log p̃(w) = −w₁² + w₂²: a saddle at the origin, where the mode search starts, and no
     /// mode (log p̃ is unbounded along w₂, so escaping the saddle cannot help).
