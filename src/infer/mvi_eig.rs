@@ -58,7 +58,7 @@ impl Method for MviEig {
             z: st.z.clone(),
         };
         let phi0 = stack(&start.laplace.mode, &log_r);
-        let run = vi::optimise(model, family(&start), &phi0, &start, s, obs);
+        let run = vi::optimise_staged(model, family, &phi0, &start, s, obs);
         Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }

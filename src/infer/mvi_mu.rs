@@ -50,9 +50,8 @@ impl Method for MviMu {
     ) -> Result<Posterior, Error> {
         let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
-        let family = MeanOnly::new(start.laplace.chol.clone(), &start.z);
-        let run = vi::optimise(model, family, &start.laplace.mode.clone(), &start, s, obs);
         let family = |st: &vi::Start| MeanOnly::new(st.laplace.chol.clone(), &st.z);
+        let run = vi::optimise_staged(model, family, &start.laplace.mode.clone(), &start, s, obs);
         Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }
 }
