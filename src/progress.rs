@@ -127,6 +127,10 @@ impl Observer for Progress {
     fn phase(&mut self, name: &str) {
         self.phase = name.to_string();
         let msg = format!("{name}: starting");
+        if crate::infer::timing::trace_enabled() {
+            // `MVI_TIMING=trace`: the iterations that follow belong to this phase
+            crate::cli::err_out(&format!("phase {name}\n"));
+        }
         if let Some(bar) = self.bar() {
             bar.set_message(msg);
         }

@@ -306,6 +306,12 @@ impl Ctx {
     ) -> Option<Result<crate::report::FitReport, Diagnostic>> {
         let out = problem.fit(overrides, &self.interrupt);
         self.fits_run += 1;
+        if crate::infer::timing::enabled() {
+            // `MVI_TIMING=1 mvi bench paper …`: each fit's breakdown, under its overrides
+            let named: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            crate::cli::err_out(&format!("fit {}\n", named.join(" ")));
+            crate::infer::timing::eprint();
+        }
         match out {
             Ok(None) => None,
             Ok(Some(r)) => Some(Ok(r)),
