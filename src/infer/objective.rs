@@ -223,24 +223,40 @@ fn fresh_elbo_chunked(
 ) -> (f64, f64) {
     let d = q.dim();
     let chunk = (chunk_entries / d.max(1)).clamp(1, n.max(1));
-    let log_det = crate::posterior::log_abs_det(&q.root);
-    let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
     let mut ratios: Vec<f64> = Vec::with_capacity(n);
     while ratios.len() < n {
         let z = standard_normal(d, chunk.min(n - ratios.len()), rng);
-        let w = points(&q.mean, &(&q.root * &z));
-        let values = model.eval(theta, &w, Want::VALUE).values;
-        // Average the log ratio log p̃(w) − log q(w) per draw rather than E[log p̃] plus the
-        // exact entropy: the same expectation, but the fluctuations of log p̃ and log q
-        // cancel where q fits, so the standard error is far smaller near the optimum.
-        ratios.extend(
-            values
-                .iter()
-                .zip(z.column_iter())
-                .map(|(lp, zs)| lp + 0.5 * zs.norm_squared() + log_det + d as f64 * half_log_2pi),
-        );
+        ratios.extend(log_ratios(model, theta, q, &z));
     }
     mean_se(&ratios)
+}
+
+/// The ELBO of q estimated on the given standard-normal draws `z` (D × n), as
+/// [`fresh_elbo`] does on fresh ones: (estimate, standard error).
+pub fn elbo_on_draws(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    q: &Gaussian,
+    z: &DMatrix<f64>,
+) -> (f64, f64) {
+    mean_se(&log_ratios(model, theta, q, z))
+}
+
+/// log p̃(w) − log q(w) at w = μ + A z for each column of `z`. Averaging the log ratio per
+/// draw rather than E[log p̃] plus the exact entropy gives the same expectation, but the
+/// fluctuations of log p̃ and log q cancel where q fits, so the standard error is far
+/// smaller near the optimum.
+fn log_ratios(model: &dyn LogDensity, theta: &DVector<f64>, q: &Gaussian, z: &DMatrix<f64>) -> Vec<f64> {
+    let d = q.dim();
+    let log_det = crate::posterior::log_abs_det(&q.root);
+    let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
+    let w = points(&q.mean, &(&q.root * z));
+    let values = model.eval(theta, &w, Want::VALUE).values;
+    values
+        .iter()
+        .zip(z.column_iter())
+        .map(|(lp, zs)| lp + 0.5 * zs.norm_squared() + log_det + d as f64 * half_log_2pi)
+        .collect()
 }
 
 /// Mean and standard error of the mean; (−∞, ∞) when any value is not finite.
