@@ -78,6 +78,14 @@ impl<F: Family> Elbo<'_, F> {
     /// The ELBO and its gradient with respect to x. −∞ (with a NaN gradient) when some point
     /// falls outside the support.
     pub fn value_grad(&self, x: &DVector<f64>) -> (f64, DVector<f64>) {
+        let (value, grad, _) = self.value_grad_se(x);
+        (value, grad)
+    }
+
+    /// [`Elbo::value_grad`] and the Monte Carlo standard error of the value as an estimate
+    /// of the ELBO: the entropy term is exact, so it is that of the mean of log p̃ over the S
+    /// fixed draws, sd / √S (∞ with one draw or a non-finite value).
+    pub fn value_grad_se(&self, x: &DVector<f64>) -> (f64, DVector<f64>, f64) {
         let (phi, theta) = self.unpack(x);
         timing::count("elbo: evaluations", 1);
         let (w, log_det) = {
@@ -98,8 +106,17 @@ impl<F: Family> Elbo<'_, F> {
         let s = w.ncols() as f64;
         let value = e.values.sum() / s + log_det + entropy_constant(w.nrows());
         if !value.is_finite() {
-            return (f64::NEG_INFINITY, DVector::from_element(x.len(), f64::NAN));
+            return (
+                f64::NEG_INFINITY,
+                DVector::from_element(x.len(), f64::NAN),
+                f64::INFINITY,
+            );
         }
+        let se = if e.values.len() > 1 {
+            mean_se(e.values.as_slice()).1
+        } else {
+            f64::INFINITY
+        };
         let g = e.grad_w.expect("eval was asked for grad_w");
         let _t = timing::span("elbo: family backward");
         let mut grad = DVector::zeros(x.len());
@@ -109,7 +126,7 @@ impl<F: Family> Elbo<'_, F> {
             let mean = e.grad_theta.expect("eval was asked for grad_theta");
             grad.rows_mut(phi.len(), mean.len()).copy_from(&mean);
         }
-        (value, grad)
+        (value, grad, se)
     }
 }
 

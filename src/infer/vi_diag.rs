@@ -137,7 +137,7 @@ fn staged<'a>(
     let [a, b] = starts.map(|(phase, phi0)| {
         obs.phase(&format!("{phase}, on {sub} of the draws"));
         let _t = timing::span("vi: first stage (S / 8)");
-        vi::optimise(model, scaled(&small.z), &phi0, &small, s, obs)
+        vi::optimise_first_stage(model, scaled(&small.z), &phi0, &small, s, obs)
     });
     let both = a.outcome.converged
         && b.outcome.converged
