@@ -36,6 +36,10 @@ pub struct ViSettings {
     /// Whether S may grow when the fit is over-fitted to its draws (see [`finish_growing`]):
     /// true when `samples` is not given; an explicit `samples` keeps S fixed.
     pub grow_samples: bool,
+    /// Whether the ELBO optimisation also stops once settled in its Monte Carlo noise
+    /// ([`SETTLE_FRACTION`]); true except in the first stage of a two-stage fit
+    /// ([`ViSettings::first_stage`]).
+    pub settle: bool,
 }
 
 /// S grows at most to this multiple of its starting value.
@@ -48,6 +52,7 @@ impl Default for ViSettings {
             samples: 1000,
             laplace_hyper_search: true,
             grow_samples: false,
+            settle: true,
         }
     }
 }
@@ -63,7 +68,21 @@ impl ViSettings {
             samples: r.int("samples", 2, 1000)?,
             laplace_hyper_search: r.word("laplace_hyper", &["search", "given"], "search")? == "search",
             grow_samples: !r.has("samples"),
+            settle: true,
         })
+    }
+
+    /// These settings for the first stage of a two-stage fit, on S / 8 draws
+    /// ([`optimise_staged`], `vi_diag`'s two starts): run to the tolerance `tol`, never
+    /// stopped as settled in the noise, because the first stage's optimum decides between
+    /// starts and a plateau on the way to a better one can look settled (vehicle's RBF
+    /// features, split 1: `vi_diag`'s start from σ² = 10⁻⁴ stopped 305 nats below the
+    /// optimum it reaches).
+    pub fn first_stage(&self) -> ViSettings {
+        ViSettings {
+            settle: false,
+            ..*self
+        }
     }
 
     /// Read the options of a fixed-sample method that takes exactly the VI keys
@@ -189,33 +208,13 @@ pub fn optimise<'a, F: Family>(
     settings: &ViSettings,
     obs: &mut dyn Observer,
 ) -> Run<'a, F> {
-    optimise_from(model, family, phi0, from_start(start, true), settings, obs)
-}
-
-/// [`optimise`] as the first stage on S / 8 draws ([`optimise_staged`], `vi_diag`'s two
-/// starts): run to the tolerance `tol`, never stopped as settled in the noise, because the
-/// first stage's optimum decides between starts and a plateau on the way to a better one
-/// can look settled (vehicle's RBF features, split 1: `vi_diag`'s start from σ² = 10⁻⁴
-/// stopped 305 nats below the optimum it reaches).
-pub fn optimise_first_stage<'a, F: Family>(
-    model: &'a dyn LogDensity,
-    family: F,
-    phi0: &DVector<f64>,
-    start: &Start,
-    settings: &ViSettings,
-    obs: &mut dyn Observer,
-) -> Run<'a, F> {
-    optimise_from(model, family, phi0, from_start(start, false), settings, obs)
-}
-
-fn from_start(start: &Start, settle: bool) -> Resumed {
-    Resumed {
+    let from = Resumed {
         theta: start.laplace.theta.clone(),
         precond: start.laplace.chol.clone(),
         curvature: Curvature::default(),
         drift: Some(DRIFT),
-        settle,
-    }
+    };
+    optimise_from(model, family, phi0, from, settings, obs)
 }
 
 /// Where an optimisation resumes: θ, the mean's coordinates C and L-BFGS's curvature pairs
@@ -226,8 +225,6 @@ struct Resumed {
     precond: DMatrix<f64>,
     curvature: Curvature,
     drift: Option<f64>,
-    /// Whether the run stops once settled in the noise ([`SETTLE_FRACTION`]).
-    settle: bool,
 }
 
 /// L-BFGS pairs kept by the ELBO optimisations (10 elsewhere). An evaluation costs S
@@ -376,7 +373,6 @@ fn optimise_from<'a, F: Family>(
         mut precond,
         mut curvature,
         drift,
-        settle,
     } = from;
     let learn = settings.common.learn_hyper && model.theta_dim() > 0;
     let fixed_theta = if learn { None } else { Some(theta.clone()) };
@@ -413,7 +409,7 @@ fn optimise_from<'a, F: Family>(
             drifted: false,
             recent,
             last_se: &last_se,
-            settle,
+            settle: settings.settle,
             settled: false,
         };
         let mut outcome = {
@@ -502,7 +498,7 @@ pub fn optimise_staged<'a, F: Family>(
     let small = on_sub_draws(start, sub);
     let first = {
         let _t = timing::span("vi: first stage (S / 8)");
-        optimise_first_stage(model, family(&small), phi0, &small, settings, obs)
+        optimise(model, family(&small), phi0, &small, &settings.first_stage(), obs)
     };
     resume(model, family(start), first, settings, obs)
 }
@@ -543,7 +539,6 @@ pub fn resume<'a, F: Family, G: Family>(
         precond: run.precond,
         curvature: run.curvature,
         drift: Some(DRIFT),
-        settle: true,
     };
     let _t = timing::span("vi: second stage (all S)");
     optimise_from(model, family, &phi, from, settings, obs)
@@ -594,7 +589,6 @@ pub fn finish_growing<'a, F: Family>(
             precond,
             curvature: Curvature::default(),
             drift: Some(DRIFT),
-            settle: true,
         };
         run = optimise_from(model, family(&start), &phi, from, &s, obs);
     }
@@ -732,15 +726,14 @@ mod tests {
         // the Laplace fit at θ = 0: mode 0, covariance I
         let identity = DMatrix::identity(DS, DS);
         let phi0 = stack(&DVector::zeros(DS), &DVector::zeros(DS));
-        let settings = ViSettings::default();
+        // both run to the tolerance: the test compares their optima
+        let settings = ViSettings::default().first_stage();
         let fit = |drift| {
             let from = Resumed {
                 theta: DVector::zeros(1),
                 precond: identity.clone(),
                 curvature: Curvature::default(),
                 drift,
-                // both run to the tolerance: the test compares their optima
-                settle: false,
             };
             let family = Scaled {
                 q: None,
@@ -783,14 +776,16 @@ mod tests {
         // the stale coordinates (no renewal) make this run crawl towards its optimum
         let fit = |settle| {
             let from = Resumed {
+                theta: start.laplace.theta.clone(),
+                precond: start.laplace.chol.clone(),
+                curvature: Curvature::default(),
                 drift: None,
-                settle,
-                ..from_start(&start, settle)
             };
             let family = Scaled {
                 q: None,
                 z: start.z.clone(),
             };
+            let settings = ViSettings { settle, ..settings };
             optimise_from(&Stretching, family, &phi0, from, &settings, &mut Silent)
         };
         let (settled, full) = (fit(true), fit(false));

@@ -137,7 +137,7 @@ fn staged<'a>(
     let [a, b] = starts.map(|(phase, phi0)| {
         obs.phase(&format!("{phase}, on {sub} of the draws"));
         let _t = timing::span("vi: first stage (S / 8)");
-        vi::optimise_first_stage(model, scaled(&small.z), &phi0, &small, s, obs)
+        vi::optimise(model, scaled(&small.z), &phi0, &small, &s.first_stage(), obs)
     });
     let both = a.outcome.converged
         && b.outcome.converged
@@ -261,14 +261,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_staged_fit_reaches_the_optimum_of_both_starts_on_all_draws_for_less_work() {
+    /// [`Skewed`], the default settings and their Laplace start.
+    fn skewed_start() -> (Skewed, ViSettings, vi::Start) {
         let model = Skewed {
             columns: AtomicUsize::new(0),
         };
         let s = ViSettings::default();
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         let start = vi::start(&model, &s, &mut rng, &mut Silent).expect("a Laplace fit");
+        (model, s, start)
+    }
+
+    #[test]
+    fn the_staged_fit_reaches_the_optimum_of_both_starts_on_all_draws_for_less_work() {
+        let (model, s, start) = skewed_start();
         let mode = &start.laplace.mode;
         let starts = || {
             [
@@ -305,12 +311,7 @@ mod tests {
 
     #[test]
     fn a_start_far_behind_after_the_first_stage_is_out_of_reach_and_one_at_the_same_optimum_is_not() {
-        let model = Skewed {
-            columns: AtomicUsize::new(0),
-        };
-        let s = ViSettings::default();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let start = vi::start(&model, &s, &mut rng, &mut Silent).expect("a Laplace fit");
+        let (model, s, start) = skewed_start();
         let small = vi::on_sub_draws(&start, vi::sub_samples(s.samples).expect("a first stage"));
         let mode = &start.laplace.mode;
         let log_sd = |v: f64| DVector::from_element(D, v);

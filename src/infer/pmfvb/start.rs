@@ -115,6 +115,7 @@ pub fn fallback(
         samples: FALLBACK_SAMPLES,
         laplace_hyper_search: true,
         grow_samples: false,
+        settle: true,
     };
     let z = standard_normal(d, FALLBACK_SAMPLES, rng);
     let chol = DMatrix::from_diagonal_element(d, d, FALLBACK_VARIANCE.sqrt());
