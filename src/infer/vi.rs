@@ -297,11 +297,11 @@ impl DriftWatch<'_, '_> {
         let gain = last - first;
         // the last SETTLE_RECENT steps gained no faster than the window's average: not
         // leaving a plateau
-        let recent = last - self.recent[n.saturating_sub(SETTLE_RECENT + 1)];
+        let last_steps = last - self.recent[n.saturating_sub(SETTLE_RECENT + 1)];
         n == SETTLE_WINDOW + 1
             && last.is_finite()
             && gain < SETTLE_FRACTION * self.last_se.get()
-            && recent * SETTLE_WINDOW as f64 <= gain * SETTLE_RECENT as f64
+            && last_steps * SETTLE_WINDOW as f64 <= gain * SETTLE_RECENT as f64
     }
 }
 
@@ -819,7 +819,8 @@ mod tests {
             settle: true,
             settled: false,
         };
-        // 21 steps of 10⁻⁴, then steps growing fast: 0.09 in all, below 0.1 se
+        // 21 steps of 10⁻⁴, then steps growing fast: 0.066 in all, below 0.1 se, so only
+        // the acceleration keeps it from settling
         let plateau = (0..SETTLE_WINDOW + 1).map(|i| {
             let i = i as f64;
             1e-4 * i.min(21.0) + 1e-3 * (i - 21.0).max(0.0).powi(3)
