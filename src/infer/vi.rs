@@ -314,7 +314,7 @@ impl Observer for DriftWatch<'_, '_> {
         if !self.inner.iteration(&shifted) {
             return false;
         }
-        if self.settles(record.objective) && self.settle {
+        if self.settle && self.settles(record.objective) {
             self.settled = true;
             return false;
         }

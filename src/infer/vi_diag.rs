@@ -122,9 +122,9 @@ fn on_all_draws<'a>(
 /// from where they ended. Only the better one is continued when the two reached the same
 /// optimum (or one of them stopped at the iteration cap, where there is no choice between
 /// optima to make); both are, and the better kept on all S draws, when they converged to
-/// different optima and the worse is [`within_reach`] of the better. The objective is the same as optimising both starts on all S draws
-/// from the start; the first stage costs S / 8 draws per evaluation, and the second starts
-/// next to the optimum.
+/// different optima and the worse is [`within_reach`] of the better. The objective is the
+/// same as optimising both starts on all S draws from the start; the first stage costs
+/// S / 8 draws per evaluation, and the second starts next to the optimum.
 fn staged<'a>(
     model: &'a dyn LogDensity,
     start: &vi::Start,
