@@ -316,6 +316,92 @@ fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     std::fs::remove_dir_all(&out).expect("scratch directory removed");
 }
 
+/// `fixed-centres-select` on iris (Table V): the search on RBF features, `laplace` on the
+/// inputs and on the RBF features, then the four VI methods on the features whose evidence
+/// is higher. `select` holds the higher of the two evidences its note names, the stored
+/// `laplace` is that fit, and every method has its M. With the fits after the choice removed
+/// from the store, a second run reads the choice from `select` and refits them alone, to
+/// the same `laplace`.
+#[test]
+fn fixed_centres_select_fits_the_methods_on_the_features_with_the_higher_evidence() {
+    let out = scratch("select");
+    let args = [
+        "--only",
+        "iris",
+        "--tables",
+        "V",
+        "--centres",
+        "3",
+        "--protocol",
+        "fixed-centres-select",
+    ];
+    let o = bench(&out, &args);
+    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
+    // 1 search fit, 2 laplace fits, 4 VI methods; stored: search, select, 5 methods
+    assert!(
+        text(&o.stdout).starts_with("7 fits run, 7 results stored"),
+        "{}",
+        text(&o.stdout)
+    );
+    let recs = records(&out);
+    let get = |m: &str| recs.iter().find(|r| r["method"] == m).expect("stored").clone();
+    let select = get("select");
+    let note = select["notes"][0].as_str().expect("the choice's note");
+    // "log evidence: inputs A, RBF features (M = 3) B"
+    let evidences: Vec<f64> = note
+        .split(", ")
+        .map(|part| {
+            part.rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .expect("a number")
+        })
+        .collect();
+    assert!(note.contains("(M = 3)"), "{note}");
+    let best = evidences[0].max(evidences[1]);
+    let chosen = select["log_evidence"].as_f64().expect("the chosen evidence");
+    assert!((chosen - best).abs() < 1e-3, "{note}: chose {chosen}");
+    let rbf = evidences[1] > evidences[0];
+    assert_eq!(
+        select["centres"],
+        if rbf { 3.into() } else { serde_json::Value::Null }
+    );
+    let laplace = get("laplace");
+    assert_eq!(laplace["log_evidence"], select["log_evidence"]);
+    for r in recs.iter().filter(|r| r["method"] != "search") {
+        assert!(r["failed"].is_null(), "{r}");
+        assert_eq!(r["centres"], select["centres"], "{r}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md is written");
+    assert!(report.contains("`fixed-centres-select`"), "{report}");
+    assert!(report.contains("| iris | 1 |"), "{report}");
+
+    // keep the search and the choice only: the rerun fits laplace and the VI methods
+    let kept: Vec<String> = std::fs::read_to_string(out.join("results.jsonl"))
+        .expect("the store")
+        .lines()
+        .filter(|l| l.contains("\"method\":\"search\"") || l.contains("\"method\":\"select\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(kept.len(), 2);
+    std::fs::write(out.join("results.jsonl"), kept.concat()).expect("store rewritten");
+    let o = bench(&out, &args);
+    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).starts_with("5 fits run, 7 results stored"),
+        "{}",
+        text(&o.stdout)
+    );
+    let again = records(&out);
+    let refit = again
+        .iter()
+        .find(|r| r["method"] == "laplace")
+        .expect("laplace refitted");
+    assert_eq!(refit["log_evidence"], laplace["log_evidence"]);
+    assert_eq!(refit["lpd"], laplace["lpd"]);
+    std::fs::remove_dir_all(&out).expect("scratch directory removed");
+}
+
 #[test]
 fn unknown_set_and_table_are_diagnostics_with_exit_code_2() {
     let out = scratch("bad");

@@ -112,7 +112,9 @@ pub fn uniform_pairs(n: usize, seed: u64) -> Vec<(f64, f64)> {
 pub fn model_of(protocol: Protocol) -> (&'static str, &'static str) {
     match protocol {
         Protocol::LearnedCentres => (MODEL_LEARNED, "logistic_rbf_centres.mvi"),
-        Protocol::FixedCentres | Protocol::FixedCentresRbf => (MODEL, "logistic_rbf_banana.mvi"),
+        Protocol::FixedCentres | Protocol::FixedCentresRbf | Protocol::FixedCentresSelect => {
+            (MODEL, "logistic_rbf_banana.mvi")
+        }
     }
 }
 

@@ -106,6 +106,12 @@ pub enum Protocol {
     /// the centres fixed at k-means, the search of `fixed-centres`): separates what the RBF
     /// features do from what learning the centres does.
     FixedCentresRbf,
+    /// `fixed-centres` with Tables V/VI's features chosen per split by the Laplace evidence:
+    /// the softmax on the inputs (`examples/softmax_iris.mvi`, α learned) and on RBF features
+    /// (`fixed-centres-rbf`'s model, after its search, r and α learned) are each fitted by
+    /// `laplace`, and the methods run on the one whose log evidence is higher (stored as
+    /// `select`). The choice of M by the evidence extended to "no RBF features".
+    FixedCentresSelect,
 }
 
 impl Protocol {
@@ -115,6 +121,7 @@ impl Protocol {
             Protocol::LearnedCentres => "learned-centres",
             Protocol::FixedCentres => "fixed-centres",
             Protocol::FixedCentresRbf => "fixed-centres-rbf",
+            Protocol::FixedCentresSelect => "fixed-centres-select",
         }
     }
 
@@ -335,10 +342,8 @@ impl Ctx {
     }
 
     /// Fit the five methods of one split: `laplace` with θ learned from `theta_start`, then
-    /// the VI methods from Laplace's θ (`laplace_hyper = given`: their Laplace starts do not
-    /// repeat the evidence search), or from `theta_start` when they fail numerically from
-    /// Laplace's θ (with a note saying so). Each finished method is stored at once; stored
-    /// methods are skipped.
+    /// the VI methods from Laplace's θ ([`Ctx::fit_method`]). Each finished method is stored
+    /// at once; stored methods are skipped.
     ///
     /// # Errors
     /// The store could not be written, or an override was rejected.
@@ -355,67 +360,92 @@ impl Ctx {
             if self.store.contains(table.name(), set, split, method) {
                 continue;
             }
-            let laplace_theta = match self.store.get(table.name(), set, split, "laplace") {
-                Some(l) if *method != "laplace" && l.failed.is_none() => Some(l.theta.clone()),
-                _ => None,
-            };
-            problem.start_hypers(laplace_theta.as_deref().unwrap_or(theta_start))?;
-            self.show(format!("{} {set} split {split}: {method}", table.name()));
-            let overrides = [
-                ("method", (*method).to_string()),
-                ("learn_hyper", "true".to_string()),
-                ("samples", self.plan.samples.to_string()),
-                ("test_draws", self.plan.test_draws.to_string()),
-                ("seed", (split as u64 + 1).to_string()),
-            ];
-            let mut overrides: Vec<(&str, String)> = overrides
-                .into_iter()
-                .filter(|(k, _)| *k != "samples" || *method != "laplace")
-                .collect();
-            if laplace_theta.is_some() {
-                // θ is already the `laplace` step's evidence optimum: the VI method's Laplace
-                // start need not search it again (it still learns θ on the ELBO).
-                overrides.push(("laplace_hyper", "given".to_string()));
-            }
-            let started = Instant::now();
-            let Some(mut result) = self.fit(problem, &overrides) else {
+            let Some(rec) = self.fit_method(table, set, split, method, problem, theta_start, centres)? else {
                 return Ok(Flow::Stop);
             };
-            let mut note = None;
-            // a numerical failure only: another θ cannot help a rejected setting (too few
-            // samples for the method's family)
-            let numerical = matches!(&result, Err(e) if e.code == "mvi::infer::failed");
-            if let (Err(e), Some(_), true) = (&result, &laplace_theta, numerical) {
-                // Laplace's θ can be degenerate (the evidence over the learned centres drives
-                // α towards 0 until the Hessian is singular to working precision): start the
-                // method from the search's θ instead, which the evidence search accepted
-                note = Some(format!(
-                    "started from the search's θ: from the laplace step's θ the fit failed ({e})"
-                ));
-                problem.start_hypers(theta_start)?;
-                let Some(retry) = self.fit(problem, &overrides) else {
-                    return Ok(Flow::Stop);
-                };
-                result = retry;
-            }
-            let mut rec = Record::new(table.name(), set, split, method);
-            rec.centres = centres;
-            match result {
-                Ok(report) => {
-                    fit::fill_record(&mut rec, &report);
-                    rec.notes.extend(note);
-                }
-                Err(e) => {
-                    rec.failed = Some(match note {
-                        Some(first) => format!("{e}; {first}"),
-                        None => e.to_string(),
-                    })
-                }
-            }
-            rec.seconds = started.elapsed().as_secs_f64();
             self.save(rec)?;
         }
         Ok(Flow::Continue)
+    }
+
+    /// Fit one method of one split and return its record (not stored; `None` when
+    /// interrupted): `laplace` with θ learned from `theta_start`; a VI method from the stored
+    /// `laplace` record's θ (`laplace_hyper = given`: its Laplace start does not repeat the
+    /// evidence search), or from `theta_start` when it fails numerically from Laplace's θ
+    /// (with a note saying so) or no `laplace` record is stored.
+    ///
+    /// # Errors
+    /// An override was rejected.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_method(
+        &mut self,
+        table: Table,
+        set: &str,
+        split: usize,
+        method: &str,
+        problem: &mut Problem,
+        theta_start: &[(String, f64)],
+        centres: Option<usize>,
+    ) -> Result<Option<Record>, Diagnostic> {
+        let laplace_theta = match self.store.get(table.name(), set, split, "laplace") {
+            Some(l) if method != "laplace" && l.failed.is_none() => Some(l.theta.clone()),
+            _ => None,
+        };
+        problem.start_hypers(laplace_theta.as_deref().unwrap_or(theta_start))?;
+        self.show(format!("{} {set} split {split}: {method}", table.name()));
+        let overrides = [
+            ("method", method.to_string()),
+            ("learn_hyper", "true".to_string()),
+            ("samples", self.plan.samples.to_string()),
+            ("test_draws", self.plan.test_draws.to_string()),
+            ("seed", (split as u64 + 1).to_string()),
+        ];
+        let mut overrides: Vec<(&str, String)> = overrides
+            .into_iter()
+            .filter(|(k, _)| *k != "samples" || method != "laplace")
+            .collect();
+        if laplace_theta.is_some() {
+            // θ is already the `laplace` step's evidence optimum: the VI method's Laplace
+            // start need not search it again (it still learns θ on the ELBO).
+            overrides.push(("laplace_hyper", "given".to_string()));
+        }
+        let started = Instant::now();
+        let Some(mut result) = self.fit(problem, &overrides) else {
+            return Ok(None);
+        };
+        let mut note = None;
+        // a numerical failure only: another θ cannot help a rejected setting (too few
+        // samples for the method's family)
+        let numerical = matches!(&result, Err(e) if e.code == "mvi::infer::failed");
+        if let (Err(e), Some(_), true) = (&result, &laplace_theta, numerical) {
+            // Laplace's θ can be degenerate (the evidence over the learned centres drives
+            // α towards 0 until the Hessian is singular to working precision): start the
+            // method from the search's θ instead, which the evidence search accepted
+            note = Some(format!(
+                "started from the search's θ: from the laplace step's θ the fit failed ({e})"
+            ));
+            problem.start_hypers(theta_start)?;
+            let Some(retry) = self.fit(problem, &overrides) else {
+                return Ok(None);
+            };
+            result = retry;
+        }
+        let mut rec = Record::new(table.name(), set, split, method);
+        rec.centres = centres;
+        match result {
+            Ok(report) => {
+                fit::fill_record(&mut rec, &report);
+                rec.notes.extend(note);
+            }
+            Err(e) => {
+                rec.failed = Some(match note {
+                    Some(first) => format!("{e}; {first}"),
+                    None => e.to_string(),
+                })
+            }
+        }
+        rec.seconds = started.elapsed().as_secs_f64();
+        Ok(Some(rec))
     }
 }
 

@@ -295,7 +295,9 @@ fn header(meta: &Meta, store: &Store) -> String {
         p.protocol.name(),
         match p.protocol {
             super::Protocol::LearnedCentres => "learned with r and α",
-            super::Protocol::FixedCentres | super::Protocol::FixedCentresRbf => "fixed at k-means",
+            super::Protocol::FixedCentres
+            | super::Protocol::FixedCentresRbf
+            | super::Protocol::FixedCentresSelect => "fixed at k-means",
         },
         p.binary_splits,
         p.multiclass_splits,

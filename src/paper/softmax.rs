@@ -17,6 +17,7 @@ use nalgebra::DMatrix;
 
 use super::data::{self, Dataset, Split, Standardizer};
 use super::fit::{labels_json, matrix_json, Problem};
+use super::store::Record;
 use super::{logistic, Ctx, Flow, PaperArgs, Protocol, Table};
 use crate::diagnostic::Diagnostic;
 
@@ -57,35 +58,153 @@ fn model_data_rbf(ds: &Dataset, s: &Split, c: &DMatrix<f64>) -> Value {
     v
 }
 
-/// One split on RBF features (`learned-centres`, `fixed-centres-rbf`): the search (stored as `search`), then the methods.
-fn run_split_rbf(ctx: &mut Ctx, set: &str, i: usize, ds: &Dataset, s: &Split) -> Result<Flow, Diagnostic> {
-    let x = data::select_rows(&ds.x, &s.train);
-    let xs = Standardizer::fit(&x).apply(&x);
-    let model = if ctx.plan.protocol.learns_centres() {
+/// The model of the RBF features under the run's protocol: learned centres under
+/// `learned-centres`, fixed ones otherwise.
+fn rbf_model(ctx: &Ctx) -> (&'static str, &'static str) {
+    if ctx.plan.protocol.learns_centres() {
         (MODEL_RBF, "softmax_rbf_iris.mvi")
     } else {
         (MODEL_RBF_FIXED, "softmax_rbf_fixed.mvi")
-    };
-    let rec = match ctx.store.get(Table::V.name(), set, i, "search") {
-        Some(r) => r.clone(),
-        None => {
-            let data = |c: &DMatrix<f64>| model_data_rbf(ds, s, c);
-            let Some(r) = logistic::search(ctx, Table::V, set, i, &xs, model, &data)? else {
-                return Ok(Flow::Stop);
-            };
-            ctx.save(r.clone())?;
-            r
-        }
-    };
-    if rec.failed.is_some() {
-        return Ok(Flow::Continue);
     }
-    let m = rec
+}
+
+/// The split's search over (M, r, α) on RBF features ([`logistic::search`]), stored as
+/// `search`; the stored one when there is one. `None` when interrupted.
+fn search_rbf(
+    ctx: &mut Ctx,
+    set: &str,
+    i: usize,
+    ds: &Dataset,
+    s: &Split,
+    xs: &DMatrix<f64>,
+) -> Result<Option<Record>, Diagnostic> {
+    if let Some(r) = ctx.store.get(Table::V.name(), set, i, "search") {
+        return Ok(Some(r.clone()));
+    }
+    let data = |c: &DMatrix<f64>| model_data_rbf(ds, s, c);
+    let Some(r) = logistic::search(ctx, Table::V, set, i, xs, rbf_model(ctx), &data)? else {
+        return Ok(None);
+    };
+    ctx.save(r.clone())?;
+    Ok(Some(r))
+}
+
+/// The problem on RBF features with the search's M (its centres at k-means), and M.
+fn problem_rbf(
+    ctx: &Ctx,
+    set: &str,
+    i: usize,
+    ds: &Dataset,
+    s: &Split,
+    xs: &DMatrix<f64>,
+    search: &Record,
+) -> Result<(Problem, usize), Diagnostic> {
+    let m = search
         .centres
         .unwrap_or(logistic::CENTRES[logistic::CENTRES.len() - 1]);
-    let c = logistic::centres(&xs, set, i, m);
-    let mut problem = Problem::new(model.0, model.1, &model_data_rbf(ds, s, &c))?;
-    ctx.fit_methods(Table::V, set, i, &mut problem, &rec.theta, Some(m))
+    let c = logistic::centres(xs, set, i, m);
+    let (text, file) = rbf_model(ctx);
+    Ok((Problem::new(text, file, &model_data_rbf(ds, s, &c))?, m))
+}
+
+/// The standardised training inputs of a split, where the RBF centres are placed.
+fn standardised_train(ds: &Dataset, s: &Split) -> DMatrix<f64> {
+    let x = data::select_rows(&ds.x, &s.train);
+    Standardizer::fit(&x).apply(&x)
+}
+
+/// One split on RBF features (`learned-centres`, `fixed-centres-rbf`): the search (stored as `search`), then the methods.
+fn run_split_rbf(ctx: &mut Ctx, set: &str, i: usize, ds: &Dataset, s: &Split) -> Result<Flow, Diagnostic> {
+    let xs = standardised_train(ds, s);
+    let Some(search) = search_rbf(ctx, set, i, ds, s, &xs)? else {
+        return Ok(Flow::Stop);
+    };
+    if search.failed.is_some() {
+        return Ok(Flow::Continue);
+    }
+    let (mut problem, m) = problem_rbf(ctx, set, i, ds, s, &xs, &search)?;
+    ctx.fit_methods(Table::V, set, i, &mut problem, &search.theta, Some(m))
+}
+
+/// The start of α for the softmax on the inputs.
+fn inputs_start() -> [(String, f64); 1] {
+    [("alpha".to_string(), 1.0)]
+}
+
+/// A `laplace` record's log evidence when the fit succeeded and it is finite.
+fn evidence(r: &Record) -> Option<f64> {
+    r.log_evidence.filter(|v| r.failed.is_none() && v.is_finite())
+}
+
+/// Whether the RBF features win the choice by evidence: only when their log evidence is
+/// finite and higher than the inputs' (a tie, or neither finite, keeps the inputs).
+fn rbf_wins(inputs: Option<f64>, rbf: Option<f64>) -> bool {
+    rbf.is_some() && rbf > inputs
+}
+
+/// One split under `fixed-centres-select`: the search on RBF features, `laplace` on the
+/// inputs and on the search's RBF features, then the methods on the features with the higher
+/// log evidence (the inputs on a tie, or when neither is finite). The choice is stored
+/// first, as `select`: `centres` the chosen features' M (`None`: the inputs), its log
+/// evidence, both evidences in its note, and as `seconds` the other `laplace` fit's time;
+/// then the chosen `laplace` record. A resumed split reads the choice from `select`.
+fn run_split_select(ctx: &mut Ctx, set: &str, i: usize, ds: &Dataset, s: &Split) -> Result<Flow, Diagnostic> {
+    let xs = standardised_train(ds, s);
+    let Some(search) = search_rbf(ctx, set, i, ds, s, &xs)? else {
+        return Ok(Flow::Stop);
+    };
+    let mut rbf = match search.failed {
+        None => Some(problem_rbf(ctx, set, i, ds, s, &xs, &search)?),
+        Some(_) => None,
+    };
+    let mut inputs = Problem::new(MODEL, "softmax_iris.mvi", &model_data(ds, s))?;
+    let chosen = match ctx.store.get(Table::V.name(), set, i, "select") {
+        Some(sel) => sel.centres,
+        None => {
+            let Some(on_inputs) =
+                ctx.fit_method(Table::V, set, i, "laplace", &mut inputs, &inputs_start(), None)?
+            else {
+                return Ok(Flow::Stop);
+            };
+            let on_rbf = match &mut rbf {
+                Some((problem, m)) => {
+                    let Some(r) =
+                        ctx.fit_method(Table::V, set, i, "laplace", problem, &search.theta, Some(*m))?
+                    else {
+                        return Ok(Flow::Stop);
+                    };
+                    Some(r)
+                }
+                None => None,
+            };
+            let (ev_inputs, ev_rbf) = (evidence(&on_inputs), on_rbf.as_ref().and_then(evidence));
+            let show = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.3}"));
+            let mut sel = Record::new(Table::V.name(), set, i, "select");
+            sel.notes.push(format!(
+                "log evidence: inputs {}, RBF features (M = {}) {}",
+                show(ev_inputs),
+                search.centres.map_or("none".to_string(), |m| m.to_string()),
+                show(ev_rbf)
+            ));
+            let (chosen, other) = match on_rbf {
+                Some(r) if rbf_wins(ev_inputs, ev_rbf) => (r, Some(on_inputs)),
+                r => (on_inputs, r),
+            };
+            sel.centres = chosen.centres;
+            sel.log_evidence = evidence(&chosen);
+            sel.seconds = other.map_or(0.0, |o| o.seconds);
+            let centres = sel.centres;
+            ctx.save(sel)?;
+            ctx.save(chosen)?;
+            centres
+        }
+    };
+    match (chosen, rbf) {
+        (Some(m), Some((mut problem, _))) => {
+            ctx.fit_methods(Table::V, set, i, &mut problem, &search.theta, Some(m))
+        }
+        _ => ctx.fit_methods(Table::V, set, i, &mut inputs, &inputs_start(), None),
+    }
 }
 
 /// Run Tables V/VI for every selected multiclass set.
@@ -96,16 +215,23 @@ pub fn run_table(ctx: &mut Ctx, args: &PaperArgs) -> Result<Flow, Diagnostic> {
     for set in data::MULTICLASS_SETS.iter().filter(|s| super::selected(args, s)) {
         let ds = data::load_dataset(&ctx.data_dir, set)?;
         for i in 0..ctx.plan.multiclass_splits {
-            let rbf = ctx.plan.protocol != Protocol::FixedCentres;
-            let extra: &[&str] = if rbf { &["search"] } else { &[] };
+            let protocol = ctx.plan.protocol;
+            let extra: &[&str] = match protocol {
+                Protocol::FixedCentres => &[],
+                Protocol::FixedCentresSelect => &["search", "select"],
+                Protocol::LearnedCentres | Protocol::FixedCentresRbf => &["search"],
+            };
             if !ctx.split_done(Table::V, set, i, extra) {
                 let s = split(set, i, ds.x.nrows());
-                let flow = if rbf {
-                    run_split_rbf(ctx, set, i, &ds, &s)?
-                } else {
-                    let mut problem = Problem::new(MODEL, "softmax_iris.mvi", &model_data(&ds, &s))?;
-                    let start = [("alpha".to_string(), 1.0)];
-                    ctx.fit_methods(Table::V, set, i, &mut problem, &start, None)?
+                let flow = match protocol {
+                    Protocol::FixedCentres => {
+                        let mut problem = Problem::new(MODEL, "softmax_iris.mvi", &model_data(&ds, &s))?;
+                        ctx.fit_methods(Table::V, set, i, &mut problem, &inputs_start(), None)?
+                    }
+                    Protocol::FixedCentresSelect => run_split_select(ctx, set, i, &ds, &s)?,
+                    Protocol::LearnedCentres | Protocol::FixedCentresRbf => {
+                        run_split_rbf(ctx, set, i, &ds, &s)?
+                    }
                 };
                 if flow == Flow::Stop {
                     return Ok(Flow::Stop);
@@ -120,6 +246,27 @@ pub fn run_table(ctx: &mut Ctx, args: &PaperArgs) -> Result<Flow, Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rbf_features_win_only_with_a_finite_higher_evidence() {
+        assert!(rbf_wins(Some(-120.0), Some(-100.0)));
+        assert!(rbf_wins(None, Some(-100.0)));
+        assert!(!rbf_wins(Some(-100.0), Some(-120.0)));
+        assert!(!rbf_wins(Some(-100.0), Some(-100.0)));
+        assert!(!rbf_wins(Some(-100.0), None));
+        assert!(!rbf_wins(None, None));
+        let failed = Record {
+            failed: Some("no mode".into()),
+            log_evidence: Some(-1.0),
+            ..Record::new("V", "iris", 0, "laplace")
+        };
+        assert_eq!(evidence(&failed), None);
+        let infinite = Record {
+            log_evidence: Some(f64::NEG_INFINITY),
+            ..Record::new("V", "iris", 0, "laplace")
+        };
+        assert_eq!(evidence(&infinite), None);
+    }
 
     #[test]
     fn splits_are_seventy_thirty_and_differ_between_indices() {
