@@ -23,6 +23,7 @@ use crate::run::{self, RunInfo};
 use super::store::Record;
 
 /// A checked and lowered model with its data.
+#[derive(Clone)]
 pub struct Problem {
     typed: TypedModel,
     joint: LogJoint,

@@ -146,11 +146,23 @@ pub fn search(
     let started = std::time::Instant::now();
     let protocol = ctx.plan.protocol;
     let (text, file) = model;
-    // (log evidence, M, θ)
-    let mut best: Option<(f64, usize, Theta)> = None;
+    let mut overrides = vec![
+        ("method", "laplace".to_string()),
+        ("draws", "1".to_string()),
+        ("test_draws", "1".to_string()),
+        ("seed", (split + 1).to_string()),
+    ];
+    if protocol.learns_centres() {
+        overrides.push(("learn_hyper", "true".to_string()));
+        overrides.push(("max_iters", SEARCH_ITERS.to_string()));
+    } else {
+        overrides.push(("learn_hyper", "false".to_string()));
+    }
+    // every (M, r, α) of the search, each its problem started at (r, α)
+    let mut jobs: Vec<(usize, f64, f64, Problem)> = Vec::new();
     for m in ctx.centres.clone() {
         let c = centres(x, set, split, m);
-        let mut problem = Problem::new(text, file, &data(&c))?;
+        let problem = Problem::new(text, file, &data(&c))?;
         let seed = centre_seed(set, split, m) ^ 0x5eed;
         let pairs = if protocol.learns_centres() {
             uniform_pairs(ctx.plan.pairs, seed)
@@ -158,40 +170,36 @@ pub fn search(
             random_pairs(ctx.plan.pairs, x.ncols(), seed)
         };
         for (r, alpha) in pairs {
-            problem.start_hypers(&theta(alpha, r))?;
-            ctx.show(format!(
-                "{} {set} split {split}: search M = {m}, r = {r:.2}, α = {alpha:.3}",
-                table.name()
-            ));
-            let mut overrides = vec![
-                ("method", "laplace".to_string()),
-                ("draws", "1".to_string()),
-                ("test_draws", "1".to_string()),
-                ("seed", (split + 1).to_string()),
-            ];
-            if protocol.learns_centres() {
-                overrides.push(("learn_hyper", "true".to_string()));
-                overrides.push(("max_iters", SEARCH_ITERS.to_string()));
+            let mut p = problem.clone();
+            p.start_hypers(&theta(alpha, r))?;
+            jobs.push((m, r, alpha, p));
+        }
+    }
+    ctx.show(format!(
+        "{} {set} split {split}: search, {} (M, r, α)",
+        table.name(),
+        jobs.len()
+    ));
+    let problems: Vec<&Problem> = jobs.iter().map(|j| &j.3).collect();
+    let Some(results) = ctx.fit_parallel(&problems, &overrides) else {
+        return Ok(None);
+    };
+    // (log evidence, M, θ): the first best in the search's order
+    let mut best: Option<(f64, usize, Theta)> = None;
+    for ((m, r, alpha, _), result) in jobs.iter().zip(results) {
+        let Some(rep) = result.ok() else {
+            continue;
+        };
+        let Some(ev) = rep.log_evidence else {
+            continue;
+        };
+        if ev.is_finite() && best.as_ref().is_none_or(|b| ev > b.0) {
+            let th = if protocol.learns_centres() {
+                rep.theta.clone()
             } else {
-                overrides.push(("learn_hyper", "false".to_string()));
-            }
-            let Some(result) = ctx.fit(&problem, &overrides) else {
-                return Ok(None);
+                theta(*alpha, *r)
             };
-            let Some(rep) = result.ok() else {
-                continue;
-            };
-            let Some(ev) = rep.log_evidence else {
-                continue;
-            };
-            if ev.is_finite() && best.as_ref().is_none_or(|b| ev > b.0) {
-                let th = if protocol.learns_centres() {
-                    rep.theta.clone()
-                } else {
-                    theta(alpha, r)
-                };
-                best = Some((ev, m, th));
-            }
+            best = Some((ev, *m, th));
         }
     }
     let mut rec = Record::new(table.name(), set, split, "search");

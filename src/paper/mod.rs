@@ -326,6 +326,36 @@ impl Ctx {
         }
     }
 
+    /// Fit each of `problems` with the same `overrides`, in parallel on rayon's threads (the
+    /// (M, r, α) search: single-point Laplace fits, which leave a core idle one by one); the
+    /// results in `problems`' order, each as [`Ctx::fit`] gives it. `None` when interrupted.
+    pub fn fit_parallel(
+        &mut self,
+        problems: &[&Problem],
+        overrides: &[(&str, String)],
+    ) -> Option<Vec<Result<crate::report::FitReport, Diagnostic>>> {
+        use rayon::prelude::*;
+        let interrupt = &self.interrupt;
+        let out: Vec<_> = problems.par_iter().map(|p| p.fit(overrides, interrupt)).collect();
+        self.fits_run += problems.len();
+        if crate::infer::timing::enabled() {
+            let named: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            crate::cli::err_out(&format!(
+                "{} fits in parallel, {}\n",
+                problems.len(),
+                named.join(" ")
+            ));
+            crate::infer::timing::eprint();
+        }
+        out.into_iter()
+            .map(|r| match r {
+                Ok(None) => None,
+                Ok(Some(r)) => Some(Ok(r)),
+                Err(e) => Some(Err(e)),
+            })
+            .collect()
+    }
+
     /// Store `r`.
     ///
     /// # Errors
