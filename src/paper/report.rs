@@ -332,6 +332,42 @@ fn header(meta: &Meta, store: &Store) -> String {
     s
 }
 
+/// Under `fixed-centres-select`, per multiclass set, how many splits the Laplace evidence
+/// put on RBF features and how many on the inputs (from the `select` records); empty when
+/// there are none.
+pub fn features_chosen(store: &Store, sets: &[&str]) -> String {
+    let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in store
+        .records()
+        .iter()
+        .filter(|r| r.table == Table::V.name() && r.method == "select")
+    {
+        if let Some(&set) = sets.iter().find(|s| **s == r.set) {
+            let c = counts.entry(set).or_default();
+            match r.centres {
+                Some(_) => c.0 += 1,
+                None => c.1 += 1,
+            }
+        }
+    }
+    if counts.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = sets
+        .iter()
+        .filter_map(|s| {
+            counts
+                .get(s)
+                .map(|(rbf, inputs)| format!("{s} {rbf} RBF / {inputs} inputs"))
+        })
+        .collect();
+    format!(
+        "Features chosen per split by the Laplace evidence (`fixed-centres-select`, splits on RBF \
+         features / on the inputs): {}.\n\n",
+        parts.join(", ")
+    )
+}
+
 /// The whole report.
 pub fn render(store: &Store, meta: &Meta) -> String {
     let mut s = header(meta, store);
@@ -369,6 +405,7 @@ pub fn render(store: &Store, meta: &Meta) -> String {
                 s.push('\n');
                 s.push_str(&mvi_summary(&r, Metric::Lpd));
                 s.push('\n');
+                s.push_str(&features_chosen(store, &multi));
                 let e = rows(store, Table::V, &multi, Metric::Error);
                 s.push_str("## Table VI: multiclass softmax regression, test error (%)\n\n");
                 s.push_str(&render_table(&e, Metric::Error, None, &meta.classes));
@@ -390,6 +427,34 @@ mod tests {
                 .insert((*m).to_string(), v.iter().copied().enumerate().collect());
         }
         r
+    }
+
+    #[test]
+    fn the_features_chosen_are_counted_per_set_in_the_tables_order() {
+        let dir = std::env::temp_dir().join(format!("mvi-paper-report-{}-features", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut store = Store::open(&dir).expect("a scratch store");
+        assert_eq!(features_chosen(&store, &["ecoli"]), "");
+        for (set, split, centres) in [
+            ("vehicle", 0, None),
+            ("ecoli", 0, Some(30)),
+            ("ecoli", 1, None),
+            ("ecoli", 2, Some(20)),
+        ] {
+            let mut r = Record::new("V", set, split, "select");
+            r.centres = centres;
+            store.append(r).expect("appended");
+        }
+        store
+            .append(Record::new("V", "ecoli", 3, "laplace"))
+            .expect("appended");
+        let text = features_chosen(&store, &["ecoli", "vehicle", "iris"]);
+        assert!(
+            text.contains("ecoli 2 RBF / 1 inputs, vehicle 0 RBF / 1 inputs."),
+            "{text}"
+        );
+        assert!(!text.contains("iris"), "{text}");
+        std::fs::remove_dir_all(&dir).expect("scratch store removed");
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! `examples/softmax_rbf_iris.mvi`, with the search of Tables III/IV ([`logistic::search`]:
 //! k-means centres of the standardised training inputs for M ∈ {10, 20, 30}, (r, α) ~ U(0,
 //! 1), 10 θ iterations of Laplace each), the best θ starting `laplace` and then the VI
-//! methods from Laplace's θ, centres included.
+//! methods from Laplace's θ, centres included. Under `fixed-centres-rbf` it is the RBF
+//! model with the centres fixed at k-means (`softmax_rbf_fixed.mvi`) after the search of
+//! `fixed-centres`. Under `fixed-centres-select` the Laplace evidence chooses per split
+//! between the softmax on the inputs and that on RBF features ([`run_split_select`]).
 
 use serde_json::{json, Value};
 

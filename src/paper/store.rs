@@ -26,7 +26,9 @@ pub struct Record {
     pub set: String,
     /// 0-based split (or generated data set) index.
     pub split: usize,
-    /// The method, or `search` for the (M, r, α) search of the logistic protocol.
+    /// The method, or `search` for the (M, r, α) search of the logistic protocol, or
+    /// `select` for `fixed-centres-select`'s choice of features (`centres`: the chosen M,
+    /// `None` for the inputs; `seconds`: the time of the `laplace` fit not chosen).
     pub method: String,
     /// The test LPD of eq. 13 divided by the number of test points.
     pub lpd: Option<f64>,
