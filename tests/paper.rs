@@ -56,6 +56,13 @@ fn bench(out: &Path, extra: &[&str]) -> Output {
         .expect("the mvi binary runs")
 }
 
+/// Run [`bench`] and check that it succeeds with a summary starting `summary`.
+fn bench_succeeds(out: &Path, extra: &[&str], summary: &str) {
+    let o = bench(out, extra);
+    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
+    assert!(text(&o.stdout).starts_with(summary), "{}", text(&o.stdout));
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -335,14 +342,8 @@ fn fixed_centres_select_fits_the_methods_on_the_features_with_the_higher_evidenc
         "--protocol",
         "fixed-centres-select",
     ];
-    let o = bench(&out, &args);
-    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
     // 1 search fit, 2 laplace fits, 4 VI methods; stored: search, select, 5 methods
-    assert!(
-        text(&o.stdout).starts_with("7 fits run, 7 results stored"),
-        "{}",
-        text(&o.stdout)
-    );
+    bench_succeeds(&out, &args, "7 fits run, 7 results stored");
     let recs = records(&out);
     let get = |m: &str| recs.iter().find(|r| r["method"] == m).expect("stored").clone();
     let select = get("select");
@@ -385,13 +386,7 @@ fn fixed_centres_select_fits_the_methods_on_the_features_with_the_higher_evidenc
         .collect();
     assert_eq!(kept.len(), 2);
     std::fs::write(out.join("results.jsonl"), kept.concat()).expect("store rewritten");
-    let o = bench(&out, &args);
-    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
-    assert!(
-        text(&o.stdout).starts_with("5 fits run, 7 results stored"),
-        "{}",
-        text(&o.stdout)
-    );
+    bench_succeeds(&out, &args, "5 fits run, 7 results stored");
     let again = records(&out);
     let refit = again
         .iter()
