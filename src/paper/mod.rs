@@ -78,8 +78,10 @@ pub struct PaperArgs {
     pub test_draws: Option<usize>,
     /// The protocol: `learned-centres` (the paper's: RBF centres learned with r and α, r and
     /// α drawn from U(0, 1), softmax on RBF features), `fixed-centres` (the centres held at
-    /// their k-means values, log-uniform (r, α), softmax on the inputs) or
-    /// `fixed-centres-rbf` (`fixed-centres` with the softmax on RBF features).
+    /// their k-means values, log-uniform (r, α), softmax on the inputs),
+    /// `fixed-centres-rbf` (`fixed-centres` with the softmax on RBF features) or
+    /// `fixed-centres-select` (`fixed-centres` with the softmax's features, the inputs or
+    /// RBF features, chosen per split by the Laplace evidence).
     #[arg(long, value_enum, default_value_t = Protocol::LearnedCentres)]
     pub protocol: Protocol,
     /// No progress display.
