@@ -12,7 +12,7 @@
 //! methods from Laplace's θ, centres included. Under `fixed-centres-rbf` it is the RBF
 //! model with the centres fixed at k-means (`softmax_rbf_fixed.mvi`) after the search of
 //! `fixed-centres`. Under `fixed-centres-select` the Laplace evidence chooses per split
-//! between the softmax on the inputs and that on RBF features ([`run_split_select`]).
+//! between the softmax on the inputs and that on RBF features (`run_split_select`).
 
 use serde_json::{json, Value};
 
