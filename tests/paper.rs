@@ -84,16 +84,11 @@ fn records(out: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn learned_centres_is_the_default_and_learns_the_centres() {
     let out = scratch("learned");
-    let o = bench(
+    // per set: 1 search fit (1 pair × 1 M) and 5 methods; stored: search + 5 methods
+    bench_succeeds(
         &out,
         &["--only", "thyroid,iris", "--tables", "III,V", "--centres", "3"],
-    );
-    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
-    // per set: 1 search fit (1 pair × 1 M) and 5 methods; stored: search + 5 methods
-    assert!(
-        text(&o.stdout).starts_with("12 fits run, 12 results stored"),
-        "{}",
-        text(&o.stdout)
+        "12 fits run, 12 results stored",
     );
     let recs = records(&out);
     for (set, q) in [("thyroid", 5), ("iris", 4)] {
@@ -262,17 +257,9 @@ fn laplace_evidence_gradient_through_the_centres_matches_finite_differences() {
 #[test]
 fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     let out = scratch("tiny");
-    let first = bench(
-        &out,
-        &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"],
-    );
-    assert!(first.status.success(), "stderr:\n{}", text(&first.stderr));
+    let args = ["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"];
     // 1 search of 3 Laplace fits + 5 methods for thyroid, 5 for iris, 5 for cauchy.
-    assert!(
-        text(&first.stdout).starts_with("18 fits run, 16 results stored"),
-        "{}",
-        text(&first.stdout)
-    );
+    bench_succeeds(&out, &args, "18 fits run, 16 results stored");
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md is written");
     for heading in [
         "## Table II",
@@ -303,16 +290,7 @@ fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
     let lines = std::fs::read_to_string(out.join("results.jsonl")).expect("the store exists");
     assert_eq!(lines.lines().count(), 16);
 
-    let second = bench(
-        &out,
-        &["--only", "thyroid,iris,cauchy", "--protocol", "fixed-centres"],
-    );
-    assert!(second.status.success(), "stderr:\n{}", text(&second.stderr));
-    assert!(
-        text(&second.stdout).starts_with("0 fits run, 16 results stored"),
-        "{}",
-        text(&second.stdout)
-    );
+    bench_succeeds(&out, &args, "0 fits run, 16 results stored");
     assert_eq!(
         std::fs::read_to_string(out.join("report.md"))
             .expect("report.md")
@@ -449,12 +427,10 @@ fn report_only_fits_nothing_and_still_writes_the_report() {
         "notes": [], "failed": null
     });
     std::fs::write(out.join("results.jsonl"), format!("{record}\n")).expect("store written");
-    let o = bench(&out, &["--only", "thyroid", "--report-only"]);
-    assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
-    assert!(
-        text(&o.stdout).starts_with("0 fits run, 1 results stored"),
-        "{}",
-        text(&o.stdout)
+    bench_succeeds(
+        &out,
+        &["--only", "thyroid", "--report-only"],
+        "0 fits run, 1 results stored",
     );
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md is written");
     assert!(

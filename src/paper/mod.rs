@@ -303,29 +303,17 @@ impl Ctx {
         self.interrupt.load(Ordering::SeqCst)
     }
 
-    /// Fit `problem` with `overrides`; `Ok(None)` when interrupted.
-    ///
-    /// # Errors
-    /// A bad override (a bug in the protocol), as a diagnostic; a method's numerical failure
-    /// is returned as `Ok(Some(Err(..)))` so that it can be recorded.
+    /// Fit `problem` with `overrides`; `None` when interrupted, else the fit's report or its
+    /// diagnostic (a method's numerical failure, to be recorded, or a bad override: a bug in
+    /// the protocol).
     pub fn fit(
         &mut self,
         problem: &Problem,
         overrides: &[(&str, String)],
     ) -> Option<Result<crate::report::FitReport, Diagnostic>> {
         let out = problem.fit(overrides, &self.interrupt);
-        self.fits_run += 1;
-        if crate::infer::timing::enabled() {
-            // `MVI_TIMING=1 mvi bench paper …`: each fit's breakdown, under its overrides
-            let named: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            crate::cli::err_out(&format!("fit {}\n", named.join(" ")));
-            crate::infer::timing::eprint();
-        }
-        match out {
-            Ok(None) => None,
-            Ok(Some(r)) => Some(Ok(r)),
-            Err(e) => Some(Err(e)),
-        }
+        self.fitted(1, overrides);
+        out.transpose()
     }
 
     /// Fit each of `problems` with the same `overrides`, in parallel on rayon's threads (the
@@ -339,23 +327,23 @@ impl Ctx {
         use rayon::prelude::*;
         let interrupt = &self.interrupt;
         let out: Vec<_> = problems.par_iter().map(|p| p.fit(overrides, interrupt)).collect();
-        self.fits_run += problems.len();
+        self.fitted(problems.len(), overrides);
+        out.into_iter().map(Result::transpose).collect()
+    }
+
+    /// Count `n` finished fits; under `MVI_TIMING=1 mvi bench paper …` print their
+    /// breakdown, under their overrides.
+    fn fitted(&mut self, n: usize, overrides: &[(&str, String)]) {
+        self.fits_run += n;
         if crate::infer::timing::enabled() {
             let named: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            crate::cli::err_out(&format!(
-                "{} fits in parallel, {}\n",
-                problems.len(),
-                named.join(" ")
-            ));
+            let what = match n {
+                1 => "fit".to_string(),
+                n => format!("{n} fits in parallel,"),
+            };
+            crate::cli::err_out(&format!("{what} {}\n", named.join(" ")));
             crate::infer::timing::eprint();
         }
-        out.into_iter()
-            .map(|r| match r {
-                Ok(None) => None,
-                Ok(Some(r)) => Some(Ok(r)),
-                Err(e) => Some(Err(e)),
-            })
-            .collect()
     }
 
     /// Store `r`.
