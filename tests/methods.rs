@@ -520,7 +520,7 @@ const TABLE_TWO: [&str; 5] = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag
 /// Measured (2026-11-21, 268 s in release on a shared machine): laplace −0.185 < mvi_mu −0.171
 /// < mvi_eig −0.159 ≈ mvi_lr −0.162, vi_diag −0.176 (below mvi_eig on 67 of 100 sets); paper
 /// −0.818, −0.771, −0.722, −0.726, −0.736. With the peer notes' uniform noise, used until
-/// session 8, vi_diag tied with mvi_eig (docs/results.md, Table II).
+/// 43ab2ac (2026-11-21), vi_diag tied with mvi_eig (docs/history/results-2026.md, Table II).
 #[test]
 #[ignore]
 fn cauchy_regression_median_test_lpd_follows_table_two() {
