@@ -8,7 +8,7 @@ For every posterior folder here with a model.mvi, reads from --shared (default
 ../shared/posteriordb relative to the repository root; the folder `P` or `more/P`)
 reference.csv (10 000 NUTS draws, constrained scale) and info.json (Stan's transforms, see
 coords.py; for hmm_drive and gp_pois_regr this folder's coordinates.json instead), maps the draws to Stan's unconstrained coordinates and
-writes the summary that tests/posteriordb.rs compares mvi's fits with:
+writes the summary that tests/it/posteriordb.rs compares mvi's fits with:
 
   names       the unconstrained coordinates in Stan's order (`sigma` meaning log sigma,
               as `transforms` says)

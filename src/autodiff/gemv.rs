@@ -5,7 +5,7 @@
 //! packs the whole matrix into the kernel's panels on every call: for a 5000 × 24 design
 //! matrix that copy costs about as much as the product, twice per gradient. These read the
 //! matrix in place. They reproduce `dgemm`'s arithmetic exactly, so that the single-point
-//! path stays equal to the batched path to the bit (`tests/point_gradient.rs`): with FMA
+//! path stays equal to the batched path to the bit (`tests/it/point_gradient.rs`): with FMA
 //! (every x86-64 CPU with AVX2), `dgemm`'s kernels form each entry of the product as one
 //! chain of fused multiply-adds over the inner index, starting from zero, in blocks of
 //! [`KC`] inner indices, and add each block's chain to C (`C ← C + AB` with β = 1). Without

@@ -14,7 +14,7 @@
 //! as a sum of logs and the series or continued fraction (modified Lentz) as a factor near 1,
 //! so far tails stay finite (log P(3, 1e-300) ≈ −2072). The complement comes from
 //! log(1 − e^l), taken with `expm1` or `ln_1p` as l is above or below −log 2. Accuracy against
-//! SciPy and mpmath (`tests/densities.rs`): 1e-14 relative for moderate shapes, tails
+//! SciPy and mpmath (`tests/it/densities.rs`): 1e-14 relative for moderate shapes, tails
 //! included, growing with the shape near the mode where the log prefactor's terms cancel
 //! (1e-12 at a = 1000). The number of terms grows like √a, so shapes beyond ~1e6 run into
 //! the iteration cap and lose accuracy. For

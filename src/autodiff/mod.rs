@@ -4,7 +4,7 @@
 //!
 //! Input: a [`crate::graph::Graph`]. Output: values, gradients w.r.t. w and θ, Hessian–vector
 //! products and Hessians. Everything downstream can rely on the three modes agreeing (tests in
-//! `tests/derivatives.rs`).
+//! `tests/it/derivatives.rs`).
 
 pub mod dual;
 pub mod finite_diff;

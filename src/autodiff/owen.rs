@@ -23,7 +23,7 @@
 //! |z| next to π/2, where exp(−z²/(2cos²θ)) falls to 0); the panels cover the whole interval,
 //! so the quadrature's derivative in each end is the integrand there, as the exact one.
 //! Accuracy against mpmath: about 1e-14 relative in F, tails included (tests below and in
-//! `tests/densities.rs`).
+//! `tests/it/densities.rs`).
 
 use std::f64::consts::{FRAC_PI_2, PI};
 use std::sync::OnceLock;

@@ -211,7 +211,7 @@ impl Checker {
     }
 
     /// An error at `span` with its label and a help line saying what to do (every check
-    /// diagnostic has one; `tests/bad_check.rs` asserts it).
+    /// diagnostic has one; `tests/it/bad_check.rs` asserts it).
     pub(super) fn fail<T>(
         &mut self,
         code: &'static str,

@@ -224,7 +224,7 @@ fn all_broadcast(g: &Graph, ids: &[NodeId]) -> bool {
 /// The log density as one fused node, for the families and argument shapes that have one:
 /// summed ([`Op::LikSum`](crate::graph::Op::LikSum)) when `sum`, else per observation
 /// ([`Op::LikPoint`](crate::graph::Op::LikPoint)); `None` otherwise (the caller builds the
-/// elementary nodes). Equal to the unfused nodes up to rounding (tests/derivatives.rs).
+/// elementary nodes). Equal to the unfused nodes up to rounding (tests/it/derivatives.rs).
 fn fused_lik(g: &mut Graph, dist: &str, x: NodeId, args: &[NodeId], sum: bool) -> Option<NodeId> {
     use crate::graph::Lik;
     // An empty outcome or argument (N = 0 observations): the fused kernels count

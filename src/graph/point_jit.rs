@@ -8,7 +8,7 @@
 //! interpreter's own code for that one instruction. The arithmetic is the interpreter's,
 //! operation for operation and in its order (Cranelift neither reorders nor fuses
 //! floating-point operations), so values and gradients are equal to the bit; the tests of
-//! `tests/point_gradient.rs` check it on every model with both.
+//! `tests/it/point_gradient.rs` check it on every model with both.
 //!
 //! Compiling costs about 4 µs per instruction (ARMA(1,1) at T = 1600, 22 000 instructions
 //! and links: 91 ms) and saves about 1–2 ns per instruction and call, so it pays back after a

@@ -5,7 +5,7 @@ Usage: python check_from_cmdstan.py DRAWS_CSV FIT_JSON
 Checks that every parameter column of fit.json appears in the posterior group with the
 same mean (relative 1e-9), that the number of draws matches, and that lp__, log_p__ and
 log_q__ land in sample_stats. Prints one line per failure and exits 1, or prints "ok ..."
-and exits 0. Called by tests/arviz.rs.
+and exits 0. Called by tests/it/arviz.rs.
 """
 
 import json

@@ -1,4 +1,4 @@
-//! A hand-made [`FitReport`] shared by `tests/report.rs` and `tests/arviz.rs`: a 7-dimensional
+//! A hand-made [`FitReport`] shared by `tests/it/report.rs` and `tests/it/arviz.rs`: a 7-dimensional
 //! Gaussian q over `w` (vector of 2), `sigma` (positive, log transform) and `W` (2×2 matrix,
 //! column-major), with draws from a seeded generator so every run is identical.
 

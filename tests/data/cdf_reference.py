@@ -1,5 +1,5 @@
 """Reference values of the log CDFs of student_t, gamma, inv_gamma and beta for
-tests/densities.rs (CDF_TABLE).
+tests/it/densities.rs (CDF_TABLE).
 
 Run: python3 -m venv /tmp/scipy-venv && /tmp/scipy-venv/bin/pip install scipy mpmath
      /tmp/scipy-venv/bin/python tests/data/cdf_reference.py

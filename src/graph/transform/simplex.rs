@@ -7,7 +7,7 @@
 //! The inverse is u = Aᵀ log x (Aᵀ 1 = 0 removes the normaliser).
 //!
 //! Log-Jacobian, of the map from u to the first K − 1 entries: ½ log K + Σᵢ log xᵢ
-//! (`tests/transforms.rs` checks it against log |det J| computed numerically).
+//! (`tests/it/transforms.rs` checks it against log |det J| computed numerically).
 
 use super::{matvec, sum_to_zero, Error, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind, TOLERANCE};
 

@@ -5,7 +5,7 @@
 //!
 //! Log-Jacobian: 0, as in Stan. An isometry keeps the surface measure of the hyperplane
 //! Σ x = 0; against the first K − 1 entries of x instead, |det| is the constant 1/√K
-//! (`tests/transforms.rs` checks it).
+//! (`tests/it/transforms.rs` checks it).
 
 use super::{matvec, Error, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind, TOLERANCE};
 use nalgebra::{DMatrix, DVector};

@@ -1,0 +1,40 @@
+//! The integration tests, one crate so that the library is linked once: each module was a
+//! test binary of its own (run one with `cargo test --test it <module>::`).
+
+mod common;
+mod arviz;
+mod bad_check;
+mod bad_syntax;
+mod cdf_models;
+mod check;
+mod check_fuzz;
+mod cli;
+mod constrained_types;
+mod densities;
+mod derivatives;
+mod examples;
+mod golden;
+mod high_dim;
+mod interrupt;
+mod laplace_no_mode;
+mod loops;
+mod lower;
+mod methods;
+mod methods_examples;
+mod mixture_kl;
+mod nuts;
+mod paper;
+mod parse;
+mod parse_fuzz;
+mod parse_truncated;
+mod pmfvb;
+mod point_gradient;
+mod posteriordb;
+mod recovery;
+mod repl;
+mod report;
+mod split_mf;
+mod stdlib;
+mod transforms;
+mod user_sweep;
+mod weighted_theta;
