@@ -81,14 +81,14 @@ fn render(path: &Path) -> String {
 
 #[test]
 fn bad_check_models_give_diagnostics() {
-    insta::glob!("../bad/check_*.mvi", |path| {
+    insta::glob!("../bad", "check_*.mvi", |path| {
         insta::assert_snapshot!(render(path));
     });
 }
 
 #[test]
 fn bad_data_gives_diagnostics() {
-    insta::glob!("../bad/data_*.mvi", |path| {
+    insta::glob!("../bad", "data_*.mvi", |path| {
         insta::assert_snapshot!(render(path));
     });
 }

@@ -5,7 +5,7 @@ use mvi::syntax::parse_program;
 
 #[test]
 fn each_bad_syntax_file_gives_its_diagnostic() {
-    insta::glob!("../bad/syntax_*.mvi", |path| {
+    insta::glob!("../bad", "syntax_*.mvi", |path| {
         let src = std::fs::read_to_string(path).expect("test file is readable");
         let name = path
             .file_name()
