@@ -76,13 +76,13 @@ pub struct PaperArgs {
     /// Posterior draws for the test LPD.
     #[arg(long, value_name = "N")]
     pub test_draws: Option<usize>,
-    /// The protocol: `learned-centres` (the paper's: RBF centres learned with r and α, r and
-    /// α drawn from U(0, 1), softmax on RBF features), `fixed-centres` (the centres held at
-    /// their k-means values, log-uniform (r, α), softmax on the inputs),
-    /// `fixed-centres-rbf` (`fixed-centres` with the softmax on RBF features) or
-    /// `fixed-centres-select` (`fixed-centres` with the softmax's features, the inputs or
-    /// RBF features, chosen per split by the Laplace evidence).
-    #[arg(long, value_enum, default_value_t = Protocol::LearnedCentres)]
+    /// The protocol: `fixed-centres-select` (the default: RBF centres held at their k-means
+    /// values, log-uniform (r, α); the softmax's features, the inputs or RBF features, chosen
+    /// per split by the Laplace evidence), `fixed-centres` (the same with the softmax on the
+    /// inputs), `fixed-centres-rbf` (the softmax on RBF features) or `learned-centres` (the
+    /// paper's own: RBF centres learned with r and α, r and α drawn from U(0, 1), softmax on
+    /// RBF features; slower, and worse than fixed centres in docs/results.md).
+    #[arg(long, value_enum, default_value_t = Protocol::FixedCentresSelect)]
     pub protocol: Protocol,
     /// No progress display.
     #[arg(long, short = 'q')]
@@ -693,7 +693,7 @@ mod tests {
             pairs: None,
             samples: None,
             test_draws: None,
-            protocol: Protocol::LearnedCentres,
+            protocol: Protocol::FixedCentresSelect,
             centres: Vec::new(),
             quiet: true,
             report_only: false,

@@ -76,18 +76,27 @@ fn records(out: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The default protocol learns the RBF centres: on thyroid (Table III) and iris (Table V,
-/// softmax on RBF features) with M = 3 and one (r, α) pair, every split has a search
-/// record and five methods, all with θ = (α, r, centres) and finite test LPDs; the
-/// centres moved from their k-means start during the search; and the same `--out` then
+/// `learned-centres` (the paper's protocol) learns the RBF centres: on thyroid (Table III)
+/// and iris (Table V, softmax on RBF features) with M = 3 and one (r, α) pair, every split
+/// has a search record and five methods, all with θ = (α, r, centres) and finite test LPDs;
+/// the centres moved from their k-means start during the search; and the same `--out` then
 /// refuses the other protocol.
 #[test]
-fn learned_centres_is_the_default_and_learns_the_centres() {
+fn learned_centres_learns_the_centres() {
     let out = scratch("learned");
     // per set: 1 search fit (1 pair × 1 M) and 5 methods; stored: search + 5 methods
     bench_succeeds(
         &out,
-        &["--only", "thyroid,iris", "--tables", "III,V", "--centres", "3"],
+        &[
+            "--only",
+            "thyroid,iris",
+            "--tables",
+            "III,V",
+            "--centres",
+            "3",
+            "--protocol",
+            "learned-centres",
+        ],
         "12 fits run, 12 results stored",
     );
     let recs = records(&out);
@@ -128,7 +137,16 @@ fn learned_centres_is_the_default_and_learns_the_centres() {
 #[test]
 fn vi_methods_that_fail_from_laplaces_theta_start_from_the_searchs() {
     let out = scratch("retry");
-    let args = ["--only", "thyroid", "--tables", "III", "--centres", "3"];
+    let args = [
+        "--only",
+        "thyroid",
+        "--tables",
+        "III",
+        "--centres",
+        "3",
+        "--protocol",
+        "learned-centres",
+    ];
     let o = bench(&out, &args);
     assert!(o.status.success(), "stderr:\n{}", text(&o.stderr));
     let kept: Vec<String> = records(&out)
@@ -306,22 +324,18 @@ fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
 /// is higher. `select` holds the higher of the two evidences its note names, the stored
 /// `laplace` is that fit, and every method has its M. With the fits after the choice removed
 /// from the store, a second run reads the choice from `select` and refits them alone, to
-/// the same `laplace`.
+/// the same `laplace`. It is the default protocol: no `--protocol` is given.
 #[test]
-fn fixed_centres_select_fits_the_methods_on_the_features_with_the_higher_evidence() {
+fn fixed_centres_select_is_the_default_and_fits_the_methods_on_the_features_with_the_higher_evidence(
+) {
     let out = scratch("select");
-    let args = [
-        "--only",
-        "iris",
-        "--tables",
-        "V",
-        "--centres",
-        "3",
-        "--protocol",
-        "fixed-centres-select",
-    ];
+    let args = ["--only", "iris", "--tables", "V", "--centres", "3"];
     // 1 search fit, 2 laplace fits, 4 VI methods; stored: search, select, 5 methods
     bench_succeeds(&out, &args, "7 fits run, 7 results stored");
+    assert_eq!(
+        std::fs::read_to_string(out.join("protocol.txt")).expect("the protocol is marked"),
+        "fixed-centres-select\n"
+    );
     let recs = records(&out);
     let get = |m: &str| recs.iter().find(|r| r["method"] == m).expect("stored").clone();
     let select = get("select");
@@ -418,7 +432,7 @@ fn report_only_fits_nothing_and_still_writes_the_report() {
     assert!(!out.exists(), "{} was created", out.display());
     // a store with one finished fit: its report, and no fit run
     std::fs::create_dir_all(&out).expect("scratch directory");
-    std::fs::write(out.join("protocol.txt"), "learned-centres\n").expect("protocol written");
+    std::fs::write(out.join("protocol.txt"), "fixed-centres-select\n").expect("protocol written");
     let record = serde_json::json!({
         "table": "III", "set": "thyroid", "split": 0, "method": "laplace",
         "lpd": -0.25, "lppd": -0.2, "error": 0.05, "mse": null, "elbo": null,
