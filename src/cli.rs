@@ -3,7 +3,7 @@
 //! Every subcommand calls the same library functions the REPL and the tests use
 //! (`check::load_model`, `graph::lower_model`, `run::fit`, the `report` renderers) and turns
 //! every user-facing problem into a rendered [`Diagnostic`] with exit code 2. Results files
-//! are written atomically (`fsutil`).
+//! are written atomically (`run::write_output_dir`, through `fsutil`).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -678,7 +678,7 @@ fn prepare_output_dir(dir: &Path) -> Result<(), Failure> {
             "check the path and the permissions of its parent directories",
         )
     })?;
-    for name in crate::fsutil::OUTPUT_FILES {
+    for name in run::OUTPUT_FILES {
         let path = dir.join(name);
         if path.is_dir() {
             return Err(fail(
@@ -706,7 +706,7 @@ fn write_outputs(dir: &Path, report: &FitReport, pairs: &[(usize, usize)]) -> Re
     } else {
         pairs
     };
-    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(pairs)).map_err(|e| {
+    run::write_output_dir_with_pairs(dir, report, Some(pairs)).map_err(|e| {
         Diagnostic::plain(
             "mvi::cli::output_dir",
             format!("cannot write results to `{}`: {e}", dir.display()),
