@@ -86,7 +86,8 @@ impl Shape {
         self.rows() * self.cols()
     }
 
-    /// The dimensions as [`crate::report::cmdstan_names`] takes them: `[]`, `[n]` or `[r, c]`.
+    /// The dimensions, as the column names of reports are built from them: `[]`, `[n]` or
+    /// `[r, c]`.
     pub fn dims(self) -> Vec<usize> {
         match self {
             Shape::Scalar => vec![],

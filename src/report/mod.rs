@@ -14,7 +14,7 @@ pub mod mcmc;
 pub mod summary;
 pub mod svg;
 
-use crate::posterior::{Approximation, IterRecord};
+use crate::posterior::{quantile_sorted, Approximation, IterRecord};
 use nalgebra::DMatrix;
 
 pub use compare::{render_compare, render_compare_json};
@@ -323,14 +323,6 @@ fn summarize(mut x: Vec<f64>) -> ColumnSummary {
         q50: quantile_sorted(&x, 0.5),
         q95: quantile_sorted(&x, 0.95),
     }
-}
-
-/// The p-quantile of sorted, non-empty `x` by linear interpolation.
-pub(crate) fn quantile_sorted(x: &[f64], p: f64) -> f64 {
-    let h = p * (x.len() - 1) as f64;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(x.len() - 1);
-    x[lo] + (h - lo as f64) * (x[hi] - x[lo])
 }
 
 #[cfg(test)]
