@@ -19,6 +19,7 @@ pub mod dist;
 pub mod fsutil;
 pub mod graph;
 pub mod infer;
+pub mod options;
 pub mod paper;
 pub mod posterior;
 pub mod progress;
