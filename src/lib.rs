@@ -28,3 +28,4 @@ pub mod repl;
 pub mod report;
 pub mod run;
 pub mod syntax;
+pub mod term;

@@ -481,7 +481,7 @@ pub struct Recorder<'a> {
 impl Observer for Recorder<'_> {
     fn iteration(&mut self, record: &IterRecord) -> bool {
         if timing::trace_enabled() {
-            crate::cli::err_out(&format!(
+            self.inner.trace(&format!(
                 "iter {:5}  objective {:.12e}  |grad| {:.3e}\n",
                 record.iter, record.objective, record.grad_norm
             ));
@@ -491,6 +491,9 @@ impl Observer for Recorder<'_> {
     }
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
+    }
+    fn trace(&mut self, line: &str) {
+        self.inner.trace(line);
     }
 }
 

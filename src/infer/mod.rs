@@ -41,6 +41,10 @@ pub trait Observer {
     fn iteration(&mut self, record: &IterRecord) -> bool;
     /// Called when a method moves to a new phase ("laplace", "split 2 of 4", ...).
     fn phase(&mut self, _name: &str) {}
+    /// Called with one line of developer output, ending in a newline: under
+    /// `MVI_TIMING=trace`, each iteration of a Laplace or Gaussian-family optimisation. The
+    /// method never prints it; the caller decides where it goes (the CLI: stderr).
+    fn trace(&mut self, _line: &str) {}
 }
 
 /// An observer that ignores everything and never stops a run.
