@@ -136,7 +136,7 @@ impl Observer for Progress {
         }
     }
 
-    fn trace(&mut self, line: &str) {
+    fn trace_line(&mut self, line: &str) {
         crate::term::err_out(line);
     }
 }

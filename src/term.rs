@@ -3,7 +3,7 @@
 //! [`Failure`]; under `MVI_TIMING` the timing table is printed by [`print_timings`].
 //!
 //! The engine and the methods below never print: they hand warnings, notes and timings to
-//! their caller as data (`FitReport::notes`, `infer::timing::take`, `Observer::trace`), and
+//! their caller as data (`FitReport::notes`, `infer::timing::take`, `Observer::trace_line`), and
 //! the application decides what to show.
 
 use crate::diagnostic::Diagnostic;

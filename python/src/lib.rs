@@ -315,7 +315,7 @@ impl Observer for Signals {
         true
     }
 
-    fn trace(&mut self, line: &str) {
+    fn trace_line(&mut self, line: &str) {
         mvi::term::err_out(line);
     }
 }

@@ -481,7 +481,7 @@ pub struct Recorder<'a> {
 impl Observer for Recorder<'_> {
     fn iteration(&mut self, record: &IterRecord) -> bool {
         if timing::trace_enabled() {
-            self.inner.trace(&format!(
+            self.inner.trace_line(&format!(
                 "iter {:5}  objective {:.12e}  |grad| {:.3e}\n",
                 record.iter, record.objective, record.grad_norm
             ));
@@ -492,8 +492,8 @@ impl Observer for Recorder<'_> {
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
     }
-    fn trace(&mut self, line: &str) {
-        self.inner.trace(line);
+    fn trace_line(&mut self, line: &str) {
+        self.inner.trace_line(line);
     }
 }
 

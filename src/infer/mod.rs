@@ -44,7 +44,7 @@ pub trait Observer {
     /// Called with one line of developer output, ending in a newline: under
     /// `MVI_TIMING=trace`, each iteration of a Laplace or Gaussian-family optimisation. The
     /// method never prints it; the caller decides where it goes (the CLI: stderr).
-    fn trace(&mut self, _line: &str) {}
+    fn trace_line(&mut self, _line: &str) {}
 }
 
 /// An observer that ignores everything and never stops a run.

@@ -462,8 +462,8 @@ impl Observer for Recorder<'_> {
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
     }
-    fn trace(&mut self, line: &str) {
-        self.inner.trace(line);
+    fn trace_line(&mut self, line: &str) {
+        self.inner.trace_line(line);
     }
 }
 

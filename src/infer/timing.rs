@@ -7,7 +7,7 @@
 //! (the application does: `term::print_timings`). When the variable is unset (the usual
 //! case) a span costs one relaxed load and records nothing. `MVI_TIMING=trace` also shows
 //! every iteration of the Laplace and Gaussian-family optimisers (objective, gradient norm),
-//! handed to the caller's [`super::Observer::trace`].
+//! handed to the caller's [`super::Observer::trace_line`].
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;

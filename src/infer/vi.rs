@@ -330,8 +330,8 @@ impl Observer for DriftWatch<'_, '_> {
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
     }
-    fn trace(&mut self, line: &str) {
-        self.inner.trace(line);
+    fn trace_line(&mut self, line: &str) {
+        self.inner.trace_line(line);
     }
 }
 
