@@ -12,6 +12,7 @@
 pub mod autodiff;
 pub mod check;
 pub mod cli;
+pub mod constrained;
 pub mod data;
 pub mod density;
 pub mod diagnostic;

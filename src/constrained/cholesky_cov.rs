@@ -5,24 +5,19 @@
 //! full; Stan's `cholesky_factor_constrain`). Log-Jacobian: the sum of the diagonal's
 //! coordinates.
 
-use super::{
-    check_lower_triangular, pick, scatter, Error, Fun1, Fun2, Graph, Invalid, Lowered, NodeId, TwoSize,
-    TypeEntry, TypeKind,
-};
+use super::{check_lower_triangular, Invalid, TwoSize, TypeEntry, TypeKind};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::CholeskyCov,
     min_size: 1,
     free: |k| free(k, k),
-    lower: |g, u, k| lower(g, u, k, k),
     constrain: |u, k| constrain(u, k, k),
     unconstrain,
     log_jacobian: |u, k| log_jacobian(u, k, k),
     validate: check_lower_triangular,
     two_size: Some(TwoSize {
         free,
-        lower,
         constrain,
         unconstrain: unconstrain_mn,
         log_jacobian,
@@ -40,7 +35,7 @@ fn log_jacobian(u: &[f64], _m: usize, n: usize) -> f64 {
 }
 
 /// The entries of an M×N lower-trapezoidal matrix, row by row.
-fn trapezoid_rows(m: usize, n: usize) -> Vec<(usize, usize)> {
+pub(crate) fn trapezoid_rows(m: usize, n: usize) -> Vec<(usize, usize)> {
     (0..m)
         .flat_map(|i| (0..=i.min(n - 1)).map(move |j| (i, j)))
         .collect()
@@ -48,7 +43,7 @@ fn trapezoid_rows(m: usize, n: usize) -> Vec<(usize, usize)> {
 
 /// The positions of the diagonal's coordinates among the free ones (the first N rows are
 /// those of a K×K factor).
-pub(super) fn diagonal(k: usize) -> Vec<usize> {
+pub(crate) fn diagonal(k: usize) -> Vec<usize> {
     (0..k).map(|i| i * (i + 3) / 2).collect()
 }
 
@@ -60,7 +55,7 @@ fn constrain(u: &[f64], m: usize, n: usize) -> Vec<f64> {
     l
 }
 
-pub(super) fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
+pub(crate) fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
     unconstrain_mn(x, k, k)
 }
 
@@ -100,41 +95,4 @@ fn validate(x: &[f64], m: usize, n: usize) -> Result<(), Invalid> {
         }
     }
     Ok(())
-}
-
-/// L and the diagonal's coordinates as nodes, for a K×K factor.
-pub(super) fn factor(g: &mut Graph, u: NodeId, k: usize) -> Result<(NodeId, NodeId), Error> {
-    factor_mn(g, u, k, k)
-}
-
-/// L (M×N) and the diagonal's coordinates as nodes.
-fn factor_mn(g: &mut Graph, u: NodeId, m: usize, n: usize) -> Result<(NodeId, NodeId), Error> {
-    // Gather u into the strictly lower part (diagonal coordinates are skipped), then add
-    // exp of the diagonal's coordinates on the diagonal.
-    let mut idx = vec![super::GATHER_ZERO; m * n];
-    for (p, (i, j)) in trapezoid_rows(m, n).into_iter().enumerate() {
-        if i != j {
-            idx[i + j * m] = p as u32;
-        }
-    }
-    let shape = super::Shape::Matrix(m, n);
-    let l_off = g.gather_flat(u, idx, shape)?;
-    let d = pick(g, u, diagonal(n))?;
-    let e = g.unary(Fun1::Exp, d);
-    let l_diag = if m == n {
-        let at: Vec<(usize, usize)> = (0..n).map(|i| (i, i)).collect();
-        scatter(g, e, n, &at)?
-    } else {
-        let mut at = vec![super::GATHER_ZERO; m * n];
-        for i in 0..n {
-            at[i + i * m] = i as u32;
-        }
-        g.gather_flat(e, at, shape)?
-    };
-    Ok((g.binary(Fun2::Add, l_off, l_diag)?, d))
-}
-
-fn lower(g: &mut Graph, u: NodeId, m: usize, n: usize) -> Result<Lowered, Error> {
-    let (l, d) = factor_mn(g, u, m, n)?;
-    Ok((l, Some(g.sum(d))))
 }

@@ -9,8 +9,7 @@
 //! ½ Σ (K − j − 1) log(1 − zᵢⱼ²) over the partial correlations of column j (1-based).
 
 use super::{
-    check_symmetric, cholesky, cholesky_corr, self_outer, strict_lower_rows, weighted_sum, Error, Graph,
-    Invalid, Lowered, NodeId, Shape, TypeEntry, TypeKind, TOLERANCE,
+    check_symmetric, cholesky, cholesky_corr, strict_lower_rows, Invalid, TypeEntry, TypeKind, TOLERANCE,
 };
 
 /// The table row.
@@ -18,7 +17,6 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::CorrMatrix,
     min_size: 1,
     free: |k| k * (k - 1) / 2,
-    lower,
     constrain,
     unconstrain,
     log_jacobian,
@@ -32,7 +30,7 @@ fn strict_lower_cols(k: usize) -> Vec<(usize, usize)> {
 }
 
 /// For each position in row-major order, its index in column-major order.
-fn rows_from_cols(k: usize) -> Vec<usize> {
+pub(crate) fn rows_from_cols(k: usize) -> Vec<usize> {
     let cols = strict_lower_cols(k);
     strict_lower_rows(k)
         .iter()
@@ -66,19 +64,6 @@ fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
         u[p] = row_u[r];
     }
     u
-}
-
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let perm: Vec<u32> = rows_from_cols(k).into_iter().map(|p| p as u32).collect();
-    let n = perm.len();
-    let row_u = g.gather_flat(u, perm, Shape::Vector(n))?;
-    let (l, c) = cholesky_corr::factor(g, row_u, k)?;
-    let omega = self_outer(g, l, k)?;
-    let w = strict_lower_rows(k)
-        .into_iter()
-        .map(|(_, j)| 1.0 + 0.5 * (k as f64 - j as f64 - 2.0))
-        .collect();
-    Ok((omega, Some(weighted_sum(g, c, w)?)))
 }
 
 fn validate(x: &[f64], k: usize) -> Result<(), Invalid> {

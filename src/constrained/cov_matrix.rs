@@ -6,17 +6,13 @@
 //! Σₖ (K − k + 2) uₖₖ over the diagonal's coordinates (k = 1..K): the factor 2^K Πₖ Lₖₖ^(K−k+1)
 //! of Σ = L Lᵀ times Πₖ Lₖₖ of the log.
 
-use super::{
-    check_symmetric, cholesky, cholesky_cov, self_outer, weighted_sum, Error, Fun2, Graph, Invalid, Lowered,
-    NodeId, TypeEntry, TypeKind,
-};
+use super::{check_symmetric, cholesky, cholesky_cov, Invalid, TypeEntry, TypeKind};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::CovMatrix,
     min_size: 1,
     free: |k| k * (k + 1) / 2,
-    lower,
     constrain,
     unconstrain,
     log_jacobian,
@@ -24,7 +20,8 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     two_size: None,
 };
 
-fn weights(k: usize) -> Vec<f64> {
+/// The weight of each diagonal coordinate in the log-Jacobian: K − k + 2 for k = 1..K.
+pub(crate) fn weights(k: usize) -> Vec<f64> {
     (0..k).map(|i| (k - i + 1) as f64).collect()
 }
 
@@ -41,14 +38,6 @@ fn log_jacobian(u: &[f64], k: usize) -> f64 {
 fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
     let l = cholesky(x, k).expect("unconstrain is given a valid covariance matrix");
     cholesky_cov::unconstrain(l.as_slice(), k)
-}
-
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let (l, d) = cholesky_cov::factor(g, u, k)?;
-    let sigma = self_outer(g, l, k)?;
-    let s = weighted_sum(g, d, weights(k))?;
-    let c = g.scalar(k as f64 * 2f64.ln());
-    Ok((sigma, Some(g.binary(Fun2::Add, s, c)?)))
 }
 
 fn validate(x: &[f64], k: usize) -> Result<(), Invalid> {

@@ -2,16 +2,13 @@
 //! `ordered_constrain`): x₁ = u₁, xₖ = xₖ₋₁ + exp(uₖ). Inverse: u₁ = x₁,
 //! uₖ = log(xₖ − xₖ₋₁). Log-Jacobian: Σₖ₌₂ uₖ (the map is triangular).
 
-use super::{
-    cumsum, pick, Error, Fun1, Fun2, Graph, Invalid, Lowered, NodeId, Shape, TypeEntry, TypeKind, GATHER_ZERO,
-};
+use super::{Invalid, TypeEntry, TypeKind};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::Ordered,
     min_size: 1,
     free: |k| k,
-    lower,
     constrain,
     unconstrain,
     log_jacobian: |u, _| u.iter().skip(1).sum(),
@@ -31,25 +28,6 @@ fn unconstrain(x: &[f64], _k: usize) -> Vec<f64> {
     (0..x.len())
         .map(|i| if i == 0 { x[0] } else { (x[i] - x[i - 1]).ln() })
         .collect()
-}
-
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    if k == 1 {
-        return Ok((u, None));
-    }
-    // v = (u₁, exp(u₂), …, exp(u_K)), then x = running sums of v.
-    let rest = pick(g, u, 1..k)?;
-    let e = g.unary(Fun1::Exp, rest);
-    let mut first = vec![GATHER_ZERO; k];
-    first[0] = 0;
-    let head = g.gather_flat(u, first, Shape::Vector(k))?;
-    let tail = g.gather_flat(
-        e,
-        std::iter::once(GATHER_ZERO).chain(0..k as u32 - 1).collect(),
-        Shape::Vector(k),
-    )?;
-    let v = g.binary(Fun2::Add, head, tail)?;
-    Ok((cumsum(g, v, k)?, Some(g.sum(rest))))
 }
 
 /// Strictly increasing.

@@ -3,14 +3,13 @@
 //! Inverse: u₁ = log x₁, uₖ = log(xₖ − xₖ₋₁). Log-Jacobian: Σₖ uₖ.
 
 use super::ordered::check_increasing;
-use super::{cumsum, Error, Fun1, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind};
+use super::{Invalid, TypeEntry, TypeKind};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::PositiveOrdered,
     min_size: 1,
     free: |k| k,
-    lower,
     constrain,
     unconstrain,
     log_jacobian: |u, _| u.iter().sum(),
@@ -32,12 +31,6 @@ fn unconstrain(x: &[f64], _k: usize) -> Vec<f64> {
     (0..x.len())
         .map(|i| if i == 0 { x[0].ln() } else { (x[i] - x[i - 1]).ln() })
         .collect()
-}
-
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let v = g.unary(Fun1::Exp, u);
-    let x = if k == 1 { v } else { cumsum(g, v, k)? };
-    Ok((x, Some(g.sum(u))))
 }
 
 fn validate(x: &[f64], _k: usize) -> Result<(), Invalid> {

@@ -9,14 +9,13 @@
 //! Log-Jacobian, of the map from u to the first K − 1 entries: ½ log K + Σᵢ log xᵢ
 //! (`tests/transforms.rs` checks it against log |det J| computed numerically).
 
-use super::{matvec, sum_to_zero, Error, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind, TOLERANCE};
+use super::{sum_to_zero, Invalid, TypeEntry, TypeKind, TOLERANCE};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::Simplex,
     min_size: 1,
     free: |k| k - 1,
-    lower,
     constrain,
     unconstrain,
     log_jacobian,
@@ -44,16 +43,6 @@ fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
 
 fn log_jacobian(u: &[f64], k: usize) -> f64 {
     0.5 * (k as f64).ln() + log_softmax(&sum_to_zero::constrain(u, k)).iter().sum::<f64>()
-}
-
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let z = matvec(g, &sum_to_zero::basis(k), u)?;
-    let logx = g.log_softmax(z)?;
-    let x = g.unary(super::Fun1::Exp, logx);
-    let s = g.sum(logx);
-    let c = g.scalar(0.5 * (k as f64).ln());
-    let lj = g.binary(super::Fun2::Add, s, c)?;
-    Ok((x, Some(lj)))
 }
 
 fn validate(x: &[f64], _k: usize) -> Result<(), Invalid> {

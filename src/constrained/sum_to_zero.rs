@@ -7,7 +7,7 @@
 //! Σ x = 0; against the first K − 1 entries of x instead, |det| is the constant 1/√K
 //! (`tests/transforms.rs` checks it).
 
-use super::{matvec, Error, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind, TOLERANCE};
+use super::{Invalid, TypeEntry, TypeKind, TOLERANCE};
 use nalgebra::{DMatrix, DVector};
 
 /// The table row.
@@ -15,7 +15,6 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::SumToZero,
     min_size: 1,
     free: |k| k - 1,
-    lower,
     constrain,
     unconstrain,
     log_jacobian: |_, _| 0.0,
@@ -38,7 +37,7 @@ pub(super) fn constrain(u: &[f64], k: usize) -> Vec<f64> {
 }
 
 /// A: column j is the value of the j-th unit vector.
-pub(super) fn basis(k: usize) -> DMatrix<f64> {
+pub(crate) fn basis(k: usize) -> DMatrix<f64> {
     let mut a = DMatrix::zeros(k, k - 1);
     for j in 0..k - 1 {
         let mut e = vec![0.0; k - 1];
@@ -53,10 +52,6 @@ pub(super) fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
     (basis(k).transpose() * DVector::from_column_slice(x))
         .as_slice()
         .to_vec()
-}
-
-fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    Ok((matvec(g, &basis(k), u)?, None))
 }
 
 fn validate(x: &[f64], _k: usize) -> Result<(), Invalid> {

@@ -6,14 +6,13 @@
 //! ‖u‖ = 1. u = 0 has no direction: the initial point of a model with a unit vector puts
 //! its coordinates at 1/√K (see `LogJoint::initial_point`).
 
-use super::{Error, Fun1, Fun2, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind, TOLERANCE};
+use super::{Invalid, TypeEntry, TypeKind, TOLERANCE};
 
 /// The table row.
 pub(super) const ENTRY: TypeEntry = TypeEntry {
     kind: TypeKind::UnitVector,
     min_size: 2,
     free: |k| k,
-    lower,
     constrain,
     unconstrain: |x, _| x.to_vec(),
     log_jacobian: |u, _| -0.5 * u.iter().map(|v| v * v).sum::<f64>(),
@@ -24,16 +23,6 @@ pub(super) const ENTRY: TypeEntry = TypeEntry {
 fn constrain(u: &[f64], _k: usize) -> Vec<f64> {
     let r = u.iter().map(|v| v * v).sum::<f64>().sqrt();
     u.iter().map(|v| v / r).collect()
-}
-
-fn lower(g: &mut Graph, u: NodeId, _k: usize) -> Result<Lowered, Error> {
-    let sq = g.unary(Fun1::Square, u);
-    let ss = g.sum(sq);
-    let r = g.unary(Fun1::Sqrt, ss);
-    let x = g.binary(Fun2::Div, u, r)?;
-    let half = g.scalar(-0.5);
-    let lj = g.binary(Fun2::Mul, half, ss)?;
-    Ok((x, Some(lj)))
 }
 
 fn validate(x: &[f64], _k: usize) -> Result<(), Invalid> {
