@@ -3,7 +3,7 @@
 //! Every subcommand calls the same library functions the REPL and the tests use
 //! (`check::load_model`, `graph::lower_model`, `run::fit`, the `report` renderers) and turns
 //! every user-facing problem into a rendered [`Diagnostic`] with exit code 2. Results files
-//! are written atomically (`fsutil`).
+//! are written atomically (`run::write_output_dir`, through `fsutil`).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,9 @@ use crate::infer::{timing, InferOptions};
 use crate::progress::Progress;
 use crate::report::{self, FitReport};
 use crate::run::{self, RunInfo};
+use crate::term::{err_out, out};
+
+pub use crate::term::Failure;
 
 /// Exit code for problems in the user's model, data or command.
 pub const EXIT_USER_ERROR: i32 = 2;
@@ -199,27 +202,6 @@ pub struct CompareArgs {
     pub fit: FitArgs,
 }
 
-/// A failed command: diagnostics to print (exit 2), or a plain exit code.
-#[derive(Debug)]
-pub enum Failure {
-    /// Problems in the user's input.
-    User(Vec<Diagnostic>),
-    /// Exit with this code after output was printed.
-    Code(i32),
-}
-
-impl From<Diagnostic> for Failure {
-    fn from(d: Diagnostic) -> Self {
-        Failure::User(vec![d])
-    }
-}
-
-impl From<Vec<Diagnostic>> for Failure {
-    fn from(d: Vec<Diagnostic>) -> Self {
-        Failure::User(d)
-    }
-}
-
 /// Run one parsed command line, printing results to stdout.
 ///
 /// # Errors
@@ -236,29 +218,6 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
             which: BenchCommand::Paper(a),
         } => cmd_bench_paper(&a),
     }
-}
-
-/// Write `text` to stdout and flush it. When the reader has gone (`mvi … | head`: EPIPE)
-/// the program ends quietly with exit code 0, as a pipeline expects; any other write error
-/// is one line on stderr and exit code 1. Every command's stdout goes through here, never
-/// through `print!`, which panics on a closed pipe.
-pub fn out(text: &str) {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        err_out(&format!("mvi: cannot write to standard output: {e}\n"));
-        std::process::exit(1);
-    }
-}
-
-/// Write `text` to stderr, ignoring failure (there is nowhere left to report it).
-pub fn err_out(text: &str) {
-    use std::io::Write;
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
 }
 
 /// Replace the panic message with one that names the bug and prints no backtrace (set
@@ -439,7 +398,7 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
         out(&report::render_summary(&report));
     }
     drop(t);
-    timing::eprint();
+    crate::term::print_timings();
     // The process ends here: freeing the checked model (every loop iteration's typed
     // statements), the graph and the report, node by node, would only delay the exit
     // (about a millisecond on a 100-step recursion); the OS takes the memory back at once.
@@ -678,7 +637,7 @@ fn prepare_output_dir(dir: &Path) -> Result<(), Failure> {
             "check the path and the permissions of its parent directories",
         )
     })?;
-    for name in crate::fsutil::OUTPUT_FILES {
+    for name in run::OUTPUT_FILES {
         let path = dir.join(name);
         if path.is_dir() {
             return Err(fail(
@@ -706,7 +665,7 @@ fn write_outputs(dir: &Path, report: &FitReport, pairs: &[(usize, usize)]) -> Re
     } else {
         pairs
     };
-    crate::fsutil::write_output_dir_with_pairs(dir, report, Some(pairs)).map_err(|e| {
+    run::write_output_dir_with_pairs(dir, report, Some(pairs)).map_err(|e| {
         Diagnostic::plain(
             "mvi::cli::output_dir",
             format!("cannot write results to `{}`: {e}", dir.display()),

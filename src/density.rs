@@ -122,7 +122,7 @@ pub trait LogDensity: Sync {
 
     /// The declared bounds of coordinate i of w, when the model knows them (the runaway
     /// coordinates of a failed mode search are then reported on the declared scale).
-    fn coordinate_constraint(&self, _i: usize) -> Option<crate::graph::Constraint> {
+    fn coordinate_constraint(&self, _i: usize) -> Option<crate::constrained::Constraint> {
         None
     }
 
@@ -246,7 +246,7 @@ impl LogDensity for Counting<'_> {
     fn coordinate_names(&self) -> Vec<String> {
         self.inner.coordinate_names()
     }
-    fn coordinate_constraint(&self, i: usize) -> Option<crate::graph::Constraint> {
+    fn coordinate_constraint(&self, i: usize) -> Option<crate::constrained::Constraint> {
         self.inner.coordinate_constraint(i)
     }
     fn param_blocks(&self) -> Vec<(String, usize, usize)> {

@@ -1,11 +1,11 @@
-//! Writing result files atomically.
+//! Writing files atomically.
 //!
-//! Input: bytes (or a [`FitReport`] rendered by [`crate::report`]). Output: files that are
-//! either absent, the old version, or complete: each is written to a temporary file in the
-//! same directory, flushed to disk, then renamed over the target. An interrupted write
-//! leaves no half-written file behind.
+//! Input: a path and bytes. Output: a file that is either absent, the old version, or
+//! complete: it is written to a temporary file in the same directory, flushed to disk, then
+//! renamed over the target. An interrupted write leaves no half-written file behind. This
+//! module imports nothing from the crate; `run::write_output_dir` writes a fit's results
+//! files through it.
 
-use crate::report::{self, FitReport};
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -65,47 +65,6 @@ fn sync_dir(path: &Path) {
     }
     #[cfg(not(unix))]
     let _ = path;
-}
-
-/// Write `draws.csv` and `fit.json` (and, when `plots`, `posterior.svg` and `trace.svg`)
-/// into `dir`, creating it if needed; each file atomically.
-///
-/// # Errors
-/// An I/O error from creating the directory or writing a file, or a plot that could not be
-/// drawn (as [`io::ErrorKind::Other`]). Files written before the failure stay complete.
-pub fn write_output_dir(dir: &Path, report: &FitReport, plots: bool) -> io::Result<()> {
-    let pairs = plots.then(|| report::svg::default_pairs(report));
-    write_output_dir_with_pairs(dir, report, pairs.as_deref())
-}
-
-/// As [`write_output_dir`], with the pair plots of `posterior.svg` drawn for the given
-/// column pairs; `None` writes no plots.
-///
-/// # Errors
-/// As [`write_output_dir`].
-pub fn write_output_dir_with_pairs(
-    dir: &Path,
-    report: &FitReport,
-    pairs: Option<&[(usize, usize)]>,
-) -> io::Result<()> {
-    fs::create_dir_all(dir)?;
-    write_named(dir, "draws.csv", report::render_draws_csv(report).as_bytes())?;
-    write_named(dir, "fit.json", report::render_fit_json(report).as_bytes())?;
-    if let Some(pairs) = pairs {
-        let posterior = report::svg::render_posterior_svg_pairs(report, pairs).map_err(io::Error::other)?;
-        write_named(dir, "posterior.svg", posterior.as_bytes())?;
-        let trace = report::render_trace_svg(report).map_err(io::Error::other)?;
-        write_named(dir, "trace.svg", trace.as_bytes())?;
-    }
-    Ok(())
-}
-
-/// The files [`write_output_dir`] writes.
-pub const OUTPUT_FILES: [&str; 4] = ["draws.csv", "fit.json", "posterior.svg", "trace.svg"];
-
-/// [`write_atomic`] of `dir/name`, with the file's name in the error.
-fn write_named(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    write_atomic(&dir.join(name), bytes).map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))
 }
 
 #[cfg(test)]

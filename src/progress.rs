@@ -129,11 +129,15 @@ impl Observer for Progress {
         let msg = format!("{name}: starting");
         if crate::infer::timing::trace_enabled() {
             // `MVI_TIMING=trace`: the iterations that follow belong to this phase
-            crate::cli::err_out(&format!("phase {name}\n"));
+            crate::term::err_out(&format!("phase {name}\n"));
         }
         if let Some(bar) = self.bar() {
             bar.set_message(msg);
         }
+    }
+
+    fn trace_line(&mut self, line: &str) {
+        crate::term::err_out(line);
     }
 }
 

@@ -6,6 +6,10 @@
 //! randomness comes from one generator seeded by `infer { seed }`, so the same inputs give
 //! the same report (apart from the wall time).
 
+mod output;
+
+pub use output::{write_output_dir, write_output_dir_with_pairs, OUTPUT_FILES};
+
 use std::time::Instant;
 
 use nalgebra::{DMatrix, DVector};

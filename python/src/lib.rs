@@ -314,6 +314,10 @@ impl Observer for Signals {
         }
         true
     }
+
+    fn trace_line(&mut self, line: &str) {
+        mvi::term::err_out(line);
+    }
 }
 
 /// Whether this is Python's main thread (the only one signal handlers run on).

@@ -10,6 +10,7 @@ pub mod dual;
 pub mod finite_diff;
 pub mod gemv;
 pub mod incomplete;
+pub mod numeric;
 pub mod owen;
 pub mod reverse;
 pub mod special;

@@ -1,5 +1,5 @@
 //! The constraint of a `param` or `hyper` declaration: a constrained type (`simplex[K]`,
-//! `cov_matrix[K]`, …; the transforms are in `graph::transform`), constant bounds, or
+//! `cov_matrix[K]`, …; sized by `constrained`, built by `graph::transform`), constant bounds, or
 //! bounds that depend on hypers and earlier params (`real<lower=0, upper=1 - alpha1>`).
 //!
 //! What lowering can rely on: a constrained type has K at least its minimum and no bounds;
@@ -9,7 +9,7 @@
 use super::checker::{Checker, Ctx, R};
 use super::types::{Shape, TExpr};
 use super::{DependentBounds, Transform};
-use crate::graph::transform::entry;
+use crate::constrained::entry;
 use crate::syntax::ast::{Decl, Expr, ExprKind, Index, TypeKind};
 use crate::syntax::span::Span;
 
@@ -103,9 +103,9 @@ impl Checker {
             return Err(self.report(d));
         }
         let graph_shape = if kind.is_matrix() {
-            crate::graph::Shape::Matrix(k, cols)
+            crate::constrained::Shape::Matrix(k, cols)
         } else {
-            crate::graph::Shape::Vector(k)
+            crate::constrained::Shape::Vector(k)
         };
         Ok((Transform::Type(kind), None, e.free_of(graph_shape)))
     }

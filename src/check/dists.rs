@@ -192,6 +192,38 @@ pub const DISTS: &[DistSpec] = &[
     ),
 ];
 
+/// The distributions with `_lcdf` and `_lccdf` (so `T[L, U]` truncation), in the order of
+/// [`DISTS`]: the families whose CDFs `crate::dist`'s table provides (a test keeps the two
+/// in step).
+pub const WITH_CDF: &[&str] = &[
+    "normal",
+    "student_t",
+    "cauchy",
+    "laplace",
+    "logistic",
+    "lognormal",
+    "exponential",
+    "gamma",
+    "inv_gamma",
+    "beta",
+    "half_normal",
+    "half_cauchy",
+    "uniform",
+    "binomial",
+    "poisson",
+    "neg_binomial_2",
+    "beta_binomial",
+    "weibull",
+    "gumbel",
+    "pareto",
+    "skew_normal",
+    "von_mises",
+    "chi_square",
+    "inv_chi_square",
+    "scaled_inv_chi_square",
+    "exp_mod_normal",
+];
+
 /// The distribution called `name`.
 pub fn lookup(name: &str) -> Option<&'static DistSpec> {
     DISTS.iter().find(|d| d.name == name)
@@ -253,11 +285,15 @@ impl DistSpec {
         )
     }
 
+    /// Whether the family has `_lcdf` and `_lccdf` ([`WITH_CDF`]).
+    pub fn has_cdf(&self) -> bool {
+        WITH_CDF.contains(&self.name)
+    }
+
     /// The valid function suffixes.
     pub fn forms(&self) -> &'static [&'static str] {
-        // The CDFs exist where the density library provides them (every univariate
-        // continuous family).
-        let has_cdf = crate::dist::lookup(self.name).is_some_and(|e| e.lcdf.is_some());
+        // The CDFs exist where the density library provides them.
+        let has_cdf = self.has_cdf();
         match (self.discrete, self.family) {
             (true, Family::Univariate) if has_cdf => &["_lpmf", "_lcdf", "_lccdf"],
             (true, _) => &["_lpmf"],
@@ -531,6 +567,26 @@ mod tests {
         assert!(m
             .check_shapes(Shape::Vector(2), &[Shape::Vector(2), Shape::Matrix(3, 3)])
             .is_err());
+    }
+
+    #[test]
+    fn the_families_with_cdfs_are_those_of_the_density_table() {
+        let with: Vec<&str> = crate::dist::DISTRIBUTIONS
+            .iter()
+            .filter(|e| e.lcdf.is_some() && e.lccdf.is_some())
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(with, WITH_CDF);
+        for e in crate::dist::DISTRIBUTIONS {
+            let spec = lookup(e.name).unwrap_or_else(|| panic!("`{}` has no signature", e.name));
+            assert_eq!(e.lcdf.is_some(), spec.has_cdf(), "{}", e.name);
+            assert_eq!(e.lccdf.is_some(), spec.has_cdf(), "{}", e.name);
+            let discrete = matches!(
+                e.outcome,
+                crate::dist::Outcome::Count | crate::dist::Outcome::Binary | crate::dist::Outcome::Category
+            );
+            assert_eq!(discrete, spec.discrete, "{}", e.name);
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::error::did_you_mean;
 use super::infer_keys::{key_spec_for, keys_for, KeySpec, ValueKind, KEYS, METHODS};
 use super::TypedModel;
 use crate::diagnostic::Diagnostic;
-use crate::infer::{InferOption, InferOptions, OptionValue};
+use crate::options::{InferOption, InferOptions, OptionValue};
 use crate::syntax::ast::{InferValue, Item, Program};
 use crate::syntax::span::Span;
 use miette::NamedSource;

@@ -3,7 +3,7 @@
 //! overrides with it; the inference registry may reuse it.
 
 use crate::diagnostic::Diagnostic;
-use crate::infer::{InferOption, InferOptions, OptionValue};
+use crate::options::{InferOption, InferOptions, OptionValue};
 use crate::syntax::span::Span;
 
 /// All method names, in registry order.

@@ -34,7 +34,7 @@
 //! The fresh-draw ELBO is evaluated in chunks and needs no check.
 
 use crate::diagnostic::Diagnostic;
-use crate::infer::{InferOptions, OptionValue};
+use crate::options::{InferOptions, OptionValue};
 
 use super::infer_keys::{int_option, out_of_range};
 
@@ -303,7 +303,7 @@ fn bytes_text(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::InferOption;
+    use crate::options::InferOption;
     use crate::syntax::span::Span;
 
     fn options(entries: &[(&str, i64)]) -> InferOptions {

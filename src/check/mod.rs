@@ -53,7 +53,7 @@ pub use types::{DistForm, NameKind, Shape, Stage, TBinOp, TExpr, TExprKind, TInd
 
 use crate::data::BoundData;
 use crate::diagnostic::Diagnostic;
-use crate::infer::InferOptions;
+use crate::options::InferOptions;
 use crate::syntax::ast::{FnDef, Program};
 use miette::NamedSource;
 use std::path::{Path, PathBuf};

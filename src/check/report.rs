@@ -4,7 +4,7 @@
 use super::infer_keys::{keys_for, KEYS};
 use super::types::{NameKind, TBinOp, TExpr, TExprKind, TIndex, TStmt};
 use super::{Slot, Transform, TypedModel};
-use crate::infer::OptionValue;
+use crate::options::OptionValue;
 use crate::syntax::ast::{AssignOp, UnOp};
 use std::fmt::Write;
 

@@ -263,13 +263,8 @@ impl Checker {
         outcome: &TExpr,
         t: &Truncation,
     ) -> R<(Option<TExpr>, Option<TExpr>)> {
-        let entry = crate::dist::lookup(dist).filter(|e| e.lcdf.is_some() && e.lccdf.is_some());
-        let Some(entry) = entry else {
-            let with: Vec<&str> = crate::dist::DISTRIBUTIONS
-                .iter()
-                .filter(|e| e.lcdf.is_some())
-                .map(|e| e.name)
-                .collect();
+        let Some(spec) = dists::lookup(dist).filter(|s| s.has_cdf()) else {
+            let with = dists::WITH_CDF;
             let d = self
                 .diag(
                     "mvi::check::bad_truncation",
@@ -316,10 +311,7 @@ impl Checker {
                 return Err(self.report(d));
             }
         }
-        let discrete = matches!(
-            entry.outcome,
-            crate::dist::Outcome::Count | crate::dist::Outcome::Binary | crate::dist::Outcome::Category
-        );
+        let discrete = spec.discrete;
         if let (Some(l), Some(u)) = (&lower, &upper) {
             if let (Some(lv), Some(uv)) = (l.value, u.value) {
                 if lv > uv || (lv >= uv && !discrete) {

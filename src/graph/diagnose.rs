@@ -272,7 +272,7 @@ pub(super) fn directional_hessian_checks(
     let mut rng = StdRng::seed_from_u64(20_261_121);
     let dirs: Vec<DVector<f64>> = (0..DIRECTIONS)
         .map(|_| {
-            let v = crate::posterior::standard_normal(w.len(), 1, &mut rng)
+            let v = crate::autodiff::numeric::standard_normal(w.len(), 1, &mut rng)
                 .column(0)
                 .into_owned();
             let n = v.norm();

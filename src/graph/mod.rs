@@ -42,6 +42,7 @@ pub(crate) mod scan_kernel;
 pub mod transform;
 mod vectorise;
 
+pub use crate::constrained::Shape;
 pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
 pub use dump::dump_graph;
@@ -52,49 +53,6 @@ pub use transform::Constraint;
 /// Index of a node in its graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub usize);
-
-/// The shape of a node's value (per batch column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// One number.
-    Scalar,
-    /// A column vector of length n.
-    Vector(usize),
-    /// An n×m matrix, stored column-major.
-    Matrix(usize, usize),
-}
-
-impl Shape {
-    /// Number of rows (1 for a scalar).
-    pub fn rows(self) -> usize {
-        match self {
-            Shape::Scalar => 1,
-            Shape::Vector(n) | Shape::Matrix(n, _) => n,
-        }
-    }
-
-    /// Number of columns (1 for a scalar or vector).
-    pub fn cols(self) -> usize {
-        match self {
-            Shape::Scalar | Shape::Vector(_) => 1,
-            Shape::Matrix(_, m) => m,
-        }
-    }
-
-    /// Number of entries.
-    pub fn size(self) -> usize {
-        self.rows() * self.cols()
-    }
-
-    /// The dimensions as [`crate::report::cmdstan_names`] takes them: `[]`, `[n]` or `[r, c]`.
-    pub fn dims(self) -> Vec<usize> {
-        match self {
-            Shape::Scalar => vec![],
-            Shape::Vector(n) => vec![n],
-            Shape::Matrix(r, c) => vec![r, c],
-        }
-    }
-}
 
 /// Elementwise functions of one argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -318,7 +318,7 @@ pub struct Recorder<'a> {
 impl Observer for Recorder<'_> {
     fn iteration(&mut self, record: &IterRecord) -> bool {
         if timing::trace_enabled() {
-            crate::cli::err_out(&format!(
+            self.inner.trace_line(&format!(
                 "iter {:5}  objective {:.12e}  |grad| {:.3e}\n",
                 record.iter, record.objective, record.grad_norm
             ));
@@ -328,6 +328,9 @@ impl Observer for Recorder<'_> {
     }
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
+    }
+    fn trace_line(&mut self, line: &str) {
+        self.inner.trace_line(line);
     }
 }
 

@@ -29,42 +29,9 @@ pub mod vi_full;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
 use crate::posterior::{IterRecord, Posterior};
-use crate::syntax::span::Span;
-use miette::NamedSource;
 use rand::RngCore;
 
-/// A value given to an `infer` key, in the model's `infer` block or by `--set key=value`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum OptionValue {
-    /// An integer literal.
-    Int(i64),
-    /// A real literal.
-    Real(f64),
-    /// A bare word (`mvi_lr`, `lbfgs`, `true`, `false`).
-    Ident(String),
-    /// A list of lists of names (`blocks = [[w], [sigma, tau]]`).
-    Blocks(Vec<Vec<String>>),
-}
-
-/// One `key = value` entry with where it was written.
-#[derive(Debug, Clone)]
-pub struct InferOption {
-    /// The key.
-    pub key: String,
-    /// The value.
-    pub value: OptionValue,
-    /// Where the value stands in `source` (the model file or the command line), if known.
-    pub span: Option<Span>,
-}
-
-/// All `infer` options of a run: the model's `infer` block with command-line overrides applied.
-#[derive(Debug, Clone)]
-pub struct InferOptions {
-    /// The entries; a later entry with the same key overrides an earlier one.
-    pub entries: Vec<InferOption>,
-    /// The text the spans point into.
-    pub source: NamedSource<String>,
-}
+pub use crate::options::{InferOption, InferOptions, OptionValue};
 
 /// Per-iteration progress from a running method: feeds the progress line, the trace plot and
 /// tests. Returning `false` from [`Observer::iteration`] asks the method to stop early
@@ -74,6 +41,10 @@ pub trait Observer {
     fn iteration(&mut self, record: &IterRecord) -> bool;
     /// Called when a method moves to a new phase ("laplace", "split 2 of 4", ...).
     fn phase(&mut self, _name: &str) {}
+    /// Called with one line of developer output, ending in a newline: under
+    /// `MVI_TIMING=trace`, each iteration of a Laplace or Gaussian-family optimisation. The
+    /// method never prints it; the caller decides where it goes (the CLI: stderr).
+    fn trace_line(&mut self, _line: &str) {}
 }
 
 /// An observer that ignores everything and never stops a run.

@@ -462,6 +462,9 @@ impl Observer for Recorder<'_> {
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
     }
+    fn trace_line(&mut self, line: &str) {
+        self.inner.trace_line(line);
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! evaluations, fresh-draw ELBO, predict, …) and counters such as objective evaluations.
 //!
 //! Input: [`span`] guards and [`count`] calls placed in the pipeline. Output: [`take`] the
-//! records gathered since the last call, [`render`] them as a table. When the variable is
-//! unset (the usual case) a span costs one relaxed load and records nothing.
-//! `MVI_TIMING=trace` also prints every optimiser iteration (objective, gradient norm).
+//! records gathered since the last call, [`render`] them as a table; nothing here prints
+//! (the application does: `term::print_timings`). When the variable is unset (the usual
+//! case) a span costs one relaxed load and records nothing. `MVI_TIMING=trace` also shows
+//! every iteration of the Laplace and Gaussian-family optimisers (objective, gradient norm),
+//! handed to the caller's [`super::Observer::trace_line`].
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -144,13 +146,6 @@ pub fn render(t: &Timings) -> String {
         ));
     }
     out
-}
-
-/// When timing is enabled: print the records gathered so far on stderr and clear them.
-pub fn eprint() {
-    if enabled() {
-        crate::cli::err_out(&render(&take()));
-    }
 }
 
 #[cfg(test)]

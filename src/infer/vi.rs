@@ -330,6 +330,9 @@ impl Observer for DriftWatch<'_, '_> {
     fn phase(&mut self, name: &str) {
         self.inner.phase(name);
     }
+    fn trace_line(&mut self, line: &str) {
+        self.inner.trace_line(line);
+    }
 }
 
 /// L-BFGS's pairs carried from the mean's coordinates ν (μ = μ₀ + C ν) to ν′ (μ = μ₀′ + C′ ν′):

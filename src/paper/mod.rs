@@ -341,8 +341,8 @@ impl Ctx {
                 1 => "fit".to_string(),
                 n => format!("{n} fits in parallel,"),
             };
-            crate::cli::err_out(&format!("{what} {}\n", named.join(" ")));
-            crate::infer::timing::eprint();
+            crate::term::err_out(&format!("{what} {}\n", named.join(" ")));
+            crate::term::print_timings();
         }
     }
 

@@ -203,7 +203,7 @@ fn mean(x: &[f64]) -> f64 {
 fn quantile(x: &[f64], p: f64) -> f64 {
     let mut s = x.to_vec();
     s.sort_by(f64::total_cmp);
-    crate::report::quantile_sorted(&s, p)
+    super::quantile_sorted(&s, p)
 }
 
 /// Φ⁻¹(p) for p in (0, 1): Acklam's rational approximation (relative error 1.2e-9),

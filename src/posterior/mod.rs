@@ -8,11 +8,12 @@
 
 use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
-use rand_distr::{Distribution, StandardNormal};
 
 pub mod mcmc;
 pub mod psis;
 pub mod w1;
+
+pub use crate::autodiff::numeric::{log_sum_exp, standard_normal};
 
 /// A Gaussian N(mean, root rootᵀ); `root` is square but need not be triangular.
 #[derive(Debug, Clone)]
@@ -289,23 +290,12 @@ impl Posterior {
     }
 }
 
-/// A D×n matrix of independent standard-normal draws (column by column, so the first
-/// columns do not depend on n).
-pub fn standard_normal(d: usize, n: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
-    let mut z = DMatrix::zeros(d, n);
-    for v in z.iter_mut() {
-        *v = StandardNormal.sample(rng);
-    }
-    z
-}
-
-/// log Σ exp(x_i), stable; −∞ for an empty slice or all −∞.
-pub fn log_sum_exp(x: &[f64]) -> f64 {
-    let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    if m == f64::NEG_INFINITY || m.is_nan() {
-        return m;
-    }
-    m + x.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+/// The p-quantile of sorted, non-empty `x` by linear interpolation.
+pub(crate) fn quantile_sorted(x: &[f64], p: f64) -> f64 {
+    let h = p * (x.len() - 1) as f64;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(x.len() - 1);
+    x[lo] + (h - lo as f64) * (x[hi] - x[lo])
 }
 
 fn uniform(rng: &mut dyn RngCore) -> f64 {

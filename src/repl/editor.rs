@@ -21,9 +21,9 @@ use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{CompletionType, Config, Context, Editor, Helper};
 
 use super::{ReplArgs, Session, COMMANDS};
-use crate::cli::{out, Failure};
 use crate::diagnostic::Diagnostic;
 use crate::infer::registry::METHODS;
+use crate::term::{out, Failure};
 
 /// The prompt.
 pub const PROMPT: &str = "mvi> ";

@@ -3,8 +3,9 @@
 //! Input: one [`FitReport`], a plain value the CLI assembles from a `Posterior`, its
 //! constrained draws, the fresh-draw ELBO, PSIS k̂ and `predict` results. Output: strings
 //! (the summary table, `--json`, `draws.csv`, `fit.json`, SVG plots). Nothing here touches
-//! files or the terminal; `crate::fsutil` writes the strings atomically. Every renderer is
-//! deterministic (fixed precision, no clocks), so the same report gives the same bytes.
+//! files or the terminal; `crate::run::write_output_dir` writes them atomically. Every
+//! renderer is deterministic (fixed precision, no clocks), so the same report gives the same
+//! bytes.
 
 pub mod compare;
 pub mod csv;
@@ -13,7 +14,7 @@ pub mod mcmc;
 pub mod summary;
 pub mod svg;
 
-use crate::posterior::{Approximation, IterRecord};
+use crate::posterior::{quantile_sorted, Approximation, IterRecord};
 use nalgebra::DMatrix;
 
 pub use compare::{render_compare, render_compare_json};
@@ -322,14 +323,6 @@ fn summarize(mut x: Vec<f64>) -> ColumnSummary {
         q50: quantile_sorted(&x, 0.5),
         q95: quantile_sorted(&x, 0.95),
     }
-}
-
-/// The p-quantile of sorted, non-empty `x` by linear interpolation.
-pub(crate) fn quantile_sorted(x: &[f64], p: f64) -> f64 {
-    let h = p * (x.len() - 1) as f64;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(x.len() - 1);
-    x[lo] + (h - lo as f64) * (x[hi] - x[lo])
 }
 
 #[cfg(test)]

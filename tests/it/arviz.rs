@@ -92,7 +92,7 @@ fn arviz_from_cmdstan_reads_draws_csv_with_the_means_of_fit_json() {
     };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arviz-check");
     let report = fixture::report("mvi_lr", 500, 11);
-    mvi::fsutil::write_output_dir(&dir, &report, false).expect("writing the output dir");
+    mvi::run::write_output_dir(&dir, &report, false).expect("writing the output dir");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/arviz/check_from_cmdstan.py");
     let out = run(Command::new(&python)
         .arg(&script)

@@ -17,6 +17,7 @@ mod golden;
 mod high_dim;
 mod interrupt;
 mod laplace_no_mode;
+mod layers;
 mod loops;
 mod lower;
 mod methods;

@@ -5,11 +5,12 @@
 #[path = "../arviz/fixture.rs"]
 mod fixture;
 
-use mvi::fsutil::{write_atomic, write_output_dir};
+use mvi::fsutil::write_atomic;
 use mvi::report::{
     self, csv, render_compare, render_compare_json, render_draws_csv, render_fit_json, render_json,
     render_posterior_svg, render_summary, render_trace_svg, ApproxSummary, Estimate, FitReport,
 };
+use mvi::run::write_output_dir;
 use nalgebra::DMatrix;
 use std::fs;
 use std::path::PathBuf;

@@ -1,9 +1,9 @@
 //! Data declared with a constrained type (`w: simplex[K]`, `S: cov_matrix[K]`): the value is
-//! checked when it is read, within `graph::transform::TOLERANCE` (Stan's 1e-8) for sums,
+//! checked when it is read, within `constrained::TOLERANCE` (Stan's 1e-8) for sums,
 //! norms, unit diagonals and symmetry; positive definiteness is a Cholesky factorisation.
 
 use super::{Binder, Decl, Diagnostic, RawEntry};
-use crate::graph::transform::{entry, TypeKind};
+use crate::constrained::{entry, TypeKind};
 
 impl Binder<'_> {
     /// Check a data value against its declared constrained type, if it has one.
@@ -54,9 +54,9 @@ impl Binder<'_> {
         };
         let x: Vec<f64> = (0..cells.len()).map(|i| cells[col_major(i)].value).collect();
         let shape = if kind.is_matrix() {
-            crate::graph::Shape::Matrix(k, cols)
+            crate::constrained::Shape::Matrix(k, cols)
         } else {
-            crate::graph::Shape::Vector(k)
+            crate::constrained::Shape::Vector(k)
         };
         let Err(bad) = entry(kind).validate_of(&x, shape) else {
             return Ok(());
@@ -111,7 +111,7 @@ fn help(kind: TypeKind) -> String {
     format!("{what}{tolerance}; or declare it a plain `{plain}`")
 }
 
-/// `graph::transform::TOLERANCE` as the help line writes it (a Unicode minus, so the line never breaks
+/// `constrained::TOLERANCE` as the help line writes it (a Unicode minus, so the line never breaks
 /// inside the number).
 const TOLERANCE_TEXT: &str = "1e−8";
 
@@ -120,6 +120,6 @@ mod tests {
     #[test]
     fn tolerance_text_is_the_tolerance() {
         let parsed: f64 = super::TOLERANCE_TEXT.replace('−', "-").parse().unwrap();
-        assert!((parsed - crate::graph::transform::TOLERANCE).abs() < 1e-20);
+        assert!((parsed - crate::constrained::TOLERANCE).abs() < 1e-20);
     }
 }

@@ -1,75 +1,24 @@
-//! `corr_matrix[K]`: a K×K correlation matrix Ω = L Lᵀ, from K(K − 1)/2 free coordinates
-//! (Stan's `corr_matrix_constrain`: tanh-transformed canonical partial correlations read by
-//! `read_corr_L`). L is the `cholesky_corr` factor of the same partial correlations, but
-//! Stan orders them column by column ((2,1), (3,1), …, (K,1), (3,2), …), so the graph first
-//! permutes the coordinates into `cholesky_corr`'s row-by-row order.
-//!
-//! Log-Jacobian (of the map to the strict lower triangle of Ω, Stan's, from Lewandowski,
-//! Kurowicka and Joe 2009 and Joe 2006 eq. 11): Σ log(1 − z²) for the tanh plus
-//! ½ Σ (K − j − 1) log(1 − zᵢⱼ²) over the partial correlations of column j (1-based).
+//! `corr_matrix[K]` as graph nodes: the free coordinates permuted from Stan's column order
+//! into `cholesky_corr`'s row order, then Ω = L Lᵀ of that factor (the maps and Stan's
+//! log-Jacobian: `crate::constrained::corr_matrix`).
 
 use super::{
-    check_symmetric, cholesky, cholesky_corr, self_outer, strict_lower_rows, weighted_sum, Error, Graph,
-    Invalid, Lowered, NodeId, Shape, TypeEntry, TypeKind, TOLERANCE,
+    cholesky_corr, self_outer, weighted_sum, Error, Graph, Lowered, Lowering, NodeId, Shape, TypeKind,
 };
+use crate::constrained::{corr_matrix, strict_lower_rows};
 
 /// The table row.
-pub(super) const ENTRY: TypeEntry = TypeEntry {
+pub(super) const LOWERING: Lowering = Lowering {
     kind: TypeKind::CorrMatrix,
-    min_size: 1,
-    free: |k| k * (k - 1) / 2,
-    lower,
-    constrain,
-    unconstrain,
-    log_jacobian,
-    validate,
+    one_size: lower,
     two_size: None,
 };
 
-/// Stan's column-by-column order of the strict lower triangle.
-fn strict_lower_cols(k: usize) -> Vec<(usize, usize)> {
-    (0..k).flat_map(|j| (j + 1..k).map(move |i| (i, j))).collect()
-}
-
-/// For each position in row-major order, its index in column-major order.
-fn rows_from_cols(k: usize) -> Vec<usize> {
-    let cols = strict_lower_cols(k);
-    strict_lower_rows(k)
-        .iter()
-        .map(|at| cols.iter().position(|c| c == at).expect("the same positions"))
-        .collect()
-}
-
-/// Ω (column-major) from free coordinates in Stan's column order.
-fn constrain(u: &[f64], k: usize) -> Vec<f64> {
-    let row_u: Vec<f64> = rows_from_cols(k).iter().map(|&p| u[p]).collect();
-    let l = super::matrix(&(cholesky_corr::ENTRY.constrain)(&row_u, k), k);
-    (&l * l.transpose()).as_slice().to_vec()
-}
-
-fn log_jacobian(u: &[f64], k: usize) -> f64 {
-    strict_lower_cols(k)
-        .iter()
-        .zip(u)
-        .map(|(&(_, j), v)| {
-            let c = (1.0 - v.tanh().powi(2)).ln();
-            c * (1.0 + 0.5 * (k as f64 - j as f64 - 2.0))
-        })
-        .sum()
-}
-
-fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
-    let l = cholesky(x, k).expect("unconstrain is given a valid correlation matrix");
-    let row_u = cholesky_corr::unconstrain(l.as_slice(), k);
-    let mut u = vec![0.0; row_u.len()];
-    for (r, &p) in rows_from_cols(k).iter().enumerate() {
-        u[p] = row_u[r];
-    }
-    u
-}
-
 fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let perm: Vec<u32> = rows_from_cols(k).into_iter().map(|p| p as u32).collect();
+    let perm: Vec<u32> = corr_matrix::rows_from_cols(k)
+        .into_iter()
+        .map(|p| p as u32)
+        .collect();
     let n = perm.len();
     let row_u = g.gather_flat(u, perm, Shape::Vector(n))?;
     let (l, c) = cholesky_corr::factor(g, row_u, k)?;
@@ -79,18 +28,4 @@ fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
         .map(|(_, j)| 1.0 + 0.5 * (k as f64 - j as f64 - 2.0))
         .collect();
     Ok((omega, Some(weighted_sum(g, c, w)?)))
-}
-
-fn validate(x: &[f64], k: usize) -> Result<(), Invalid> {
-    check_symmetric(x, k)?;
-    for i in 0..k {
-        let d = x[i + i * k];
-        if (d - 1.0).abs() > TOLERANCE {
-            return Err(Invalid::at(
-                i + i * k,
-                format!("its diagonal entry [{}, {}] is {d}, not 1", i + 1, i + 1),
-            ));
-        }
-    }
-    cholesky(x, k).map(|_| ())
 }

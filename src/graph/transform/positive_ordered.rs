@@ -1,50 +1,17 @@
-//! `positive_ordered[K]`: a strictly increasing vector of positive numbers, from K free
-//! coordinates (Stan's `positive_ordered_constrain`): x₁ = exp(u₁), xₖ = xₖ₋₁ + exp(uₖ).
-//! Inverse: u₁ = log x₁, uₖ = log(xₖ − xₖ₋₁). Log-Jacobian: Σₖ uₖ.
+//! `positive_ordered[K]` as graph nodes: the running sums of exp(u); log-Jacobian Σₖ uₖ
+//! (the maps: `crate::constrained::positive_ordered`).
 
-use super::ordered::check_increasing;
-use super::{cumsum, Error, Fun1, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind};
+use super::{cumsum, Error, Fun1, Graph, Lowered, Lowering, NodeId, TypeKind};
 
 /// The table row.
-pub(super) const ENTRY: TypeEntry = TypeEntry {
+pub(super) const LOWERING: Lowering = Lowering {
     kind: TypeKind::PositiveOrdered,
-    min_size: 1,
-    free: |k| k,
-    lower,
-    constrain,
-    unconstrain,
-    log_jacobian: |u, _| u.iter().sum(),
-    validate,
+    one_size: lower,
     two_size: None,
 };
-
-fn constrain(u: &[f64], _k: usize) -> Vec<f64> {
-    let mut x = Vec::with_capacity(u.len());
-    let mut acc = 0.0;
-    for &v in u {
-        acc += v.exp();
-        x.push(acc);
-    }
-    x
-}
-
-fn unconstrain(x: &[f64], _k: usize) -> Vec<f64> {
-    (0..x.len())
-        .map(|i| if i == 0 { x[0].ln() } else { (x[i] - x[i - 1]).ln() })
-        .collect()
-}
 
 fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
     let v = g.unary(Fun1::Exp, u);
     let x = if k == 1 { v } else { cumsum(g, v, k)? };
     Ok((x, Some(g.sum(u))))
-}
-
-fn validate(x: &[f64], _k: usize) -> Result<(), Invalid> {
-    if let Some(&x0) = x.first() {
-        if x0.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-            return Err(Invalid::at(0, format!("entry 1 is {x0}, not positive")));
-        }
-    }
-    check_increasing(x)
 }

@@ -1,68 +1,22 @@
-//! `simplex[K]`: K non-negative entries summing to 1, from K − 1 free coordinates.
-//!
-//! Stan 2.37 replaced the stick-breaking transform (zₖ = inv_logit(uₖ + log(1/(K − k))))
-//! by the inverse isometric log-ratio transform, which is what this file implements:
-//! x = softmax(A u) with A the `sum_to_zero_vector` basis (`simplex_constrain` in Stan Math
-//! 5.1: "equivalent to softmax(sum_to_zero_constrain(y))"). u = 0 is the uniform simplex.
-//! The inverse is u = Aᵀ log x (Aᵀ 1 = 0 removes the normaliser).
-//!
-//! Log-Jacobian, of the map from u to the first K − 1 entries: ½ log K + Σᵢ log xᵢ
-//! (`tests/it/transforms.rs` checks it against log |det J| computed numerically).
+//! `simplex[K]` as graph nodes: x = softmax(A u), with A the `sum_to_zero_vector` basis;
+//! log-Jacobian ½ log K + Σᵢ log xᵢ (the maps and their derivation:
+//! `crate::constrained::simplex`).
 
-use super::{matvec, sum_to_zero, Error, Graph, Invalid, Lowered, NodeId, TypeEntry, TypeKind, TOLERANCE};
+use super::{matvec, Error, Graph, Lowered, Lowering, NodeId, TypeKind};
 
 /// The table row.
-pub(super) const ENTRY: TypeEntry = TypeEntry {
+pub(super) const LOWERING: Lowering = Lowering {
     kind: TypeKind::Simplex,
-    min_size: 1,
-    free: |k| k - 1,
-    lower,
-    constrain,
-    unconstrain,
-    log_jacobian,
-    validate,
+    one_size: lower,
     two_size: None,
 };
 
-fn log_softmax(z: &[f64]) -> Vec<f64> {
-    let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let lse = m + z.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
-    z.iter().map(|v| v - lse).collect()
-}
-
-fn constrain(u: &[f64], k: usize) -> Vec<f64> {
-    log_softmax(&sum_to_zero::constrain(u, k))
-        .into_iter()
-        .map(f64::exp)
-        .collect()
-}
-
-fn unconstrain(x: &[f64], k: usize) -> Vec<f64> {
-    let logs: Vec<f64> = x.iter().map(|v| v.ln()).collect();
-    sum_to_zero::unconstrain(&logs, k)
-}
-
-fn log_jacobian(u: &[f64], k: usize) -> f64 {
-    0.5 * (k as f64).ln() + log_softmax(&sum_to_zero::constrain(u, k)).iter().sum::<f64>()
-}
-
 fn lower(g: &mut Graph, u: NodeId, k: usize) -> Result<Lowered, Error> {
-    let z = matvec(g, &sum_to_zero::basis(k), u)?;
+    let z = matvec(g, &crate::constrained::sum_to_zero::basis(k), u)?;
     let logx = g.log_softmax(z)?;
     let x = g.unary(super::Fun1::Exp, logx);
     let s = g.sum(logx);
     let c = g.scalar(0.5 * (k as f64).ln());
     let lj = g.binary(super::Fun2::Add, s, c)?;
     Ok((x, Some(lj)))
-}
-
-fn validate(x: &[f64], _k: usize) -> Result<(), Invalid> {
-    if let Some(i) = x.iter().position(|v| *v < 0.0) {
-        return Err(Invalid::at(i, format!("entry {} is {}, below 0", i + 1, x[i])));
-    }
-    let s: f64 = x.iter().sum();
-    if (s - 1.0).abs() > TOLERANCE {
-        return Err(Invalid::whole(format!("its entries sum to {s}, not 1")));
-    }
-    Ok(())
 }
