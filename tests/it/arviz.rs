@@ -7,8 +7,7 @@
 //! (no `python3`, a broken venv, a mismatch) fails the test. To run it alone:
 //! `cargo test --test it -- --nocapture arviz::`.
 
-#[path = "../arviz/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,6 @@
 //! The integration tests, one crate so that the library is linked once: each module was a
 //! test binary of its own (run one with `cargo test --test it <module>::`).
 
-mod common;
 mod arviz;
 mod bad_check;
 mod bad_syntax;
@@ -9,10 +8,14 @@ mod cdf_models;
 mod check;
 mod check_fuzz;
 mod cli;
+mod common;
 mod constrained_types;
 mod densities;
 mod derivatives;
 mod examples;
+/// The fit fixture that `arviz` and `report` share (tests/arviz/fixture.rs).
+#[path = "../arviz/fixture.rs"]
+mod fixture;
 mod golden;
 mod high_dim;
 mod interrupt;

@@ -326,8 +326,7 @@ fn tiny_run_writes_every_table_and_a_second_run_skips_finished_work() {
 /// from the store, a second run reads the choice from `select` and refits them alone, to
 /// the same `laplace`. It is the default protocol: no `--protocol` is given.
 #[test]
-fn fixed_centres_select_is_the_default_and_fits_the_methods_on_the_features_with_the_higher_evidence(
-) {
+fn fixed_centres_select_is_the_default_and_fits_the_methods_on_the_features_with_the_higher_evidence() {
     let out = scratch("select");
     let args = ["--only", "iris", "--tables", "V", "--centres", "3"];
     // 1 search fit, 2 laplace fits, 4 VI methods; stored: search, select, 5 methods

@@ -2,8 +2,7 @@
 //! `draws.csv` header and `fit.json`; round trips of the CSV; plots; atomic output files.
 //! Review snapshot changes with `cargo insta review`.
 
-#[path = "../arviz/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use mvi::fsutil::write_atomic;
 use mvi::report::{
