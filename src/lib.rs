@@ -28,9 +28,9 @@
 //! 8. [`infer`]: the methods; they print nothing, but hand notes, timings and trace lines
 //!    to their caller.
 //! 9. [`report`]: everything a fit produced, rendered as strings.
-//! 10. [`run`], [`reference`], [`progress`], [`term`]: a fit as a library function and its
-//!     results files, reference draws to compare against, the progress line, and what the
-//!     applications write to the terminal.
+//! 10. [`run`], [`reference`](mod@reference), [`progress`], [`term`]: a fit as a library
+//!     function and its results files, reference draws to compare against, the progress
+//!     line, and what the applications write to the terminal.
 //! 11. [`repl`], [`paper`]: the REPL and `mvi bench paper`.
 //! 12. [`cli`]: the `mvi` command line; only `main` (and the Python package, for its option
 //!     parsing) uses it.

@@ -23,7 +23,8 @@ struct Import {
 }
 
 /// The layers listed in `lib.rs`'s module doc, bottom first: the modules named as
-/// ``[`module`]`` before the first `:` of each numbered item of the "# Layers" section.
+/// ``[`module`]`` (or ``[`module`](mod@module)``) before the first `:` of each numbered
+/// item of the "# Layers" section.
 fn documented_layers(lib_rs: &str) -> Vec<Vec<String>> {
     let mut layers: Vec<Vec<String>> = Vec::new();
     let mut in_section = false;
@@ -505,7 +506,7 @@ fn after() -> usize { super::super::e::N }
 #[test]
 fn the_layers_are_read_from_the_numbered_list() {
     let doc = "//! Intro with [`x`].\n//!\n//! # Layers\n//!\n//! 1. [`a`]: the bottom, not [`z`].\n\
-               //! 2. [`b`], [`c`]: next;\n//!    continued.\n//!\n//! # Other\n//! 3. [`q`]: not a layer.\n";
+               //! 2. [`b`], [`c`](mod@c): next;\n//!    continued.\n//!\n//! # Other\n//! 3. [`q`]: not a layer.\n";
     let want: Vec<Vec<String>> = vec![vec!["a".into()], vec!["b".into(), "c".into()]];
     assert_eq!(documented_layers(doc), want);
 }
