@@ -4,7 +4,7 @@
 //! Input: entries the checker reads from the `infer` block and the CLI from its arguments.
 //! Output: [`InferOptions`], which the checker validates (`check::infer_keys`) and the
 //! methods read (`infer::registry`). It sits below both, so the checker needs nothing from
-//! the methods; `crate::infer` re-exports the types.
+//! the methods; `infer` re-exports the types.
 
 use crate::syntax::span::Span;
 use miette::NamedSource;

@@ -1,5 +1,5 @@
 //! Numeric helpers the graph, the methods and the posterior share, free of the graph itself:
-//! standard-normal draws and a stable log-sum-exp. `crate::posterior` re-exports both.
+//! standard-normal draws and a stable log-sum-exp. `posterior` re-exports both.
 
 use nalgebra::DMatrix;
 use rand::RngCore;

@@ -193,7 +193,7 @@ pub const DISTS: &[DistSpec] = &[
 ];
 
 /// The distributions with `_lcdf` and `_lccdf` (so `T[L, U]` truncation), in the order of
-/// [`DISTS`]: the families whose CDFs `crate::dist`'s table provides (a test keeps the two
+/// [`DISTS`]: the families whose CDFs `dist::DISTRIBUTIONS` provides (a test keeps the two
 /// in step).
 pub const WITH_CDF: &[&str] = &[
     "normal",

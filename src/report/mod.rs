@@ -3,7 +3,7 @@
 //! Input: one [`FitReport`], a plain value the CLI assembles from a `Posterior`, its
 //! constrained draws, the fresh-draw ELBO, PSIS k̂ and `predict` results. Output: strings
 //! (the summary table, `--json`, `draws.csv`, `fit.json`, SVG plots). Nothing here touches
-//! files or the terminal; `crate::run::write_output_dir` writes them atomically. Every
+//! files or the terminal; `run::write_output_dir` writes them atomically. Every
 //! renderer is deterministic (fixed precision, no clocks), so the same report gives the same
 //! bytes.
 
