@@ -5,29 +5,14 @@
 //! function by quadrature of the gamma density, not through the crate's incomplete gamma
 //! function) has zero gradient.
 
-use std::path::Path;
-
+use crate::common::load;
 use mvi::autodiff::special::{lgamma, log_phi};
-use mvi::check::{self, check_source};
-use mvi::data::{add_json_text, DataSet};
-use mvi::graph::{self, LogJoint, Tolerances};
+use mvi::check;
+use mvi::graph::{self, Tolerances};
 use mvi::infer::Silent;
 use mvi::posterior::Approximation;
 use mvi::run::{self, RunInfo};
 use nalgebra::DVector;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn load(src: &str, json: &str) -> (check::TypedModel, LogJoint) {
-    let mut set = DataSet::default();
-    add_json_text(&mut set, "data.json", json.to_string()).expect("the test's JSON is valid");
-    let typed = check_source(src, "model.mvi", root(), &set)
-        .unwrap_or_else(|ds| panic!("{}", ds.iter().map(|d| d.render_plain(100)).collect::<String>()));
-    let joint = graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
-    (typed, joint)
-}
 
 const EVERY_FORM: &str = "data {
   x: vector[N]

@@ -1,13 +1,10 @@
 //! Good models check clean: every example with its data (the `mvi check` layout report is a
 //! snapshot), and behaviours of the checker on small inline models.
 
+use crate::common::root;
 use mvi::check::{check_source, dump_typed, infer_options, layout_report, Shape, Stage, TypedModel};
 use mvi::data::{add_json_text, DataSet};
 use std::path::Path;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn check_example(path: &Path) -> TypedModel {
     std::env::set_current_dir(root()).unwrap();

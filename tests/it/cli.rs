@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::{mvi, root};
 use serde_json::Value;
 
 /// Laplace is exact for the conjugate example: only optimiser and rounding error remain.
@@ -17,20 +18,6 @@ const EXACT_TOL: f64 = 1e-6;
 
 const LINREG: &str = "examples/linear_regression.mvi";
 const LINREG_DATA: &str = "examples/data/linear_regression.json";
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Run `mvi` with `args` from the crate root.
-fn mvi(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mvi"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the mvi binary runs")
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

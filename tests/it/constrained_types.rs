@@ -6,8 +6,7 @@
 //! bivariate normal likelihood); every output draw satisfies its constraint; a hyper of a
 //! constrained type or with dependent bounds starts at its initial value.
 
-use std::path::Path;
-
+use crate::common::{load, root};
 use mvi::check::{self, check_source};
 use mvi::data::{add_json_text, DataSet};
 use mvi::density::{LogDensity, Want};
@@ -17,19 +16,6 @@ use mvi::infer::Silent;
 use mvi::posterior::Approximation;
 use mvi::run::{self, RunInfo};
 use nalgebra::{DMatrix, DVector};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn load(src: &str, json: &str) -> (check::TypedModel, LogJoint) {
-    let mut set = DataSet::default();
-    add_json_text(&mut set, "data.json", json.to_string()).expect("the test's JSON is valid");
-    let typed = check_source(src, "model.mvi", root(), &set)
-        .unwrap_or_else(|ds| panic!("{}", ds.iter().map(|d| d.render_plain(100)).collect::<String>()));
-    let joint = graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
-    (typed, joint)
-}
 
 /// The fit of a model with its `infer` block: the mean of q on the unconstrained scale (for
 /// laplace, the mode), and the run's report.

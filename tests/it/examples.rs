@@ -6,14 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::root;
 use mvi::density::{LogDensity, Want};
 use mvi::graph::{diagnose, dump_graph, lower_model, LogJoint, Tolerances};
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn data_args(path: &Path) -> Vec<String> {
     let stem = path

@@ -17,8 +17,7 @@
 //!   Laplace fails; the fallback start is on another branch) it is skipped with the reason
 //!   printed; once it fits, it is snapshot like the others.
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check;
 use mvi::graph;
 use mvi::infer::Silent;
@@ -55,10 +54,6 @@ fn reduced_settings(stem: &str) -> Option<(Vec<(String, String)>, &'static str)>
         )),
         _ => None,
     }
-}
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The example's data file relative to the crate root, when it has one.

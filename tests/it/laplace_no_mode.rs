@@ -7,9 +7,9 @@
 //! the CLI exits 2 with it; `pmfvb`, `vi_diag` and `vi_full` fall back to a vi_diag start and
 //! fit; and a sharp but proper posterior (2000 observations, σ ≈ 10⁻³) is fitted, not flagged.
 
-use std::path::Path;
 use std::process::Command;
 
+use crate::common::root;
 use mvi::check::{self, TypedModel};
 use mvi::data::{add_json_text, DataSet};
 use mvi::density::LogDensity;
@@ -19,10 +19,6 @@ use mvi::run::{self, RunInfo};
 
 const CENTRED: &str = "tests/fixtures/funnel/eight_schools_centred.mvi";
 const SCHOOLS: &str = "examples/data/eight_schools.json";
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn lower(typed: &TypedModel) -> LogJoint {
     graph::lower_model(typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)))

@@ -4,8 +4,7 @@
 //! recursion growing linearly in its length (checked on the graph's structure, not by
 //! timing).
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check::check_source;
 use mvi::data::{add_json_text, DataSet};
 use mvi::density::{LogDensity, Want};
@@ -14,10 +13,6 @@ use nalgebra::{DMatrix, DVector};
 
 /// The same log joint built in a different order: only rounding differs.
 const SAME_TOL: f64 = 1e-10;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn lower(src: &str, json: &str) -> LogJoint {
     let mut set = DataSet::default();

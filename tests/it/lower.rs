@@ -3,17 +3,12 @@
 //! vectorised form, categorical softmax and `predict` log-likelihoods by hand, and the
 //! diagnostic for a data label outside the support.
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check::{check_source, TypedModel};
 use mvi::data::{add_json_text, DataSet, Value};
 use mvi::density::{LogDensity, Want};
 use mvi::graph::{lower_model, LogJoint};
 use nalgebra::{DMatrix, DVector};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn load_example(stem: &str) -> TypedModel {
     let model = root().join(format!("examples/{stem}.mvi"));

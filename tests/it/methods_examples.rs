@@ -8,8 +8,7 @@
 //! evidence by more than 3 standard errors. Invalid or unsupported options give a
 //! `Diagnostic` for every method.
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check::{self, TypedModel};
 use mvi::density::{LogDensity, Want};
 use mvi::graph::{self, LogJoint};
@@ -31,10 +30,6 @@ const MC_SE: f64 = 5.0;
 
 /// A fresh ELBO of an exact q equals log Z up to rounding, so allow this much above it.
 const ROUNDING: f64 = 1e-9;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn load() -> (TypedModel, LogJoint) {
     let data = root().join("examples/data/linear_regression.json");

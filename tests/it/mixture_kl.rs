@@ -7,8 +7,7 @@
 //! q's density is `Posterior::log_q`. The values are recorded in `docs/results.md`; print
 //! them with `cargo test --test it -- --nocapture mixture_kl::`.
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check;
 use mvi::density::{LogDensity, Want};
 use mvi::graph::{self, LogJoint};
@@ -27,10 +26,6 @@ const CHUNK: usize = 20_000;
 
 /// Methods in the paper's order, from the poorest fit to the best.
 const ORDER: [&str; 4] = ["laplace", "mvi_mu", "mvi_eig", "mvi_lr"];
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn load() -> (check::TypedModel, LogJoint) {
     let typed = check::load_model(&root().join("examples/mixture_2d.mvi"), &[])

@@ -6,27 +6,15 @@
 //! `draws = 0`) exiting 2 with a diagnostic. Runs are short (2 chains, few draws).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use crate::common::{mvi, root};
 use serde_json::Value;
 
 const LINREG: &str = "examples/linear_regression.mvi";
 const LINREG_DATA: &str = "examples/data/linear_regression.json";
 /// A short NUTS run: enough for the checks below, cheap in the default test suite.
 const SHORT: [&str; 6] = ["--set", "chains=2", "--set", "warmup=200", "--set", "draws=300"];
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn mvi(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mvi"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the mvi binary runs")
-}
 
 /// `mvi compare MODEL --data DATA --methods METHODS --reference REFERENCE -q`, then `extra`.
 fn compare(model: &str, data: &str, methods: &str, reference: &str, extra: &[&str]) -> Output {

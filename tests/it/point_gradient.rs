@@ -11,15 +11,12 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use crate::common::root;
 use mvi::check::{self, check_source};
 use mvi::data::{add_json_text, DataSet};
 use mvi::density::{LogDensity, Want};
 use mvi::graph::{self, LogJoint};
 use nalgebra::{DMatrix, DVector};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn load(model: &Path, data: &[PathBuf]) -> LogJoint {
     let args: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();

@@ -12,8 +12,7 @@
 //! correlation) fails it by many sds. Each example fits in well under a second in the test
 //! profile.
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check;
 use mvi::graph;
 use mvi::infer::Silent;
@@ -23,10 +22,6 @@ use serde_json::Value;
 
 /// How many posterior sds the truth may lie from the posterior mean.
 const K_SD: f64 = 3.5;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Fit `examples/<stem>.mvi` on `examples/data/<stem>.json` as written.
 fn fit_example(stem: &str) -> FitReport {

@@ -9,17 +9,12 @@
 
 use crate::common;
 
-use std::path::Path;
-
+use crate::common::root;
 use mvi::check::check_source;
 use mvi::data::{add_json_text, DataSet};
 use mvi::density::{LogDensity, Want};
 use mvi::graph::{lower_model, LogJoint};
 use nalgebra::{DMatrix, DVector};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn noise(i: usize) -> f64 {
     ((i as f64 * 12.9898 + 0.5).sin() * 43_758.545_3).fract()

@@ -1,4 +1,4 @@
-//! Helpers shared by several test files (`mod common;` in each).
+//! Helpers shared by the test modules (`use crate::common::…`).
 
 use std::path::{Path, PathBuf};
 
@@ -16,4 +16,30 @@ pub fn mvi_files(dir: &str) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// The repository's root (the crate's manifest directory).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run `mvi` with `args` from the repository's root, without colour.
+pub fn mvi(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mvi"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the mvi binary runs")
+}
+
+/// Check `src` with the data in `json` and lower it; a problem fails the test with its
+/// diagnostic.
+pub fn load(src: &str, json: &str) -> (mvi::check::TypedModel, mvi::graph::LogJoint) {
+    let mut set = mvi::data::DataSet::default();
+    mvi::data::add_json_text(&mut set, "data.json", json.to_string()).expect("the test's JSON is valid");
+    let typed = mvi::check::check_source(src, "model.mvi", root(), &set)
+        .unwrap_or_else(|ds| panic!("{}", ds.iter().map(|d| d.render_plain(100)).collect::<String>()));
+    let joint = mvi::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+    (typed, joint)
 }
