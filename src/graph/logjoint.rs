@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use std::sync::OnceLock;
 
+use super::blocked::{add_evaluated, add_matrix, add_vector, clean_columns, Blocked};
 use super::eval::{ancestors, forward_needed, lift_consts, CHUNK};
 use super::point::PointEval;
 use super::predict::PredictSums;
@@ -83,6 +84,25 @@ pub struct LogJoint {
     pub predict: Option<Graph>,
     /// The log-joint graph compiled for single-point value + gradient, on first use.
     pub point: PointCache,
+    /// The graph's split into global terms and blocks of data rows, when it is a sum over
+    /// many rows ([`Blocked`]), found on first use.
+    pub blocked: BlockedCache,
+}
+
+/// A [`Blocked`] form of a log joint's graph, found on first use. A clone starts empty.
+#[derive(Default)]
+pub struct BlockedCache(OnceLock<Option<Blocked>>);
+
+impl Clone for BlockedCache {
+    fn clone(&self) -> Self {
+        BlockedCache::default()
+    }
+}
+
+impl std::fmt::Debug for BlockedCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BlockedCache")
+    }
 }
 
 /// A [`PointEval`] of a log joint's graph, compiled on first use. A clone starts empty (so a
@@ -143,7 +163,29 @@ impl LogJoint {
             theta0: DVector::zeros(p),
             predict: None,
             point: PointCache::default(),
+            blocked: BlockedCache::default(),
         }
+    }
+
+    /// The graph by blocks of data rows, when it is a sum over at least
+    /// [`super::blocked::BLOCKED_FROM`] rows and the blocks add up to the whole graph's value
+    /// at the initial point (checked once; a lowering that folded a row count into a
+    /// constant would not).
+    pub fn blocked(&self) -> Option<&Blocked> {
+        self.blocked
+            .0
+            .get_or_init(|| {
+                let b = Blocked::of(&self.graph)?;
+                let w = DMatrix::from_column_slice(self.graph.dim, 1, self.initial_point().as_slice());
+                let whole = eval_graph(&self.graph, &self.theta0, &w, Want::VALUE).values[0];
+                let parts = b.sum(
+                    |g| eval_graph(g, &self.theta0, &w, Want::VALUE).values[0],
+                    |t, p| *t += p,
+                );
+                let agree = (whole - parts).abs() <= 1e-9 * (1.0 + whole.abs());
+                agree.then_some(b)
+            })
+            .as_ref()
     }
 
     /// Constrained values of every parameter and reported `let` at the columns of W:
@@ -221,6 +263,11 @@ impl LogDensity for LogJoint {
     }
 
     fn eval(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want) -> Evaluated {
+        if let Some(b) = self.blocked() {
+            let mut e = b.sum(|g| eval_graph(g, theta, w, want), add_evaluated);
+            clean_columns(&mut e);
+            return e;
+        }
         eval_graph(&self.graph, theta, w, want)
     }
 
@@ -230,10 +277,22 @@ impl LogDensity for LogJoint {
         w: &DMatrix<f64>,
         weights: &DMatrix<f64>,
     ) -> Evaluated {
+        if let Some(b) = self.blocked() {
+            let mut e = b.sum(|g| eval_graph_weighted(g, theta, w, weights), add_evaluated);
+            clean_columns(&mut e);
+            return e;
+        }
         eval_graph_weighted(&self.graph, theta, w, weights)
     }
 
     fn value_grad_into(&self, theta: &DVector<f64>, w: &[f64], grad: &mut [f64]) -> f64 {
+        if let Some(b) = self.blocked() {
+            let one = DMatrix::from_column_slice(w.len(), 1, w);
+            let mut e = b.sum(|g| eval_graph(g, theta, &one, Want::GRAD_W), add_evaluated);
+            clean_columns(&mut e);
+            grad.copy_from_slice(e.grad_w.expect("asked for").as_slice());
+            return e.values[0];
+        }
         match self.point.get(&self.graph) {
             Some(p) => p.value_grad(&self.graph, theta.as_slice(), w, grad),
             None => {
@@ -245,15 +304,30 @@ impl LogDensity for LogJoint {
     }
 
     fn hessian(&self, theta: &DVector<f64>, w: &DVector<f64>) -> DMatrix<f64> {
-        dual::hessian(&self.graph, theta.as_slice(), w.as_slice())
+        let (t, x) = (theta.as_slice(), w.as_slice());
+        match self.blocked() {
+            Some(b) => {
+                let h = b.sum(|g| dual::hessian_raw(g, t, x), add_matrix);
+                (&h + h.transpose()) * 0.5
+            }
+            None => dual::hessian(&self.graph, t, x),
+        }
     }
 
     fn hvp(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
-        dual::hvp(&self.graph, theta.as_slice(), w.as_slice(), v.as_slice())
+        let (t, x, v) = (theta.as_slice(), w.as_slice(), v.as_slice());
+        match self.blocked() {
+            Some(b) => b.sum(|g| dual::hvp(g, t, x, v), add_vector),
+            None => dual::hvp(&self.graph, t, x, v),
+        }
     }
 
     fn hessian_times(&self, theta: &DVector<f64>, w: &DVector<f64>, v: &DMatrix<f64>) -> DMatrix<f64> {
-        dual::hessian_times(&self.graph, theta.as_slice(), w.as_slice(), v)
+        let (t, x) = (theta.as_slice(), w.as_slice());
+        match self.blocked() {
+            Some(b) => b.sum(|g| dual::hessian_times(g, t, x, v), add_matrix),
+            None => dual::hessian_times(&self.graph, t, x, v),
+        }
     }
 
     fn coordinate_names(&self) -> Vec<String> {

@@ -28,6 +28,7 @@ macro_rules! avx2_dispatch {
     };
 }
 
+pub mod blocked;
 mod build;
 pub mod diagnose;
 pub mod dump;
@@ -37,6 +38,7 @@ pub mod logjoint;
 pub mod lower;
 pub mod point;
 pub mod predict;
+pub mod rows;
 pub mod scan;
 pub(crate) mod scan_kernel;
 pub mod transform;
