@@ -130,6 +130,21 @@ pub trait LogDensity: Sync {
     fn param_blocks(&self) -> Vec<(String, usize, usize)> {
         vec![("w".to_string(), 0, self.dim())]
     }
+
+    /// N, when log p̃ is terms computed once plus a sum over N rows of data that a minibatch
+    /// objective may subsample ([`LogDensity::eval_rows`]); `None` otherwise.
+    fn rows(&self) -> Option<usize> {
+        None
+    }
+
+    /// The unbiased estimate of log p̃ from the given rows (0-based, drawn without
+    /// replacement): the terms computed once plus N/B times the sum of the B rows' terms,
+    /// with the gradients `want` asks for. Only called when [`LogDensity::rows`] is `Some`;
+    /// the default, for densities without rows, is [`LogDensity::eval`].
+    fn eval_rows(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want, rows: &[u32]) -> Evaluated {
+        let _ = rows;
+        self.eval(theta, w, want)
+    }
 }
 
 /// Convenience: evaluate at a single point and return (value, gradient).
@@ -251,6 +266,19 @@ impl LogDensity for Counting<'_> {
     }
     fn param_blocks(&self) -> Vec<(String, usize, usize)> {
         self.inner.param_blocks()
+    }
+    fn rows(&self) -> Option<usize> {
+        self.inner.rows()
+    }
+    fn eval_rows(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want, rows: &[u32]) -> Evaluated {
+        // a minibatch evaluation counts as the fraction B/N of a point per column (rounded up)
+        let n = self.inner.rows().unwrap_or(1).max(1) as u64;
+        let s = (w.ncols() as u64 * rows.len() as u64).div_ceil(n);
+        self.density.fetch_add(s, Ordering::Relaxed);
+        if want.grad_w || want.grad_theta {
+            self.gradient.fetch_add(s, Ordering::Relaxed);
+        }
+        self.inner.eval_rows(theta, w, want, rows)
     }
 }
 

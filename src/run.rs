@@ -71,6 +71,31 @@ pub struct RunInfo {
     pub data_files: Vec<String>,
 }
 
+/// What `model` offers a minibatch objective: its rows, or the term that is not a sum over
+/// rows and why.
+fn rows_offer(model: &LogJoint) -> infer_keys::RowsOffer {
+    use crate::graph::rows::RowSplit;
+    use infer_keys::RowsOffer;
+    if let Some(n) = model.rows() {
+        return RowsOffer::Rows(n);
+    }
+    let g = &model.graph;
+    match RowSplit::of(g) {
+        Err(e) => RowsOffer::NotRows {
+            site: g.target_site(g.targets[e.target]),
+            reason: e.reason,
+        },
+        Ok(None) => RowsOffer::NotRows {
+            site: None,
+            reason: "no `~` reads rows of the data".into(),
+        },
+        Ok(Some(_)) => RowsOffer::NotRows {
+            site: None,
+            reason: "its terms do not add up to the log density row by row".into(),
+        },
+    }
+}
+
 /// The value of an integer option, or its default.
 pub fn option_int(options: &InferOptions, key: &str, default: u64) -> u64 {
     match options
@@ -154,6 +179,7 @@ pub fn fit(
         ));
     }
     infer_keys::check_against_model(options, method.name(), model.dim())?;
+    infer_keys::check_batch(options, method.name(), &rows_offer(model))?;
     memory::check_memory(
         options,
         method.name(),

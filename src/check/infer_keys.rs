@@ -43,6 +43,8 @@ pub enum ValueKind {
     Blocks,
     /// One of the listed integers.
     IntChoice(&'static [i64]),
+    /// `auto`, `full` or a positive integer (`batch`).
+    Batch,
 }
 
 impl ValueKind {
@@ -61,6 +63,7 @@ impl ValueKind {
                 ws.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
             ),
             ValueKind::Blocks => "lists of parameter names, e.g. `[[w], [sigma, tau]]`".into(),
+            ValueKind::Batch => "`auto`, `full` or a positive number of rows".into(),
             ValueKind::IntChoice(xs) => {
                 let xs: Vec<String> = xs.iter().map(i64::to_string).collect();
                 format!("one of {}", xs.join(", "))
@@ -84,6 +87,8 @@ impl ValueKind {
             (ValueKind::Word(ws), OptionValue::Ident(w)) => ws.contains(&w.as_str()),
             (ValueKind::Blocks, OptionValue::Blocks(_)) => true,
             (ValueKind::IntChoice(xs), OptionValue::Int(i)) => xs.contains(i),
+            (ValueKind::Batch, OptionValue::Int(i)) => *i >= 1,
+            (ValueKind::Batch, OptionValue::Ident(w)) => w == "auto" || w == "full",
             _ => false,
         }
     }
@@ -155,6 +160,13 @@ pub const KEYS: &[KeySpec] = &[
         kind: ValueKind::IntAtLeast(2),
         default: Some("1000"),
         meaning: "fixed standard-normal draws S for the Monte Carlo objective",
+    },
+    KeySpec {
+        key: "batch",
+        methods: Methods::Only(&["mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full"]),
+        kind: ValueKind::Batch,
+        default: Some("auto"),
+        meaning: "data rows per step of a minibatch ELBO (`auto`: 1000 rows from 10⁵ rows on, when the likelihood is a sum over rows; `full`: never)",
     },
     KeySpec {
         key: "seed",
@@ -495,6 +507,60 @@ pub fn check_against_model(options: &InferOptions, method: &str, dim: usize) -> 
 
 /// An integer option's value (or its default) and where it was written (`None`: the
 /// default or the command line).
+/// What a model offers a minibatch objective (`batch`): N data rows, or why its log density
+/// is not a sum over rows (the statement's span when known, and the reason).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowsOffer {
+    /// A sum over this many rows.
+    Rows(usize),
+    /// Not a sum over rows.
+    NotRows {
+        /// The statement that stops it.
+        site: Option<Span>,
+        /// What it does that a sum over rows cannot.
+        reason: String,
+    },
+}
+
+/// `batch = B` against the model: B ≤ N, and a likelihood that is a sum over the rows.
+///
+/// # Errors
+/// A diagnostic at `batch` (or at the statement that is not a sum over rows).
+pub fn check_batch(options: &InferOptions, method: &str, offer: &RowsOffer) -> Result<(), Diagnostic> {
+    if !matches!(method, "mvi_mu" | "mvi_eig" | "mvi_lr" | "vi_diag" | "vi_full") {
+        return Ok(());
+    }
+    let (b, at) = int_option(options, "batch");
+    if at.is_none() {
+        return Ok(()); // `auto`, `full` or not given
+    }
+    match offer {
+        RowsOffer::Rows(n) if b as usize > *n => Err(out_of_range(
+            options,
+            at,
+            format!("`batch = {b}` rows is more than the data's N = {n} rows"),
+            format!("use `batch` ≤ {n}, or `batch = full` to read every row at every step"),
+        )),
+        RowsOffer::Rows(_) => Ok(()),
+        RowsOffer::NotRows { site, reason } => {
+            let code = "mvi::check::batch_not_rows";
+            let msg = format!(
+                "`batch = {b}` needs a likelihood that is a sum over data rows, and this model's is not"
+            );
+            let d = match site {
+                Some(span) => Diagnostic::error(code, msg, options.source.clone())
+                    .with_label(*span, format!("not a sum over rows: {reason}")),
+                None => Diagnostic::plain(code, format!("{msg}: {reason}")),
+            };
+            Err(d.with_help(
+                "a minibatch subsamples the rows of a `~` on a data vector (or matrix rows) whose \
+                 arguments are rows of data and parameters, as in `y ~ bernoulli_logit(X * w)`; \
+                 write such statements vectorised, or remove `batch` to fit on every row",
+            ))
+        }
+    }
+}
+
 pub(super) fn int_option(options: &InferOptions, key: &str) -> (i64, Option<Option<Span>>) {
     match options.entries.iter().rev().find(|e| e.key == key) {
         Some(InferOption {

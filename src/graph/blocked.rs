@@ -35,18 +35,21 @@ pub struct Blocked {
     pub split: RowSplit,
     /// The graph of the global terms.
     pub global: Graph,
-    /// The graphs of the row sums over each block of [`BLOCK_ROWS`] rows, in row order.
+    /// The graphs of the row sums over each block of [`BLOCK_ROWS`] rows, in row order;
+    /// none below [`BLOCKED_FROM`] rows (the whole graph is evaluated then).
     pub blocks: Vec<Graph>,
 }
 
 impl Blocked {
-    /// The blocked form of `g` when it is a sum over at least [`BLOCKED_FROM`] rows.
+    /// The split of `g` when it is a sum over rows, with its blocks when there are at least
+    /// [`BLOCKED_FROM`] rows.
     pub fn of(g: &Graph) -> Option<Blocked> {
         let split = RowSplit::of(g).ok().flatten()?;
-        if split.n < BLOCKED_FROM {
-            return None;
-        }
-        let starts: Vec<usize> = (0..split.n).step_by(BLOCK_ROWS).collect();
+        let starts: Vec<usize> = if split.n < BLOCKED_FROM {
+            Vec::new()
+        } else {
+            (0..split.n).step_by(BLOCK_ROWS).collect()
+        };
         let blocks = starts
             .par_iter()
             .map(|&r0| {

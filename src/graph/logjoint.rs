@@ -167,25 +167,29 @@ impl LogJoint {
         }
     }
 
-    /// The graph by blocks of data rows, when it is a sum over at least
-    /// [`super::blocked::BLOCKED_FROM`] rows and the blocks add up to the whole graph's value
-    /// at the initial point (checked once; a lowering that folded a row count into a
-    /// constant would not).
-    pub fn blocked(&self) -> Option<&Blocked> {
+    /// The graph's split into terms computed once and a sum over its data rows, when it is
+    /// one and the parts add up to the whole graph's value at the initial point (checked
+    /// once: a lowering that folded a row count into a constant would not).
+    pub fn row_split(&self) -> Option<&Blocked> {
         self.blocked
             .0
             .get_or_init(|| {
                 let b = Blocked::of(&self.graph)?;
                 let w = DMatrix::from_column_slice(self.graph.dim, 1, self.initial_point().as_slice());
-                let whole = eval_graph(&self.graph, &self.theta0, &w, Want::VALUE).values[0];
-                let parts = b.sum(
-                    |g| eval_graph(g, &self.theta0, &w, Want::VALUE).values[0],
-                    |t, p| *t += p,
-                );
+                let value = |g: &Graph| eval_graph(g, &self.theta0, &w, Want::VALUE).values[0];
+                let whole = value(&self.graph);
+                let rows: Vec<u32> = (0..b.split.n as u32).collect();
+                let parts = value(&b.global) + value(&b.split.slice(&self.graph, &rows));
                 let agree = (whole - parts).abs() <= 1e-9 * (1.0 + whole.abs());
                 agree.then_some(b)
             })
             .as_ref()
+    }
+
+    /// The graph by blocks of data rows, when it is a sum over at least
+    /// [`super::blocked::BLOCKED_FROM`] rows.
+    pub fn blocked(&self) -> Option<&Blocked> {
+        self.row_split().filter(|b| !b.blocks.is_empty())
     }
 
     /// Constrained values of every parameter and reported `let` at the columns of W:
@@ -332,6 +336,25 @@ impl LogDensity for LogJoint {
 
     fn coordinate_names(&self) -> Vec<String> {
         self.params.iter().flat_map(names_of).collect()
+    }
+
+    fn rows(&self) -> Option<usize> {
+        self.row_split().map(|b| b.split.n)
+    }
+
+    fn eval_rows(&self, theta: &DVector<f64>, w: &DMatrix<f64>, want: Want, rows: &[u32]) -> Evaluated {
+        let Some(b) = self.row_split() else {
+            return self.eval(theta, w, want);
+        };
+        let scale = b.split.n as f64 / rows.len().max(1) as f64;
+        let mut e = eval_graph(&b.global, theta, w, want);
+        let mut part = eval_graph(&b.split.slice(&self.graph, rows), theta, w, want);
+        part.values *= scale;
+        part.grad_w = part.grad_w.map(|g| g * scale);
+        part.grad_theta = part.grad_theta.map(|g| g * scale);
+        add_evaluated(&mut e, part);
+        clean_columns(&mut e);
+        e
     }
 
     fn coordinate_constraint(&self, i: usize) -> Option<super::Constraint> {

@@ -315,6 +315,9 @@ pub struct Graph {
     pub theta_dim: usize,
     /// Names from the model for some nodes (`let`s, params, data), for `dump_graph`.
     pub labels: Vec<(NodeId, String)>,
+    /// The statement each target term comes from (`~` or `target +=`), where lowering knows
+    /// it, for diagnostics about a term ([`rows::NotRows`]).
+    pub target_sites: Vec<(NodeId, crate::syntax::span::Span)>,
     /// Build likelihoods from elementary nodes only, without [`Op::LikSum`] (tests compare
     /// the two; off by default).
     pub unfused: bool,
@@ -387,6 +390,14 @@ impl Graph {
         }
     }
 
+    /// The statement a target term comes from, when lowering recorded it.
+    pub fn target_site(&self, target: NodeId) -> Option<crate::syntax::span::Span> {
+        self.target_sites
+            .iter()
+            .find(|(n, _)| *n == target)
+            .map(|(_, s)| *s)
+    }
+
     /// The model name of a node, if it has one.
     pub fn label_of(&self, id: NodeId) -> Option<&str> {
         self.labels
@@ -416,6 +427,11 @@ impl Graph {
             .labels
             .iter()
             .filter_map(|(id, l)| label(*id).map(|n| (n, l.clone())))
+            .collect();
+        self.target_sites = from
+            .target_sites
+            .iter()
+            .filter_map(|&(id, span)| label(id).map(|n| (n, span)))
             .collect();
     }
 

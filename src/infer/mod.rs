@@ -10,6 +10,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod laplace;
+pub mod minibatch;
 pub mod mvi_eig;
 pub mod mvi_lr;
 pub mod mvi_mu;

@@ -13,6 +13,7 @@ use rand::RngCore;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
+use crate::infer::minibatch;
 use crate::infer::objective::{points, Family};
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
@@ -58,6 +59,19 @@ impl Method for MviEig {
             z: st.z.clone(),
         };
         let phi0 = stack(&start.laplace.mode, &log_r);
+        if let Some(b) = minibatch::rows_per_step(model, s.batch) {
+            return Ok(minibatch::fit(
+                self.name(),
+                model,
+                start,
+                &phi0,
+                family,
+                b,
+                s,
+                rng,
+                obs,
+            ));
+        }
         let run = vi::optimise_staged(model, family, &phi0, &start, s, obs);
         Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }

@@ -18,6 +18,7 @@ use rand::RngCore;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
+use crate::infer::minibatch;
 use crate::infer::objective::{points, Family};
 use crate::infer::settings::{Reader, VI_KEYS};
 use crate::infer::vi::{self, ViSettings};
@@ -85,6 +86,19 @@ impl Method for MviLr {
         let uv = standard_normal(2 * d * k, 1, rng) * INIT_SD;
         let family = |st: &vi::Start| LowRank::new(st.laplace.chol.clone(), &st.z, k);
         let phi0 = DVector::from_iterator(d + 2 * d * k, start.laplace.mode.iter().chain(uv.iter()).copied());
+        if let Some(b) = minibatch::rows_per_step(model, s.batch) {
+            return Ok(minibatch::fit(
+                self.name(),
+                model,
+                start,
+                &phi0,
+                family,
+                b,
+                s,
+                rng,
+                obs,
+            ));
+        }
         let run = vi::optimise(model, family(&start), &phi0, &start, s, obs);
         Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }

@@ -12,6 +12,7 @@ use rand::RngCore;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
+use crate::infer::minibatch;
 use crate::infer::objective::{points, Family};
 use crate::infer::vi::{self, ViSettings};
 use crate::infer::{Error, InferOptions, Method, Observer};
@@ -51,6 +52,20 @@ impl Method for MviMu {
         let s = &self.settings;
         let start = vi::start(model, s, rng, obs)?;
         let family = |st: &vi::Start| MeanOnly::new(st.laplace.chol.clone(), &st.z);
+        if let Some(b) = minibatch::rows_per_step(model, s.batch) {
+            let mode = start.laplace.mode.clone();
+            return Ok(minibatch::fit(
+                self.name(),
+                model,
+                start,
+                &mode,
+                family,
+                b,
+                s,
+                rng,
+                obs,
+            ));
+        }
         let run = vi::optimise_staged(model, family, &start.laplace.mode.clone(), &start, s, obs);
         Ok(vi::finish_growing(self.name(), run, start, s, rng, obs, family))
     }

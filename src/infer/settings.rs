@@ -26,7 +26,20 @@ pub const VI_KEYS: &[&str] = &[
     "laplace_hyper",
     "restarts",
     "psis_resample",
+    "batch",
 ];
+
+/// `batch`: how many data rows each step of a Gaussian VI method's ELBO reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batch {
+    /// Minibatches of [`crate::infer::minibatch::AUTO_ROWS`] rows when the model's likelihood
+    /// is a sum over at least [`crate::infer::minibatch::AUTO_FROM`] rows; all rows otherwise.
+    Auto,
+    /// Every row, every step (the fixed-sample ELBO).
+    Full,
+    /// This many rows per step.
+    Rows(usize),
+}
 
 /// A view of the options restricted to one method's keys.
 pub struct Reader<'a> {
@@ -173,6 +186,22 @@ impl<'a> Reader<'a> {
             let listed: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
             self.bad(e, &format!("one of {}", listed.join(", ")))
         })
+    }
+
+    /// `batch`: `auto` (the default), `full` or a number of rows.
+    ///
+    /// # Errors
+    /// A diagnostic at any other value.
+    pub fn batch(&self) -> Result<Batch, Diagnostic> {
+        let Some(e) = self.last("batch") else {
+            return Ok(Batch::Auto);
+        };
+        match &e.value {
+            OptionValue::Ident(s) if s == "auto" => Ok(Batch::Auto),
+            OptionValue::Ident(s) if s == "full" => Ok(Batch::Full),
+            OptionValue::Int(b) if *b >= 1 => Ok(Batch::Rows(*b as usize)),
+            _ => Err(self.bad(e, "`auto`, `full` or a positive number of rows")),
+        }
     }
 
     /// The optimiser named by `optimizer`, or L-BFGS.

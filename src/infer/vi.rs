@@ -17,7 +17,7 @@ use crate::infer::laplace::{
 };
 use crate::infer::objective::{fresh_elbo, Elbo, Family, MeanPreconditioned};
 use crate::infer::optim::{self, Curvature, Outcome};
-use crate::infer::settings::{Common, Reader, VI_KEYS};
+use crate::infer::settings::{Batch, Common, Reader, VI_KEYS};
 use crate::infer::timing;
 use crate::infer::{Error, InferOptions, Observer};
 use crate::posterior::{standard_normal, Approximation, IterRecord, Posterior};
@@ -40,6 +40,8 @@ pub struct ViSettings {
     /// ([`SETTLE_FRACTION`]); true except in the first stage of a two-stage fit
     /// ([`ViSettings::first_stage`]).
     pub settle: bool,
+    /// `batch`: data rows per step ([`crate::infer::minibatch`]).
+    pub batch: Batch,
 }
 
 /// S grows at most to this multiple of its starting value.
@@ -53,6 +55,7 @@ impl Default for ViSettings {
             laplace_hyper_search: true,
             grow_samples: false,
             settle: true,
+            batch: Batch::Auto,
         }
     }
 }
@@ -69,6 +72,7 @@ impl ViSettings {
             laplace_hyper_search: r.word("laplace_hyper", &["search", "given"], "search")? == "search",
             grow_samples: !r.has("samples"),
             settle: true,
+            batch: r.batch()?,
         })
     }
 

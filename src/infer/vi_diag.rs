@@ -21,6 +21,7 @@ use rand::RngCore;
 
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
+use crate::infer::minibatch;
 use crate::infer::mvi_eig::{stack, Scaled};
 use crate::infer::objective::{elbo_on_draws, Family};
 use crate::infer::timing;
@@ -71,6 +72,29 @@ impl Method for ViDiag {
             ("vi_diag from diag Σ_LA", stack(mode, &from_laplace)),
             ("vi_diag from σ² = 1e-4", stack(mode, &small)),
         ];
+        if let Some(b) = minibatch::rows_per_step(model, s.batch) {
+            // the mean-field optimum of a Gaussian target: σ_d² = 1 / Λ_dd, Λ the Laplace
+            // precision (C Cᵀ)⁻¹, whose diagonal is the column norms of C⁻¹
+            let c_inv = start
+                .laplace
+                .chol
+                .solve_lower_triangular(&DMatrix::identity(mode.len(), mode.len()))
+                .unwrap_or_else(|| DMatrix::identity(mode.len(), mode.len()));
+            let log_sd = DVector::from_iterator(mode.len(), c_inv.column_iter().map(|c| -c.norm().ln()));
+            let phi0 = stack(mode, &log_sd);
+            let family = |st: &vi::Start| scaled(&st.z);
+            return Ok(minibatch::fit(
+                self.name(),
+                model,
+                start.clone(),
+                &phi0,
+                family,
+                b,
+                s,
+                rng,
+                obs,
+            ));
+        }
         let run = match vi::sub_samples(s.samples) {
             Some(sub) => staged(model, &start, starts, sub, s, obs),
             None => on_all_draws(model, &start, starts, s, obs),

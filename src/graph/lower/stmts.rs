@@ -26,6 +26,21 @@ impl Lowerer<'_> {
     }
 
     fn stmt(&mut self, s: &TStmt) -> Result<(), Diagnostic> {
+        let site = match s {
+            TStmt::Tilde { lhs, .. } => Some(self.span(lhs)),
+            TStmt::Target(e) => Some(self.span(e)),
+            _ => None,
+        };
+        let before = self.g.targets.len();
+        self.stmt_terms(s)?;
+        if let Some(span) = site {
+            let new: Vec<NodeId> = self.g.targets[before..].to_vec();
+            self.g.target_sites.extend(new.into_iter().map(|t| (t, span)));
+        }
+        Ok(())
+    }
+
+    fn stmt_terms(&mut self, s: &TStmt) -> Result<(), Diagnostic> {
         match s {
             TStmt::Let { name, value } => {
                 let v = self.expr(value)?;

@@ -116,6 +116,7 @@ pub fn fallback(
         laplace_hyper_search: true,
         grow_samples: false,
         settle: true,
+        batch: crate::infer::settings::Batch::Full,
     };
     let z = standard_normal(d, FALLBACK_SAMPLES, rng);
     let chol = DMatrix::from_diagonal_element(d, d, FALLBACK_VARIANCE.sqrt());
