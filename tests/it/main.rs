@@ -37,6 +37,7 @@ mod posteriordb;
 mod recovery;
 mod repl;
 mod report;
+mod scale;
 mod split_mf;
 mod stdlib;
 mod transforms;
