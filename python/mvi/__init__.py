@@ -67,6 +67,18 @@ class Model:
     def __repr__(self) -> str:
         return f"mvi.Model({self.name!r})"
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Model):
+            return NotImplemented
+        return (self.source, self.name, self.model_dir) == (other.source, other.name, other.model_dir)
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.name, self.model_dir))
+
+    def __reduce__(self):
+        # pickled as its text, name and directory; unpickling parses the text again
+        return (_model, (self.source, self.name, self.model_dir))
+
     def check(self, data: Mapping[str, Any] | None = None) -> dict:
         """Check the model against its data and return the layout ``mvi check`` prints.
 
@@ -94,6 +106,11 @@ class Model:
         return Fit(raw)
 
 
+def _model(source: str, name: str, model_dir: str) -> Model:
+    """A model from its pickled state (:meth:`Model.__reduce__`)."""
+    return Model(source, name=name, model_dir=model_dir)
+
+
 def _data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if data is None:
         return {}
@@ -119,6 +136,11 @@ class Fit:
 
     Every number is the one ``mvi run`` writes to ``fit.json`` for the same model, data,
     method and seed (:meth:`to_json` gives that text).
+
+    A fit pickles (as the extension's result: the draws and per-draw numbers as bytes, and
+    the text of ``fit.json``), and two fits are equal when they hold the same result to the
+    bit, the wall time in ``fit.json`` included: a fit and its unpickled copy are equal,
+    two runs of the same fit are not (compare their numbers instead).
     """
 
     def __init__(self, raw: dict):
@@ -156,6 +178,18 @@ class Fit:
             for name, arviz_name, dtype in _SAMPLER_STATS
             if name in raw["sampler"]
         }
+
+    def __reduce__(self):
+        # the extension's result holds everything once; the arrays are rebuilt from it
+        return (Fit, (self._raw,))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fit):
+            return NotImplemented
+        return self._raw == other._raw
+
+    def __hash__(self) -> int:
+        return hash((self._raw["json"], self._raw["draws"]))
 
     # -- the fit's numbers ------------------------------------------------------------
 
@@ -350,3 +384,4 @@ def compare(model: Model, data: Mapping[str, Any] | None = None, methods: Iterab
     frame[num] = frame[num].astype(float)
     frame.attrs["table"] = raw["table"]
     return frame
+
