@@ -1,8 +1,13 @@
-"""Many fits: models and fits pickle, and fits in threads equal fits made alone."""
+"""Many fits: models and fits pickle, fits in threads, and `mvi.fit_many` on local threads
+and on a `dask.distributed` cluster of worker processes, each fit equal to the bit to the
+same fit made alone."""
 
 import concurrent.futures
 import json
+import os
 import pickle
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -128,3 +133,124 @@ def test_fits_in_a_thread_pool_equal_fits_in_turn():
         together = list(pool.map(lambda d: model.fit(data=d, **options), datasets))
     for a, b in zip(alone, together):
         assert_same_fit(a, b)
+
+
+# -- fit_many on local threads ------------------------------------------------------------
+
+
+def test_fit_many_without_a_client_returns_the_fits_in_order():
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(8)
+    alone = [model.fit(data=d, seed=3) for d in datasets]
+    many = mvi.fit_many(model, datasets, seed=3)
+    assert len(many) == len(datasets)
+    for a, b in zip(alone, many):
+        assert_same_fit(a, b)
+    assert mvi.fit_many(model, []) == []
+
+
+def test_fit_many_passes_the_method_and_options_as_model_fit_takes_them():
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(2)
+    many = mvi.fit_many(model, datasets, method="vi_diag", samples=60, seed=5)
+    for d, fit in zip(datasets, many):
+        assert fit.method == "vi_diag"
+        assert fit.options["samples"] == "60"
+        assert_same_fit(fit, model.fit(data=d, method="vi_diag", samples=60, seed=5))
+
+
+def test_fit_many_names_the_data_set_that_fails():
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(6)
+    datasets[4] = {"X": datasets[4]["X"], "y": datasets[4]["y"][:-1]}  # one row short
+    with pytest.raises(mvi.ModelError, match=r"data set 4 \(of 6") as caught:
+        mvi.fit_many(model, datasets)
+    err = caught.value
+    assert err.index == 4
+    assert err.code is not None and err.code.startswith("mvi::")
+    assert err.diagnostics
+    assert isinstance(err.__cause__, mvi.ModelError)
+
+
+def test_fit_many_names_a_data_set_of_the_wrong_type():
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(3)
+    datasets[1] = {"X": datasets[1]["X"], "y": "not numbers"}
+    with pytest.raises(mvi.ModelError, match=r"data set 1 \(of 3") as caught:
+        mvi.fit_many(model, datasets)
+    assert caught.value.index == 1
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_fit_many_rejects_data_as_an_option_and_a_client_that_is_not_one():
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    with pytest.raises(TypeError, match="datasets"):
+        mvi.fit_many(model, groups(1), data=groups(1)[0])
+    with pytest.raises(TypeError, match="client"):
+        mvi.fit_many(model, groups(1), client="tcp://127.0.0.1:8786")
+
+
+def test_importing_mvi_does_not_import_dask():
+    code = "import sys, mvi; print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+
+
+# -- fit_many on a Dask cluster of worker processes -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip(
+        "distributed", reason="dask.distributed is not installed (pip install 'mvi[dask]')"
+    )
+    with distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_fit_many_on_a_dask_cluster_equals_serial_fits_to_the_bit(dask_client):
+    distributed = pytest.importorskip("distributed")
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(20)
+    alone = [model.fit(data=d) for d in datasets]
+    with distributed.get_task_stream(client=dask_client) as tasks:
+        many = mvi.fit_many(model, datasets, client=dask_client)
+    assert len(many) == 20
+    for a, b in zip(alone, many):
+        assert_same_fit(a, b)
+    # the fits were made by the cluster's worker processes, not in this one
+    assert len(tasks.data) == 20
+    assert {t["worker"] for t in tasks.data} <= set(dask_client.scheduler_info()["workers"])
+    pids = dask_client.run(os.getpid)
+    assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+
+
+def test_fit_many_on_a_dask_cluster_names_the_data_set_that_fails(dask_client):
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(5)
+    datasets[2] = {"X": datasets[2]["X"]}  # no `y`
+    with pytest.raises(mvi.ModelError, match=r"data set 2 \(of 5") as caught:
+        mvi.fit_many(model, datasets, client=dask_client)
+    assert caught.value.index == 2
+    assert caught.value.code.startswith("mvi::")
+    # the cluster still fits after a failure
+    assert_same_fit(mvi.fit_many(model, datasets[:1], client=dask_client)[0], model.fit(data=datasets[0]))
+
+
+def test_fit_many_takes_data_sets_scattered_to_the_cluster(dask_client):
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(3)
+    scattered = dask_client.scatter(datasets)
+    for a, b in zip(mvi.fit_many(model, scattered, client=dask_client), datasets):
+        assert_same_fit(a, model.fit(data=b))
+
+
+def test_fit_many_on_a_closed_client_raises_the_clients_error(dask_client):
+    distributed = pytest.importorskip("distributed")
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    closed = distributed.Client(dask_client.cluster)
+    closed.close()
+    with pytest.raises(distributed.client.ClosedClientError):
+        mvi.fit_many(model, groups(3), client=closed)
