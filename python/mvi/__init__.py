@@ -411,7 +411,10 @@ def fit_many(
       (``pip install 'mvi[dask]'`` installs Dask). The model and each data set are
       pickled to the worker that fits them and the fit comes back pickled; data sets may
       also be futures of data already on the cluster (``client.scatter(datasets)``);
-    - any ``concurrent.futures.Executor`` (a ``ProcessPoolExecutor``, for instance).
+    - any ``concurrent.futures.Executor``. A ``ProcessPoolExecutor`` must start its
+      processes with ``mp_context=multiprocessing.get_context("spawn")`` (or
+      ``"forkserver"``): a process forked after a fit has run here inherits the library's
+      thread pool without its threads, and its first fit never ends.
 
     A fit is the same to the bit wherever it runs. The call returns every fit or raises:
 

@@ -4,6 +4,7 @@ same fit made alone."""
 
 import concurrent.futures
 import json
+import multiprocessing
 import os
 import pickle
 import subprocess
@@ -180,6 +181,16 @@ def test_fit_many_names_a_data_set_of_the_wrong_type():
         mvi.fit_many(model, datasets)
     assert caught.value.index == 1
     assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_fit_many_takes_a_process_pool_of_spawned_processes():
+    model = mvi.Model(LOGISTIC, name="groups.mvi")
+    datasets = groups(3)
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        many = mvi.fit_many(model, datasets, client=pool, seed=4)
+    for d, fit in zip(datasets, many):
+        assert_same_fit(fit, model.fit(data=d, seed=4))
 
 
 def test_fit_many_rejects_data_as_an_option_and_a_client_that_is_not_one():
