@@ -427,7 +427,8 @@ def fit_many(
     - a client that is closed or whose cluster is gone raises the client's own error
       (``distributed.client.ClosedClientError``, for instance).
 
-    In both cases the fits not yet started are cancelled and no fit is returned.
+    Either way the fits not yet finished are cancelled (one already running on a thread
+    runs to its end; its result is dropped) and no fit is returned.
     """
     if not isinstance(model, Model):
         raise TypeError(f"fit_many fits an mvi.Model, not {type(model).__name__}")
