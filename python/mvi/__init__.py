@@ -10,10 +10,15 @@ and ArviZ data.
     >>> fit = model.fit(data=data, method="mvi_lr", samples=500)
     >>> fit.summary()
     >>> fit.to_arviz()
+
+Many fits (per-group fits, cross-validation folds, simulation studies) go through
+:func:`fit_many`, on local threads or on a ``dask.distributed`` cluster; models and fits
+pickle, so they travel to worker processes and back.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import warnings
@@ -24,7 +29,7 @@ import numpy as np
 from . import _mvi
 from ._mvi import ModelError
 
-__all__ = ["Model", "Fit", "ModelError", "compare", "__version__"]
+__all__ = ["Model", "Fit", "ModelError", "compare", "fit_many", "__version__"]
 __version__ = _mvi.__version__
 
 _METHODS_DEFAULT = ("laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full")
@@ -67,6 +72,18 @@ class Model:
     def __repr__(self) -> str:
         return f"mvi.Model({self.name!r})"
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Model):
+            return NotImplemented
+        return (self.source, self.name, self.model_dir) == (other.source, other.name, other.model_dir)
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.name, self.model_dir))
+
+    def __reduce__(self):
+        # pickled as its text, name and directory; unpickling parses the text again
+        return (_model, (self.source, self.name, self.model_dir))
+
     def check(self, data: Mapping[str, Any] | None = None) -> dict:
         """Check the model against its data and return the layout ``mvi check`` prints.
 
@@ -94,6 +111,11 @@ class Model:
         return Fit(raw)
 
 
+def _model(source: str, name: str, model_dir: str) -> Model:
+    """A model from its pickled state (:meth:`Model.__reduce__`)."""
+    return Model(source, name=name, model_dir=model_dir)
+
+
 def _data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if data is None:
         return {}
@@ -119,6 +141,11 @@ class Fit:
 
     Every number is the one ``mvi run`` writes to ``fit.json`` for the same model, data,
     method and seed (:meth:`to_json` gives that text).
+
+    A fit pickles (as the extension's result: the draws and per-draw numbers as bytes, and
+    the text of ``fit.json``), and two fits are equal when they hold the same result to the
+    bit, the wall time in ``fit.json`` included: a fit and its unpickled copy are equal,
+    two runs of the same fit are not (compare their numbers instead).
     """
 
     def __init__(self, raw: dict):
@@ -156,6 +183,18 @@ class Fit:
             for name, arviz_name, dtype in _SAMPLER_STATS
             if name in raw["sampler"]
         }
+
+    def __reduce__(self):
+        # the extension's result holds everything once; the arrays are rebuilt from it
+        return (Fit, (self._raw,))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fit):
+            return NotImplemented
+        return self._raw == other._raw
+
+    def __hash__(self) -> int:
+        return hash((self._raw["json"], self._raw["draws"]))
 
     # -- the fit's numbers ------------------------------------------------------------
 
@@ -350,3 +389,128 @@ def compare(model: Model, data: Mapping[str, Any] | None = None, methods: Iterab
     frame[num] = frame[num].astype(float)
     frame.attrs["table"] = raw["table"]
     return frame
+
+
+def fit_many(
+    model: Model,
+    datasets: Iterable[Mapping[str, Any] | None],
+    client: Any = None,
+    **fit_options: Any,
+) -> list[Fit]:
+    """Fit one model to each of several data sets; return the fits in the data sets' order.
+
+    For per-group fits, cross-validation folds and simulation studies. ``fit_options`` are
+    :meth:`Model.fit`'s (``method="laplace"``, ``seed=3``, ``samples=500``), the same for
+    every data set. Each data set is what :meth:`Model.fit` takes as ``data``.
+
+    ``client`` says where the fits run:
+
+    - ``None``: threads of this process (a fit releases the GIL, so they run side by side),
+      as many as there are cores (or data sets, if fewer);
+    - a ``dask.distributed.Client``: its cluster's workers, which need ``mvi`` installed
+      (``pip install 'mvi[dask]'`` installs Dask). The model and each data set are
+      pickled to the worker that fits them and the fit comes back pickled; data sets may
+      also be futures of data already on the cluster (``client.scatter(datasets)``);
+    - any ``concurrent.futures.Executor``. A ``ProcessPoolExecutor`` must start its
+      processes with ``mp_context=multiprocessing.get_context("spawn")`` (or
+      ``"forkserver"``): a process forked after a fit has run here inherits the library's
+      thread pool without its threads, and its first fit never ends.
+
+    A fit is the same to the bit wherever it runs. The call returns every fit or raises:
+
+    - a data set whose fit fails (bad data, a fit that fails) raises :class:`ModelError`
+      naming the data set by its index (``err.index``), with the fit's own diagnostic
+      (``code``, ``line``, ``column``, ``file``, ``diagnostics`` as for :meth:`Model.fit`)
+      and the original error as ``__cause__``; when several fail, the first in order among
+      those finished when the first failure was seen. Other errors in a fit are raised as
+      they are, with a note naming the data set;
+    - a client that is closed or whose cluster is gone raises the client's own error
+      (``distributed.client.ClosedClientError``, for instance).
+
+    Either way the fits not yet finished are cancelled (one already running on a thread
+    runs to its end; its result is dropped) and no fit is returned.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"fit_many fits an mvi.Model, not {type(model).__name__}")
+    if "data" in fit_options:
+        raise TypeError("fit_many takes the data as `datasets`, one fit per data set, not `data=`")
+    datasets = list(datasets)
+    if client is None:
+        workers = max(1, min(len(datasets), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mvi-fit") as pool:
+            return _fit_all(pool, model, datasets, fit_options)
+    if not hasattr(client, "submit"):
+        raise TypeError(
+            f"client is a dask.distributed.Client or a concurrent.futures.Executor, not {type(client).__name__}"
+        )
+    return _fit_all(client, model, datasets, fit_options)
+
+
+def _fit_one(model: Model, data: Mapping[str, Any] | None, fit_options: dict[str, Any]) -> Fit:
+    """One task of :func:`fit_many` (a module-level function, so workers find it by name)."""
+    return model.fit(data=data, **fit_options)
+
+
+def _is_dask(client: Any) -> bool:
+    return type(client).__module__.split(".")[0] == "distributed" and hasattr(client, "gather")
+
+
+def _fit_all(client: Any, model: Model, datasets: list, fit_options: dict[str, Any]) -> list[Fit]:
+    dask = _is_dask(client)
+    # dask: a random key per task (a pure task with equal arguments would be computed once
+    # and shared), and the options as one argument so none is taken for `submit`'s own
+    extra = {"pure": False} if dask else {}
+    futures: list = []
+    try:
+        for data in datasets:
+            futures.append(client.submit(_fit_one, model, data, fit_options, **extra))
+        failure = _first_failure(futures, dask)
+        if failure is None:
+            return list(client.gather(futures)) if dask else [f.result() for f in futures]
+    except BaseException:
+        _cancel(client, futures, dask)
+        raise
+    _cancel(client, futures, dask)
+    index, error = failure
+    if isinstance(error, (ModelError, TypeError)):
+        raise _data_set_error(index, len(datasets), error) from error
+    error.add_note(f"(fitting data set {index} of {len(datasets)} in mvi.fit_many)")
+    raise error
+
+
+def _first_failure(futures: list, dask: bool) -> tuple[int, BaseException] | None:
+    """Wait until every fit is done or one has failed; the failed fit first in order, if any."""
+    if dask:
+        from distributed import as_completed
+
+        for future in as_completed(futures):
+            if future.status == "error":
+                break
+        failed = [i for i, f in enumerate(futures) if f.status == "error"]
+    else:
+        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+        failed = [i for i, f in enumerate(futures) if f.done() and not f.cancelled() and f.exception() is not None]
+    if not failed:
+        return None
+    return failed[0], futures[failed[0]].exception()
+
+
+def _cancel(client: Any, futures: list, dask: bool) -> None:
+    # Best effort: the error that stopped the fits is the one to raise, not a failure to
+    # cancel the rest (a closed client refuses to cancel as well).
+    try:
+        if dask:
+            client.cancel(futures)
+        else:
+            for f in futures:
+                f.cancel()
+    except Exception:
+        pass
+
+
+def _data_set_error(index: int, n: int, error: BaseException) -> ModelError:
+    err = ModelError(f"data set {index} (of {n}, counting from 0) failed:\n{error}")
+    err.index = index
+    for name in ("code", "line", "column", "file", "diagnostics"):
+        setattr(err, name, getattr(error, name, [] if name == "diagnostics" else None))
+    return err

@@ -9,9 +9,10 @@
 //! `cli::run_options`/`cli::compare_options` for the options, `run::fit`, and the `report`
 //! renderers. Data go through the JSON loader (`data::add_json_text`): the mapping is
 //! written as a Stan-style JSON text, so shapes, integers and constraints are checked
-//! exactly as for a `--data file.json`. A `Diagnostic` becomes `mvi.ModelError`; fits run
-//! with the GIL released, and Ctrl-C is noticed between iterations through the
-//! [`Observer`].
+//! exactly as for a `--data file.json`. A `Diagnostic` becomes `mvi.ModelError`. Everything
+//! after the data conversion (parsing, checking, the fit, rendering its reports) runs with
+//! the GIL released, so fits in several Python threads run side by side; Ctrl-C is noticed
+//! between iterations through the [`Observer`].
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -376,48 +377,82 @@ fn run_info(src: &Source) -> RunInfo {
     }
 }
 
-/// One finished fit for Python: `fit.json`'s text, the column-major draws with their
-/// blocks, and the per-draw log densities.
-fn fit_value<'py>(py: Python<'py>, joint: &LogJoint, r: &FitReport) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("json", report::render_fit_json(r))?;
-    d.set_item("summary", report::render_summary(r))?;
-    d.set_item("columns", r.columns.clone())?;
-    d.set_item("n_draws", r.n_draws())?;
-    d.set_item("draws", PyBytes::new(py, &f64_bytes(r.draws.as_slice())))?;
-    let blocks: Vec<(String, Vec<usize>)> = joint
-        .params
-        .iter()
-        .chain(&joint.reported)
-        .map(|p| (p.name.clone(), p.shape.dims()))
-        .collect();
-    d.set_item("blocks", blocks)?;
-    d.set_item(
-        "params",
-        joint.params.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
-    )?;
-    d.set_item("lp", PyBytes::new(py, &f64_bytes(&r.lp)))?;
-    d.set_item("log_p", PyBytes::new(py, &f64_bytes(&r.log_p)))?;
-    d.set_item("log_q", r.log_q.as_ref().map(|q| PyBytes::new(py, &f64_bytes(q))))?;
-    // NUTS's per-draw numbers (draws.csv's sampler columns), each as little-endian f64s
-    let sampler = PyDict::new(py);
-    if let Some(m) = &r.mcmc {
-        let column =
-            |f: fn(&mvi::posterior::DrawStats) -> f64| -> Vec<f64> { m.stats.iter().map(f).collect() };
-        let columns: [(&str, Vec<f64>); 6] = [
-            ("accept_stat", column(|s| s.accept_stat)),
-            ("stepsize", column(|s| s.stepsize)),
-            ("treedepth", column(|s| s.treedepth as f64)),
-            ("n_leapfrog", column(|s| s.n_leapfrog as f64)),
-            ("divergent", column(|s| f64::from(u8::from(s.divergent)))),
-            ("energy", column(|s| s.energy)),
-        ];
-        for (name, values) in columns {
-            sampler.set_item(name, PyBytes::new(py, &f64_bytes(&values)))?;
+/// One finished fit, rendered: `fit.json`'s text, the summary, the column-major draws with
+/// their blocks, and the per-draw numbers as little-endian f64 bytes. Made with the GIL
+/// released (rendering sorts every column for its quantiles); [`FitOutput::into_py`] only
+/// moves it into Python objects.
+struct FitOutput {
+    json: String,
+    summary: String,
+    columns: Vec<String>,
+    n_draws: usize,
+    draws: Vec<u8>,
+    blocks: Vec<(String, Vec<usize>)>,
+    params: Vec<String>,
+    lp: Vec<u8>,
+    log_p: Vec<u8>,
+    log_q: Option<Vec<u8>>,
+    /// NUTS's per-draw numbers (draws.csv's sampler columns); empty for other methods.
+    sampler: Vec<(&'static str, Vec<u8>)>,
+}
+
+impl FitOutput {
+    fn new(joint: &LogJoint, r: &FitReport) -> Self {
+        let blocks = joint
+            .params
+            .iter()
+            .chain(&joint.reported)
+            .map(|p| (p.name.clone(), p.shape.dims()))
+            .collect();
+        FitOutput {
+            json: report::render_fit_json(r),
+            summary: report::render_summary(r),
+            columns: r.columns.clone(),
+            n_draws: r.n_draws(),
+            draws: f64_bytes(r.draws.as_slice()),
+            blocks,
+            params: joint.params.iter().map(|p| p.name.clone()).collect(),
+            lp: f64_bytes(&r.lp),
+            log_p: f64_bytes(&r.log_p),
+            log_q: r.log_q.as_deref().map(f64_bytes),
+            sampler: r.mcmc.as_ref().map_or_else(Vec::new, sampler_columns),
         }
     }
-    d.set_item("sampler", sampler)?;
-    Ok(d)
+
+    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("json", self.json)?;
+        d.set_item("summary", self.summary)?;
+        d.set_item("columns", self.columns)?;
+        d.set_item("n_draws", self.n_draws)?;
+        d.set_item("draws", PyBytes::new(py, &self.draws))?;
+        d.set_item("blocks", self.blocks)?;
+        d.set_item("params", self.params)?;
+        d.set_item("lp", PyBytes::new(py, &self.lp))?;
+        d.set_item("log_p", PyBytes::new(py, &self.log_p))?;
+        d.set_item("log_q", self.log_q.map(|q| PyBytes::new(py, &q)))?;
+        let sampler = PyDict::new(py);
+        for (name, values) in self.sampler {
+            sampler.set_item(name, PyBytes::new(py, &values))?;
+        }
+        d.set_item("sampler", sampler)?;
+        Ok(d)
+    }
+}
+
+/// NUTS's per-draw numbers, each column as little-endian f64 bytes.
+fn sampler_columns(m: &mvi::report::mcmc::McmcReport) -> Vec<(&'static str, Vec<u8>)> {
+    let column = |f: fn(&mvi::posterior::DrawStats) -> f64| -> Vec<u8> {
+        f64_bytes(&m.stats.iter().map(f).collect::<Vec<_>>())
+    };
+    vec![
+        ("accept_stat", column(|s| s.accept_stat)),
+        ("stepsize", column(|s| s.stepsize)),
+        ("treedepth", column(|s| s.treedepth as f64)),
+        ("n_leapfrog", column(|s| s.n_leapfrog as f64)),
+        ("divergent", column(|s| f64::from(u8::from(s.divergent)))),
+        ("energy", column(|s| s.energy)),
+    ]
 }
 
 fn f64_bytes(x: &[f64]) -> Vec<u8> {
@@ -427,10 +462,11 @@ fn f64_bytes(x: &[f64]) -> Vec<u8> {
 /// Check that a model text parses (syntax errors raise `ModelError` at `Model(...)`).
 #[pyfunction]
 #[pyo3(signature = (source, name))]
-fn parse(py: Python<'_>, source: &str, name: &str) -> PyResult<()> {
-    mvi::syntax::parse_program(source, name)
-        .map(|_| ())
-        .map_err(|d| model_error(py, &[d]))
+fn parse(py: Python<'_>, source: String, name: String) -> PyResult<()> {
+    match py.detach(move || mvi::syntax::parse_program(&source, &name).err()) {
+        Some(d) => Err(model_error(py, &[d])),
+        None => Ok(()),
+    }
 }
 
 /// The layout `mvi check` prints, as a dict.
@@ -445,12 +481,19 @@ fn check_layout<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let src = Source::new(source, name, model_dir);
     let text = data_json(data)?;
-    let result = py.detach(|| load(&src, text).map(|(typed, _)| typed));
-    let typed = result.map_err(|f| failure_error(py, f))?;
-    layout_value(py, &typed)
+    let result = py.detach(move || {
+        load(&src, text).map(|(typed, _)| {
+            let report = check::layout_report(&typed);
+            (typed, report)
+        })
+    });
+    let (typed, report) = result.map_err(|f| failure_error(py, f))?;
+    layout_value(py, &typed, report)
 }
 
-fn layout_value<'py>(py: Python<'py>, m: &TypedModel) -> PyResult<Bound<'py, PyDict>> {
+/// The layout as a dict; `report` is `check::layout_report`'s text, rendered with the GIL
+/// released.
+fn layout_value<'py>(py: Python<'py>, m: &TypedModel, report: String) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("model", m.source.name())?;
     let sizes = PyDict::new(py);
@@ -496,7 +539,7 @@ fn layout_value<'py>(py: Python<'py>, m: &TypedModel) -> PyResult<Bound<'py, PyD
     }
     d.set_item("options", options)?;
     d.set_item("ignored", m.data.ignored.clone())?;
-    d.set_item("report", check::layout_report(m))?;
+    d.set_item("report", report)?;
     Ok(d)
 }
 
@@ -542,15 +585,14 @@ fn fit<'py>(
             let (typed, joint) = load(&src, text)?;
             let options: InferOptions = cli::run_options(&typed, method.as_deref(), &set)?;
             let (_, report) = run::fit(&joint, &options, &run_info(&src), &mut signals)?;
-            Ok::<_, Failure>((joint, report))
+            Ok::<_, Failure>(FitOutput::new(&joint, &report))
         })();
         (result, signals)
     });
     if let Some(e) = signals.raised {
         return Err(e);
     }
-    let (joint, report) = result.map_err(|f| failure_error(py, f))?;
-    fit_value(py, &joint, &report)
+    result.map_err(|f| failure_error(py, f))?.into_py(py)
 }
 
 /// Fit several methods as `mvi compare` does: returns `render_compare_json`'s text, the
@@ -570,7 +612,8 @@ fn compare<'py>(
     let text = data_json(data)?;
     let set = set_args(&options_list(options)?);
     let signals = Signals::new(on_main_thread(py)?);
-    type Outcome = (Vec<FitReport>, Vec<(String, Diagnostic)>, Vec<String>);
+    // the reports rendered (compare JSON, table), the methods that failed, those not run
+    type Outcome = (Option<(String, String)>, Vec<(String, Diagnostic)>, Vec<String>);
     let (result, signals) = py.detach(move || {
         let mut signals = signals;
         let result = (|| -> Result<Outcome, Failure> {
@@ -589,21 +632,27 @@ fn compare<'py>(
                     Err(d) => failed.push((method.clone(), d)),
                 }
             }
-            Ok((reports, failed, not_run))
+            let rendered = (!reports.is_empty()).then(|| {
+                (
+                    report::render_compare_json(&reports),
+                    report::render_compare(&reports),
+                )
+            });
+            Ok((rendered, failed, not_run))
         })();
         (result, signals)
     });
     if let Some(e) = signals.raised {
         return Err(e);
     }
-    let (reports, failed, not_run) = result.map_err(|f| failure_error(py, f))?;
-    if reports.is_empty() {
+    let (rendered, failed, not_run) = result.map_err(|f| failure_error(py, f))?;
+    let Some((json, table)) = rendered else {
         let diags: Vec<Diagnostic> = failed.into_iter().map(|(_, d)| d).collect();
         return Err(model_error(py, &diags));
-    }
+    };
     let d = PyDict::new(py);
-    d.set_item("json", report::render_compare_json(&reports))?;
-    d.set_item("table", report::render_compare(&reports))?;
+    d.set_item("json", json)?;
+    d.set_item("table", table)?;
     let failed: Vec<(String, String)> = failed
         .iter()
         .map(|(m, d)| (m.clone(), d.render_plain(RENDER_WIDTH)))
