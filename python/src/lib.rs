@@ -7,12 +7,14 @@
 //! Every step calls the library functions the CLI calls: `check::check_source` (what
 //! `check::load_model` does after reading the files), `graph::lower_model`,
 //! `cli::run_options`/`cli::compare_options` for the options, `run::fit`, and the `report`
-//! renderers. Data go through the JSON loader (`data::add_json_text`): the mapping is
-//! written as a Stan-style JSON text, so shapes, integers and constraints are checked
-//! exactly as for a `--data file.json`. A `Diagnostic` becomes `mvi.ModelError`. Everything
-//! after the data conversion (parsing, checking, the fit, rendering its reports) runs with
-//! the GIL released, so fits in several Python threads run side by side; Ctrl-C is noticed
-//! between iterations through the [`Observer`].
+//! renderers. NumPy arrays and pandas columns and tables of numbers reach the data set as
+//! buffers of numbers (`DataSet::add_array`), never as text; Python scalars and lists go
+//! through the JSON loader (`data::add_json_text`) as a Stan-style JSON text. Either way
+//! shapes, integers and constraints are checked exactly as for a `--data` file. A
+//! `Diagnostic` becomes `mvi.ModelError`. Everything after the data conversion (parsing,
+//! checking, the fit, rendering its reports) runs with the GIL released, so fits in several
+//! Python threads run side by side; Ctrl-C is noticed between iterations through the
+//! [`Observer`].
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -27,6 +29,7 @@ use mvi::infer::{InferOptions, Observer};
 use mvi::posterior::IterRecord;
 use mvi::report::{self, FitReport};
 use mvi::run::{self, RunInfo};
+use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -109,35 +112,81 @@ fn failure_error(py: Python<'_>, f: Failure) -> PyErr {
 }
 
 // ---------------------------------------------------------------------------------------
-// Data: a Python mapping → a Stan-style JSON text
+// Data: a Python mapping → arrays of numbers, and a Stan-style JSON text for the rest
 
-/// Write the data mapping as a Stan-style JSON object, one entry per line (so a diagnostic
-/// shows the entry it is about). Accepts Python scalars (bools as 0/1), (nested) lists and
-/// tuples, NumPy arrays and scalars, and anything with `to_numpy()` (pandas Series and
-/// DataFrames).
-fn data_json(data: &Bound<'_, PyAny>) -> PyResult<String> {
+/// The data mapping as read from Python: arrays of numbers, and the other entries as a JSON
+/// text.
+struct PyData {
+    /// Scalars and lists, as a Stan-style JSON object, one entry per line (so a diagnostic
+    /// shows the entry it is about).
+    json: String,
+    /// NumPy arrays and pandas columns and tables of numbers: name, shape, numbers row by row.
+    arrays: Vec<(String, Vec<usize>, Vec<f64>)>,
+}
+
+/// Read the data mapping. Accepts Python scalars (bools as 0/1), (nested) lists and tuples,
+/// NumPy arrays and scalars, and anything with `to_numpy()` (pandas Series and DataFrames).
+/// Arrays of booleans, integers and floats are read from their buffers; others (object
+/// arrays, say) element by element through the JSON text, which reports what is wrong.
+fn read_data(data: &Bound<'_, PyAny>) -> PyResult<PyData> {
     let mapping = data.cast::<PyMapping>().map_err(|_| {
         PyTypeError::new_err(format!(
             "data must be a mapping of names to values (a dict), not {}",
             type_name(data)
         ))
     })?;
-    let mut out = String::from("{\n");
-    let items = mapping.items()?;
-    let n = items.len();
-    for (i, item) in items.iter().enumerate() {
+    let mut json = String::from("{\n");
+    let mut arrays = Vec::new();
+    let mut first = true;
+    for item in mapping.items()?.iter() {
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let key: String = key.extract().map_err(|_| {
             PyTypeError::new_err(format!("data names must be strings, not {}", type_name(&key)))
         })?;
-        out.push_str("  ");
-        out.push_str(&serde_json_string(&key));
-        out.push_str(": ");
-        write_value(&mut out, &key, &value)?;
-        out.push_str(if i + 1 < n { ",\n" } else { "\n" });
+        if let Some((dims, values)) = numeric_array(&value)? {
+            arrays.push((key, dims, values));
+            continue;
+        }
+        if !std::mem::take(&mut first) {
+            json.push_str(",\n");
+        }
+        json.push_str("  ");
+        json.push_str(&serde_json_string(&key));
+        json.push_str(": ");
+        write_value(&mut json, &key, &value)?;
     }
-    out.push('}');
-    Ok(out)
+    json.push_str("\n}");
+    Ok(PyData { json, arrays })
+}
+
+/// A NumPy array (or pandas Series or DataFrame) of booleans, integers or floats: its shape
+/// and its numbers row by row, read from its buffer; `None` for anything else.
+fn numeric_array(v: &Bound<'_, PyAny>) -> PyResult<Option<(Vec<usize>, Vec<f64>)>> {
+    let v = if v.hasattr("to_numpy")? && !v.hasattr("__array_interface__")? {
+        // a pandas Series or DataFrame (NumPy arrays have no `to_numpy`)
+        v.call_method0("to_numpy")?
+    } else {
+        v.clone()
+    };
+    if !(v.hasattr("dtype")? && v.hasattr("shape")? && v.hasattr("ndim")?) {
+        return Ok(None);
+    }
+    let kind: String = v.getattr("dtype")?.getattr("kind")?.extract()?;
+    let shape: Vec<usize> = v.getattr("shape")?.extract()?;
+    let np = v.py().import("numpy")?;
+    let values = match kind.as_str() {
+        "f" => {
+            let a = np.call_method1("ascontiguousarray", (&v, "float64"))?;
+            PyBuffer::<f64>::get(&a)?.to_vec(v.py())?
+        }
+        "b" | "i" | "u" => {
+            let a = np.call_method1("ascontiguousarray", (&v, "int64"))?;
+            let ints = PyBuffer::<i64>::get(&a)?.to_vec(v.py())?;
+            ints.into_iter().map(|i| i as f64).collect()
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((shape, values)))
 }
 
 fn serde_json_string(s: &str) -> String {
@@ -269,15 +318,19 @@ fn write_real(out: &mut String, x: f64) {
 // ---------------------------------------------------------------------------------------
 // The pipeline, as the CLI runs it
 
-/// Read the data text and check the model against it (no GIL needed).
-fn check_model(src: &Source, data_text: String) -> Result<TypedModel, Vec<Diagnostic>> {
+/// Read the data and check the model against it (no GIL needed).
+fn check_model(src: &Source, data: PyData) -> Result<TypedModel, Vec<Diagnostic>> {
     let mut set = DataSet::default();
-    data::add_json_text(&mut set, DATA_NAME, data_text).map_err(|d| vec![d])?;
+    data::add_json_text(&mut set, DATA_NAME, data.json).map_err(|d| vec![d])?;
+    for (name, dims, values) in data.arrays {
+        set.add_array(DATA_NAME, &name, dims, values)
+            .map_err(|d| vec![d])?;
+    }
     check::check_source(&src.text, &src.name, &src.dir, &set)
 }
 
-fn load(src: &Source, data_text: String) -> Result<(TypedModel, LogJoint), Failure> {
-    let typed = check_model(src, data_text)?;
+fn load(src: &Source, data: PyData) -> Result<(TypedModel, LogJoint), Failure> {
+    let typed = check_model(src, data)?;
     let joint = graph::lower_model(&typed)?;
     Ok((typed, joint))
 }
@@ -480,7 +533,7 @@ fn check_layout<'py>(
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let src = Source::new(source, name, model_dir);
-    let text = data_json(data)?;
+    let text = read_data(data)?;
     let result = py.detach(move || {
         load(&src, text).map(|(typed, _)| {
             let report = check::layout_report(&typed);
@@ -576,7 +629,7 @@ fn fit<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let src = Source::new(source, name, model_dir);
-    let text = data_json(data)?;
+    let text = read_data(data)?;
     let set = set_args(&options_list(options)?);
     let signals = Signals::new(on_main_thread(py)?);
     let (result, signals) = py.detach(move || {
@@ -609,7 +662,7 @@ fn compare<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let src = Source::new(source, name, model_dir);
-    let text = data_json(data)?;
+    let text = read_data(data)?;
     let set = set_args(&options_list(options)?);
     let signals = Signals::new(on_main_thread(py)?);
     // the reports rendered (compare JSON, table), the methods that failed, those not run

@@ -1,13 +1,15 @@
 //! Binding data entries to `data { }` declarations: shapes, size variables, int-ness and
 //! constraints, with diagnostics that point at the offending cell.
 
-use super::{add_csv_text, BoundData, Cell, DataSet, RawEntry, RawValue, Value};
+use super::{add_csv, BoundData, DataSet, RawEntry, RawValue, Source, Value};
 use crate::diagnostic::Diagnostic;
 use crate::syntax::ast::{BaseType, BinOp, Decl, Expr, ExprKind, UnOp};
 use crate::syntax::span::Span;
 use miette::NamedSource;
 use nalgebra::{DMatrix, DVector};
+use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 
 mod kinds;
 
@@ -63,7 +65,7 @@ fn const_binary(op: BinOp, x: f64, y: f64, both_int: bool) -> Option<(f64, bool)
 }
 
 struct Binder<'a> {
-    set: DataSet,
+    set: &'a DataSet,
     model_src: NamedSource<String>,
     model_dir: &'a Path,
     decls: &'a [Decl],
@@ -86,7 +88,7 @@ pub fn bind_data(
     model_dir: &Path,
 ) -> Result<BoundData, Vec<Diagnostic>> {
     let mut b = Binder {
-        set: set.clone(),
+        set,
         model_src: model_src.clone(),
         model_dir,
         decls,
@@ -125,7 +127,7 @@ pub fn bind_data(
     }
 }
 
-impl Binder<'_> {
+impl<'a> Binder<'a> {
     fn model_error(&self, code: &'static str, msg: String, span: Span, label: &str) -> Diagnostic {
         Diagnostic::error(code, msg, self.model_src.clone()).with_label(span, label)
     }
@@ -141,13 +143,14 @@ impl Binder<'_> {
         }
     }
 
-    fn entry_for(&mut self, d: &Decl) -> Result<RawEntry, Diagnostic> {
+    fn entry_for(&self, d: &Decl) -> Result<Cow<'a, RawEntry>, Diagnostic> {
         if let Some(init) = &d.init {
             return self.entry_from_init(d, init);
         }
         let name = &d.name.name;
-        let Some(entry) = self.set.find(name) else {
-            let files: Vec<&str> = self.set.sources.iter().map(|(n, _)| n.as_str()).collect();
+        let set: &'a DataSet = self.set;
+        let Some(entry) = set.find(name) else {
+            let files: Vec<&str> = self.set.sources.iter().map(|s| s.name.as_str()).collect();
             let help = if files.is_empty() {
                 format!("pass the data with `--data data.json` or `--data {name}=file.csv`")
             } else {
@@ -177,25 +180,30 @@ impl Binder<'_> {
                 )
                 .with_help(help));
         };
-        if let Some((span, msg)) = &entry.problem {
-            return Err(Diagnostic::error(
-                "mvi::data::malformed_value",
-                format!(
-                    "cannot read `{name}` from `{}`: {msg}",
-                    self.set.sources[entry.source].0
+        if let Some(p) = &entry.problem {
+            let message = format!("cannot read `{name}` from `{}`: {}", entry.source.name, p.message);
+            let diag = match entry.source.named_source() {
+                Some(src) => Diagnostic::error("mvi::data::malformed_value", message, src)
+                    .with_label(p.span, p.message.clone()),
+                None => self.model_error(
+                    "mvi::data::malformed_value",
+                    message,
+                    d.name.span,
+                    "declared here",
                 ),
-                self.set.named_source(entry.source),
-            )
-            .with_label(*span, msg.clone())
-            .with_help(
+            };
+            if let Some(help) = &p.help {
+                return Err(diag.with_help(help.clone()));
+            }
+            return Err(diag.with_help(
                 "data values are JSON numbers, arrays of them for vectors and `ints`, and arrays \
                  of rows for matrices; CSV files hold one number per cell",
             ));
         }
-        Ok(entry.clone())
+        Ok(Cow::Borrowed(entry))
     }
 
-    fn entry_from_init(&mut self, d: &Decl, init: &Expr) -> Result<RawEntry, Diagnostic> {
+    fn entry_from_init(&self, d: &Decl, init: &Expr) -> Result<Cow<'a, RawEntry>, Diagnostic> {
         if let ExprKind::Call { func, args, .. } = &init.kind {
             if func.name == "csv" {
                 let Some(ExprKind::Str(path)) = args.first().map(|a| &a.kind).filter(|_| args.len() == 1)
@@ -208,7 +216,7 @@ impl Binder<'_> {
                     ));
                 };
                 let full = self.model_dir.join(path);
-                let text = std::fs::read_to_string(&full).map_err(|e| {
+                std::fs::File::open(&full).map_err(|e| {
                     self.model_error(
                         "mvi::data::unreadable",
                         format!("cannot read `{}`: {e}", full.display()),
@@ -217,8 +225,10 @@ impl Binder<'_> {
                     )
                     .with_help("csv paths are relative to the model file")
                 })?;
-                let i = add_csv_text(&mut self.set, &d.name.name, &full.display().to_string(), text)?;
-                return Ok(self.set.entries[i].clone());
+                let mut local = DataSet::default();
+                add_csv(&mut local, &d.name.name, &full)?;
+                let entry = local.entries.pop().expect("add_csv adds one entry");
+                return Ok(Cow::Owned(entry));
             }
         }
         let value = literal_raw(init).map_err(|(s, m)| {
@@ -232,54 +242,65 @@ impl Binder<'_> {
                 &m,
             )
         })?;
-        let source = self.set.sources.len();
-        self.set
-            .sources
-            .push((self.model_src.name().to_string(), self.model_src.inner().clone()));
-        Ok(RawEntry {
+        let source = Source::text(self.model_src.name(), self.model_src.inner().clone());
+        Ok(Cow::Owned(RawEntry {
             name: d.name.name.clone(),
             value,
-            source,
+            source: Arc::new(source),
             span: init.span,
             problem: None,
-        })
+        }))
     }
 
     fn bind_decl(&mut self, d: &Decl) -> Result<(), Diagnostic> {
         let entry = self.entry_for(d)?;
-        let dims = self.expected_dims(d, &entry)?;
-        self.bind_sizes(d, &entry, &dims)?;
-        self.check_cells(d, &entry, &dims)?;
-        self.check_kind(d, &entry, &dims)?;
+        let entry = entry.as_ref();
+        let dims = self.expected_dims(d, entry)?;
+        self.bind_sizes(d, entry, &dims)?;
+        self.check_cells(d, entry, &dims)?;
+        self.check_kind(d, entry, &dims)?;
         let value = to_value(d.ty.base, &entry.value, &dims);
         self.out.values.push((d.name.name.clone(), value));
         Ok(())
     }
 
+    /// A problem in a data value, at the number stored at `at` (or the whole value): in the
+    /// file's text (read again for a CSV file), or at the declaration for a file without
+    /// text (NumPy, Parquet, Arrow, arrays from Python), whose message says the row and column.
     fn data_error(
         &self,
+        d: &Decl,
         entry: &RawEntry,
         code: &'static str,
         msg: String,
-        span: Span,
+        at: Option<usize>,
         label: String,
     ) -> Diagnostic {
-        Diagnostic::error(code, msg, self.set.named_source(entry.source)).with_label(span, label)
+        match entry.source.read_text() {
+            Some(text) => {
+                let span = at
+                    .and_then(|i| entry.source.span_of(&entry.value, &text, i))
+                    .unwrap_or(entry.span);
+                let src = NamedSource::new(entry.source.name.clone(), text);
+                Diagnostic::error(code, msg, src).with_label(span, label)
+            }
+            None => self.model_error(code, msg, d.name.span, &label),
+        }
     }
 
     /// The value's dims read as the declared base type: `[]`, `[n]` or `[r, c]`.
     fn expected_dims(&self, d: &Decl, e: &RawEntry) -> Result<Vec<usize>, Diagnostic> {
         let v = &e.value;
-        let file = &self.set.sources[e.source].0;
+        let file = &e.source.name;
         let found = describe_dims(v);
         let want = match d.ty.base {
-            BaseType::Int | BaseType::Real if v.cells.len() == 1 && (v.dims.is_empty() || v.table) => {
+            BaseType::Int | BaseType::Real if v.values.len() == 1 && (v.dims.is_empty() || v.table) => {
                 return Ok(vec![])
             }
             BaseType::Int | BaseType::Real => "a single number",
             BaseType::Vector | BaseType::Ints if v.dims.len() == 1 => return Ok(v.dims.clone()),
             BaseType::Vector | BaseType::Ints if v.table && (v.dims[0] == 1 || v.dims[1] == 1) => {
-                return Ok(vec![v.cells.len()])
+                return Ok(vec![v.values.len()])
             }
             BaseType::Vector | BaseType::Ints => "a flat array (one row or one column in CSV)",
             BaseType::Matrix if v.dims.len() == 2 => return Ok(v.dims.clone()),
@@ -289,6 +310,7 @@ impl Binder<'_> {
         };
         Err(self
             .data_error(
+                d,
                 e,
                 "mvi::data::wrong_shape",
                 format!(
@@ -296,7 +318,7 @@ impl Binder<'_> {
                     d.name.name,
                     base_name(d.ty.base)
                 ),
-                e.span,
+                None,
                 format!("expected {want}"),
             )
             .with_help(format!(
@@ -337,7 +359,7 @@ impl Binder<'_> {
     }
 
     fn bind_sizes(&mut self, d: &Decl, e: &RawEntry, dims: &[usize]) -> Result<(), Diagnostic> {
-        let file = self.set.sources[e.source].0.clone();
+        let file = e.source.name.clone();
         for (k, (size, &actual)) in d.ty.sizes.iter().zip(dims).enumerate() {
             let what = dim_word(d.ty.base, k);
             if let ExprKind::Name(n) = &size.kind {
@@ -376,7 +398,7 @@ impl Binder<'_> {
                 );
                 let origin = self.size_origin(size);
                 return Err(self
-                    .data_error(e, "mvi::data::wrong_size", msg, e.span, label)
+                    .data_error(d, e, "mvi::data::wrong_size", msg, None, label)
                     .with_help(origin));
             }
         }
@@ -423,92 +445,128 @@ impl Binder<'_> {
     }
 
     fn check_cells(&self, d: &Decl, e: &RawEntry, dims: &[usize]) -> Result<(), Diagnostic> {
-        let file = &self.set.sources[e.source].0;
         let is_int = matches!(d.ty.base, BaseType::Int | BaseType::Ints);
         let lower = self.bound(&d.ty.lower)?;
         let upper = self.bound(&d.ty.upper)?;
-        for (i, c) in e.value.cells.iter().enumerate() {
-            let at = position(dims, e.value.table, i);
-            if c.value.is_nan() {
-                return Err(self.data_error(
-                    e,
-                    "mvi::data::missing_value",
-                    format!("`{}` in `{file}` has a missing value{at}", d.name.name),
-                    c.span,
-                    "not a number".into(),
-                ));
-            }
-            if c.value.is_infinite() {
-                return Err(self
-                    .data_error(
-                        e,
-                        "mvi::data::not_finite",
-                        format!("`{}` in `{file}` has an infinite value{at}", d.name.name),
-                        c.span,
-                        "not a finite number".into(),
-                    )
-                    .with_help(
-                        "data must be finite numbers (a number beyond ±1.8e308 overflows to infinity)",
-                    ));
-            }
-            if is_int && c.value.fract() != 0.0 {
-                let msg = format!(
-                    "`{}` is declared `{}` but `{file}` has a non-integer{at}",
-                    d.name.name,
-                    base_name(d.ty.base)
-                );
-                return Err(self
-                    .data_error(
-                        e,
-                        "mvi::data::not_int",
-                        msg,
-                        c.span,
-                        format!("{} is not an integer", c.value),
-                    )
-                    .with_help(format!(
-                        "`{}` holds counts, labels or indices: give whole numbers, or declare it \
-                         `vector` (or `real`) if it is a measurement",
-                        d.name.name
-                    )));
-            }
-            if is_int && c.value.abs() > MAX_EXACT_INT {
-                return Err(self
-                    .data_error(
-                        e,
-                        "mvi::data::int_out_of_range",
-                        format!("`{}` in `{file}` has an integer too large{at}", d.name.name),
-                        c.span,
-                        "beyond ±2^53".into(),
-                    )
-                    .with_help(
-                        "integers in data must be at most 2^53 = 9007199254740992 in magnitude \
-                         (larger ones are not exact as numbers); declare it `real` if it is a \
-                         measurement",
-                    ));
-            }
-            if let Some(lo) = lower.filter(|lo| c.value < *lo) {
-                return Err(self.constraint_error(d, e, c, &at, format!("below the lower bound {lo}")));
-            }
-            if let Some(hi) = upper.filter(|hi| c.value > *hi) {
-                return Err(self.constraint_error(d, e, c, &at, format!("above the upper bound {hi}")));
-            }
+        // one pass over the numbers; the first bad one is reported
+        let bad = e.value.values.iter().position(|&x| {
+            !x.is_finite()
+                || (is_int && (x.fract() != 0.0 || x.abs() > MAX_EXACT_INT))
+                || lower.is_some_and(|lo| x < lo)
+                || upper.is_some_and(|hi| x > hi)
+        });
+        match bad {
+            Some(i) => Err(self.cell_error(d, e, dims, i, is_int, (lower, upper))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    fn constraint_error(&self, d: &Decl, e: &RawEntry, c: &Cell, at: &str, why: String) -> Diagnostic {
-        let file = &self.set.sources[e.source].0;
+    /// The diagnostic for the number stored at `i`, which failed a check of [`Self::check_cells`].
+    fn cell_error(
+        &self,
+        d: &Decl,
+        e: &RawEntry,
+        dims: &[usize],
+        i: usize,
+        is_int: bool,
+        (lower, upper): (Option<f64>, Option<f64>),
+    ) -> Diagnostic {
+        let file = &e.source.name;
+        let x = e.value.values[i];
+        let at = position(dims, e.value.table, e.value.row_major_index(i));
+        let name = &d.name.name;
+        if x.is_nan() {
+            return self
+                .data_error(
+                    d,
+                    e,
+                    "mvi::data::missing_value",
+                    format!("`{name}` in `{file}` has a missing value{at}"),
+                    Some(i),
+                    "not a number".into(),
+                )
+                .with_help(
+                    "data may not have missing values: drop or impute the row, or model the \
+                     missing values as parameters",
+                );
+        }
+        if x.is_infinite() {
+            return self
+                .data_error(
+                    d,
+                    e,
+                    "mvi::data::not_finite",
+                    format!("`{name}` in `{file}` has an infinite value{at}"),
+                    Some(i),
+                    "not a finite number".into(),
+                )
+                .with_help("data must be finite numbers (a number beyond ±1.8e308 overflows to infinity)");
+        }
+        if is_int && x.fract() != 0.0 {
+            let msg = format!(
+                "`{name}` is declared `{}` but `{file}` has a non-integer{at}",
+                base_name(d.ty.base)
+            );
+            return self
+                .data_error(
+                    d,
+                    e,
+                    "mvi::data::not_int",
+                    msg,
+                    Some(i),
+                    format!("{x} is not an integer"),
+                )
+                .with_help(format!(
+                    "`{name}` holds counts, labels or indices: give whole numbers, or declare it \
+                     `vector` (or `real`) if it is a measurement"
+                ));
+        }
+        if is_int && x.abs() > MAX_EXACT_INT {
+            return self
+                .data_error(
+                    d,
+                    e,
+                    "mvi::data::int_out_of_range",
+                    format!("`{name}` in `{file}` has an integer too large{at}"),
+                    Some(i),
+                    "beyond ±2^53".into(),
+                )
+                .with_help(
+                    "integers in data must be at most 2^53 = 9007199254740992 in magnitude \
+                     (larger ones are not exact as numbers); declare it `real` if it is a \
+                     measurement",
+                );
+        }
+        let why = match (lower.filter(|lo| x < *lo), upper) {
+            (Some(lo), _) => format!("below the lower bound {lo}"),
+            (None, Some(hi)) => format!("above the upper bound {hi}"),
+            (None, None) => unreachable!("check_cells reports only a number that fails a check"),
+        };
+        self.constraint_error(d, e, i, x, &at, why)
+    }
+
+    fn constraint_error(
+        &self,
+        d: &Decl,
+        e: &RawEntry,
+        i: usize,
+        x: f64,
+        at: &str,
+        why: String,
+    ) -> Diagnostic {
+        let file = &e.source.name;
         let msg = format!(
             "`{}` in `{file}` violates its constraint `{}`{at}",
             d.name.name,
             self.snippet(d.ty.span)
         );
         self.data_error(
+            d,
             e,
             "mvi::data::constraint_violated",
             msg,
-            c.span,
-            format!("{} is {why}", c.value),
+            Some(i),
+            format!("{x} is {why}"),
         )
         .with_help(format!(
             "the data must satisfy the declared bounds, as in Stan: fix the value, or loosen the \
@@ -534,7 +592,7 @@ impl Binder<'_> {
     fn list_ignored(&mut self) {
         let declared: Vec<&str> = self.decls.iter().map(|d| d.name.name.as_str()).collect();
         for e in &self.set.entries {
-            let line = format!("{} ({})", e.name, self.set.sources[e.source].0);
+            let line = format!("{} ({})", e.name, e.source.name);
             if !declared.contains(&e.name.as_str()) && !self.out.ignored.contains(&line) {
                 self.out.ignored.push(line);
             }
@@ -581,23 +639,31 @@ fn position(dims: &[usize], table: bool, i: usize) -> String {
 }
 
 fn to_value(base: BaseType, raw: &RawValue, dims: &[usize]) -> Value {
-    let xs: Vec<f64> = raw.cells.iter().map(|c| c.value).collect();
+    let xs = &raw.values;
     match base {
         BaseType::Int => Value::Int(xs.first().copied().unwrap_or(0.0) as i64),
         BaseType::Real => Value::Real(xs.first().copied().unwrap_or(0.0)),
-        BaseType::Vector => Value::Vector(DVector::from_vec(xs)),
+        BaseType::Vector => Value::Vector(DVector::from_column_slice(xs)),
         BaseType::Ints => Value::Ints(xs.iter().map(|&x| x as i64).collect()),
-        BaseType::Matrix => Value::Matrix(DMatrix::from_row_slice(dims[0], dims[1], &xs)),
+        BaseType::Matrix if raw.col_major => Value::Matrix(DMatrix::from_column_slice(dims[0], dims[1], xs)),
+        BaseType::Matrix => Value::Matrix(DMatrix::from_row_slice(dims[0], dims[1], xs)),
     }
 }
 
 /// A literal in the model (`3`, `[1, 2]`, `[[1, 0], [0, 1]]`) as a raw value.
 fn literal_raw(e: &Expr) -> Result<RawValue, (Span, String)> {
-    match &e.kind {
+    let mut values = Vec::new();
+    let mut spans = Vec::new();
+    let mut push = |x: &Expr| -> Result<(), (Span, String)> {
+        let (value, _) = eval_const_expr(x, &|_| None).map_err(|(s, _)| (s, "not a number".to_string()))?;
+        values.push(value);
+        spans.push(x.span);
+        Ok(())
+    };
+    let dims = match &e.kind {
         ExprKind::Array(items)
             if items.iter().all(|i| matches!(i.kind, ExprKind::Array(_))) && !items.is_empty() =>
         {
-            let mut cells = Vec::new();
             let mut ncols = None;
             for row in items {
                 let ExprKind::Array(r) = &row.kind else {
@@ -609,38 +675,22 @@ fn literal_raw(e: &Expr) -> Result<RawValue, (Span, String)> {
                         "rows of a matrix literal must have equal lengths".into(),
                     ));
                 }
-                for x in r {
-                    cells.push(literal_cell(x)?);
-                }
+                r.iter().try_for_each(&mut push)?;
             }
-            Ok(RawValue {
-                dims: vec![items.len(), ncols.unwrap_or(0)],
-                cells,
-                table: false,
-            })
+            vec![items.len(), ncols.unwrap_or(0)]
         }
         ExprKind::Array(items) => {
-            let cells = items.iter().map(literal_cell).collect::<Result<Vec<_>, _>>()?;
-            Ok(RawValue {
-                dims: vec![cells.len()],
-                cells,
-                table: false,
-            })
+            items.iter().try_for_each(&mut push)?;
+            vec![items.len()]
         }
-        _ => Ok(RawValue {
-            dims: vec![],
-            cells: vec![literal_cell(e)?],
-            table: false,
-        }),
-    }
-}
-
-fn literal_cell(e: &Expr) -> Result<Cell, (Span, String)> {
-    let (value, is_int) = eval_const_expr(e, &|_| None).map_err(|(s, _)| (s, "not a number".to_string()))?;
-    Ok(Cell {
-        value,
-        is_int,
-        span: e.span,
+        _ => {
+            push(e)?;
+            vec![]
+        }
+    };
+    Ok(RawValue {
+        spans,
+        ..RawValue::new(dims, values)
     })
 }
 

@@ -1,14 +1,21 @@
 //! Loading data files and binding them to a model's `data { }` block.
 //!
-//! Input: the `--data` arguments (`data.json`, or `NAME=file.csv`), the model's data
+//! Input: the `--data` arguments (`data.json`, `NAME=file.csv`, `NAME=file.npy`, Parquet and
+//! Arrow IPC tables), arrays added with [`DataSet::add_array`], the model's data
 //! declarations and its directory (for `csv("path")` values). Output: [`BoundData`], every
 //! declared value with its concrete shape, the size variables bound from the shapes, and the
 //! names of ignored entries. Every value has been checked against its declaration: shape,
 //! int-ness and declared constraints. Files are read here and nowhere else in the library.
 //!
-//! Layout conventions: JSON is Stan's (nested arrays, a matrix row by row); a CSV file holds
-//! one variable (a single column or a single row for a vector or `ints`, a table for a
-//! matrix; an optional header row).
+//! Layout conventions: JSON is Stan's (nested arrays, a matrix row by row); a CSV or `.npy`
+//! file holds one variable (a single column or a single row for a vector or `ints`, a table
+//! for a matrix; a CSV file has an optional header row); a table file binds each column by
+//! its name, or a matrix from its columns (see [`table`]).
+//!
+//! Numbers are stored as one `Vec<f64>` per value, 8 bytes each. Only JSON and model literals
+//! keep their text and a span per number; a diagnostic about a CSV number reads the file
+//! again to find it, and one about a number in a file without text (NumPy, Parquet, Arrow,
+//! an array from Python) points at the declaration and says the row and column.
 
 // `Diagnostic` is the project's one user-facing error type and is returned by value by design.
 #![allow(clippy::result_large_err)]
@@ -16,6 +23,8 @@
 pub mod csv;
 pub mod draws;
 pub mod json;
+pub mod npy;
+pub mod table;
 
 use crate::diagnostic::Diagnostic;
 use crate::syntax::span::Span;
@@ -23,6 +32,7 @@ use json::Json;
 use miette::NamedSource;
 use nalgebra::{DMatrix, DVector};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A bound data value, in the form lowering reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,26 +93,146 @@ impl BoundData {
     }
 }
 
-/// One number in a data file, with where it stands.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cell {
-    /// Its value.
-    pub value: f64,
-    /// Written as an integer.
-    pub is_int: bool,
-    /// Where it stands in its file.
-    pub span: Span,
-}
-
-/// A value as read from a file, before it meets its declaration: dims and row-major cells.
+/// A value as read from a file, before it meets its declaration: dims and the numbers,
+/// stored as one `Vec<f64>` (8 bytes a number; no span per number).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawValue {
     /// `[]` scalar, `[n]` array, `[r, c]` nested array or table.
     pub dims: Vec<usize>,
-    /// Cells in row-major order.
-    pub cells: Vec<Cell>,
-    /// Read from a CSV table (a single row or column may stand for a vector).
+    /// The numbers, row by row (or column by column when `col_major`).
+    pub values: Vec<f64>,
+    /// `values` hold a table column by column (Parquet, Arrow, Fortran-order `.npy`).
+    pub col_major: bool,
+    /// Read from a table (a single row or column may stand for a vector).
     pub table: bool,
+    /// Where each number stands in its source's text, in the order of `values`: kept only
+    /// for JSON and model literals. A CSV number is found again by reading the file.
+    pub spans: Vec<Span>,
+}
+
+impl RawValue {
+    /// A value without spans, row by row.
+    pub fn new(dims: Vec<usize>, values: Vec<f64>) -> Self {
+        RawValue {
+            dims,
+            values,
+            col_major: false,
+            table: false,
+            spans: Vec::new(),
+        }
+    }
+
+    /// A table `[rows, cols]` given row by row.
+    pub fn table(dims: Vec<usize>, values: Vec<f64>) -> Self {
+        RawValue {
+            table: true,
+            ..RawValue::new(dims, values)
+        }
+    }
+
+    /// An entry with no value (it could not be read).
+    fn empty() -> Self {
+        RawValue::new(vec![], vec![])
+    }
+
+    fn shape(&self) -> (usize, usize) {
+        match self.dims.as_slice() {
+            [r, c] => (*r, *c),
+            _ => (self.values.len(), 1),
+        }
+    }
+
+    /// The row-major index of the number stored at `i`.
+    pub fn row_major_index(&self, i: usize) -> usize {
+        let (r, c) = self.shape();
+        if self.col_major && r > 0 {
+            (i % r) * c + i / r
+        } else {
+            i
+        }
+    }
+
+    /// Where the number at column-major index `i` is stored.
+    pub fn storage_of_col_major(&self, i: usize) -> usize {
+        let (r, c) = self.shape();
+        if self.col_major || self.dims.len() < 2 || c == 0 {
+            i
+        } else {
+            (i % r) * c + i / r
+        }
+    }
+}
+
+/// Where a data entry came from: a file's name, and how to find a number in it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    /// The file's name as given (or `<data>`).
+    pub name: String,
+    /// The text, kept for JSON and for model literals.
+    text: Option<String>,
+    /// The file, read again when a diagnostic needs its text (CSV).
+    path: Option<PathBuf>,
+    /// A CSV text: numbers are found again by reading its records.
+    csv: bool,
+}
+
+impl Source {
+    /// A source whose text is kept (JSON, a model's literals).
+    pub fn text(name: &str, text: String) -> Self {
+        Source {
+            name: name.to_string(),
+            text: Some(text),
+            path: None,
+            csv: false,
+        }
+    }
+
+    /// A source without text (NumPy, Parquet and Arrow files, arrays from Python):
+    /// diagnostics point at the declaration and say the row and column.
+    pub fn binary(name: &str) -> Self {
+        Source {
+            name: name.to_string(),
+            text: None,
+            path: None,
+            csv: false,
+        }
+    }
+
+    fn csv_file(name: &str, path: &Path) -> Self {
+        Source {
+            name: name.to_string(),
+            text: None,
+            path: Some(path.to_path_buf()),
+            csv: true,
+        }
+    }
+
+    /// The source's text: kept, or read again from its file; `None` for binary sources.
+    pub fn read_text(&self) -> Option<String> {
+        if let Some(t) = &self.text {
+            return Some(t.clone());
+        }
+        let bytes = std::fs::read(self.path.as_ref()?).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A diagnostic source for this file, if it has a text.
+    pub fn named_source(&self) -> Option<NamedSource<String>> {
+        self.read_text().map(|t| NamedSource::new(self.name.clone(), t))
+    }
+
+    /// Where the number stored at `i` of `value` stands in `text`.
+    pub fn span_of(&self, value: &RawValue, text: &str, i: usize) -> Option<Span> {
+        if let Some(s) = value.spans.get(i) {
+            return Some(*s);
+        }
+        if !self.csv {
+            return None;
+        }
+        let k = value.row_major_index(i);
+        let cols = value.dims.get(1).copied().unwrap_or(1).max(1);
+        csv::locate(text, k / cols, k % cols)
+    }
 }
 
 /// One entry of a data file.
@@ -112,36 +242,111 @@ pub struct RawEntry {
     pub name: String,
     /// Its value.
     pub value: RawValue,
-    /// Which source (index into [`DataSet::sources`]).
-    pub source: usize,
-    /// Where the whole value (or its key) stands.
+    /// Which file it came from.
+    pub source: Arc<Source>,
+    /// Where the whole value (or its key) stands in the source's text.
     pub span: Span,
     /// Why the value could not be read (reported only if the model declares the name).
-    pub problem: Option<(Span, String)>,
+    pub problem: Option<Problem>,
+}
+
+/// Why an entry's value could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// Where, in the source's text (unused for a source without text).
+    pub span: Span,
+    /// What is wrong.
+    pub message: String,
+    /// What to try, if more is known than for any data value.
+    pub help: Option<String>,
+}
+
+impl Problem {
+    /// A problem in a file without text, with what to try.
+    pub fn new(message: String, help: String) -> Self {
+        Problem {
+            span: Span::new(0, 0),
+            message,
+            help: Some(help),
+        }
+    }
 }
 
 /// Data files as read, before binding.
 #[derive(Debug, Clone, Default)]
 pub struct DataSet {
-    /// The files' names and texts.
-    pub sources: Vec<(String, String)>,
+    /// The files, in the order given.
+    pub sources: Vec<Arc<Source>>,
     /// Their entries; a later entry with the same name wins.
     pub entries: Vec<RawEntry>,
 }
 
 impl DataSet {
-    /// A diagnostic source for file `i`.
-    pub fn named_source(&self, i: usize) -> NamedSource<String> {
-        let (n, t) = &self.sources[i];
-        NamedSource::new(n.clone(), t.clone())
-    }
-
     fn find(&self, name: &str) -> Option<&RawEntry> {
         self.entries.iter().rev().find(|e| e.name == name)
     }
+
+    fn push(&mut self, source: &Arc<Source>, name: &str, value: RawValue) -> usize {
+        self.entries.push(RawEntry {
+            name: name.to_string(),
+            value,
+            source: source.clone(),
+            span: Span::new(0, 1),
+            problem: None,
+        });
+        self.entries.len() - 1
+    }
+
+    /// Add an array of numbers (an array from Python, say) as the value of `name`: `dims`
+    /// is `[]` for a scalar, `[n]` for a vector or `ints`, `[rows, cols]` for a matrix, and
+    /// `values` hold the numbers row by row. Its problems are reported with the row and
+    /// column, pointing at the declaration, under the file name `file`.
+    ///
+    /// # Errors
+    /// More than two dims, or `values` not of the dims' size.
+    pub fn add_array(
+        &mut self,
+        file: &str,
+        name: &str,
+        dims: Vec<usize>,
+        values: Vec<f64>,
+    ) -> Result<(), Diagnostic> {
+        let size: usize = dims.iter().product();
+        if dims.len() > 2 || size != values.len() {
+            return Err(Diagnostic::plain(
+                "mvi::data::array_shape",
+                format!(
+                    "data `{name}` has shape {dims:?} ({} numbers given): mvi data have at most two dims",
+                    values.len()
+                ),
+            )
+            .with_help("pass a scalar, a 1-D array (vector or `ints`) or a 2-D array (matrix)"));
+        }
+        let source = self.binary_source(file);
+        self.push(&source, name, RawValue::new(dims, values));
+        Ok(())
+    }
+
+    /// The source named `file` without text, shared by the entries added from it.
+    fn binary_source(&mut self, file: &str) -> Arc<Source> {
+        if let Some(s) = self
+            .sources
+            .iter()
+            .find(|s| s.name == file && s.text.is_none() && !s.csv)
+        {
+            return s.clone();
+        }
+        let s = Arc::new(Source::binary(file));
+        self.sources.push(s.clone());
+        s
+    }
 }
 
-/// Read the `--data` arguments: `file.json` or `NAME=file.csv` (relative to the current directory).
+/// Read the `--data` arguments: `file.json`, `NAME=file.csv`, `NAME=file.npy`,
+/// `table.parquet` (each column binds the variable of its name), `NAME=table.parquet`
+/// (the whole table) or `NAME=table.parquet:a,b` (the named columns, in that order); Arrow
+/// IPC files (`.arrow`, `.feather`, `.ipc`) like Parquet. Paths are relative to the current
+/// directory.
 ///
 /// # Errors
 /// A file that cannot be read or parsed.
@@ -149,21 +354,7 @@ pub fn load_data_args(args: &[String]) -> Result<DataSet, Vec<Diagnostic>> {
     let mut set = DataSet::default();
     let mut errors = Vec::new();
     for arg in args {
-        let result = match arg.split_once('=') {
-            Some((name, path)) if is_identifier(name) => add_csv(&mut set, name, Path::new(path)),
-            _ if arg.to_ascii_lowercase().ends_with(".csv") => {
-                let stem = Path::new(arg).file_stem().and_then(|s| s.to_str()).unwrap_or("X");
-                Err(Diagnostic::plain(
-                    "mvi::data::csv_without_name",
-                    format!("`{arg}` is a CSV file but no variable is named for it"),
-                )
-                .with_help(format!(
-                    "a CSV file holds one variable: pass `--data {stem}={arg}`"
-                )))
-            }
-            _ => add_json(&mut set, Path::new(arg)),
-        };
-        if let Err(d) = result {
+        if let Err(d) = add_data_arg(&mut set, arg) {
             errors.push(d);
         }
     }
@@ -174,20 +365,69 @@ pub fn load_data_args(args: &[String]) -> Result<DataSet, Vec<Diagnostic>> {
     }
 }
 
+fn add_data_arg(set: &mut DataSet, arg: &str) -> Result<(), Diagnostic> {
+    if let Some((name, spec)) = arg.split_once('=').filter(|(n, _)| is_identifier(n)) {
+        if let Some((path, columns)) = table::split_columns(spec) {
+            return table::add_table(set, Some(name), Path::new(path), columns.as_deref());
+        }
+        if has_extension(spec, "npy") {
+            return npy::add_npy(set, name, Path::new(spec));
+        }
+        return add_csv(set, name, Path::new(spec));
+    }
+    if table::split_columns(arg).is_some_and(|(_, cols)| cols.is_none()) {
+        return table::add_table(set, None, Path::new(arg), None);
+    }
+    for ext in ["csv", "npy"] {
+        if has_extension(arg, ext) {
+            let stem = Path::new(arg).file_stem().and_then(|s| s.to_str()).unwrap_or("X");
+            let kind = if ext == "csv" { "a CSV" } else { "a NumPy" };
+            return Err(Diagnostic::plain(
+                if ext == "csv" {
+                    "mvi::data::csv_without_name"
+                } else {
+                    "mvi::data::npy_without_name"
+                },
+                format!("`{arg}` is {kind} file but no variable is named for it"),
+            )
+            .with_help(format!(
+                "{kind} file holds one variable: pass `--data {stem}={arg}`"
+            )));
+        }
+    }
+    if table::split_columns(arg).is_some() {
+        return Err(Diagnostic::plain(
+            "mvi::data::columns_without_name",
+            format!("`{arg}` picks columns but names no variable for them"),
+        )
+        .with_help(format!("name the matrix they make: `--data X={arg}`")));
+    }
+    add_json(set, Path::new(arg))
+}
+
+fn has_extension(path: &str, ext: &str) -> bool {
+    Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+fn unreadable(path: &Path, e: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::plain(
+        "mvi::data::unreadable",
+        format!("cannot read data file `{}`: {e}", path.display()),
+    )
+    .with_help("check the path; relative paths are taken from the current directory")
+}
+
 fn read_file(path: &Path) -> Result<String, Diagnostic> {
-    std::fs::read_to_string(path).map_err(|e| {
-        Diagnostic::plain(
-            "mvi::data::unreadable",
-            format!("cannot read data file `{}`: {e}", path.display()),
-        )
-        .with_help("check the path; relative paths are taken from the current directory")
-    })
+    std::fs::read_to_string(path).map_err(|e| unreadable(path, e))
 }
 
 /// Add a Stan-style JSON file's entries to `set`.
@@ -226,32 +466,33 @@ pub fn add_json_text(set: &mut DataSet, name: &str, text: String) -> Result<(), 
         )
         .with_label(json.span(), "expected `{ \"name\": value, ... }`"));
     };
-    let index = set.sources.len();
-    for (key, kspan, value) in items {
-        let span = entry_span(&text, kspan, value.span());
-        match json_to_raw(&value) {
-            Ok(raw) => set.entries.push(RawEntry {
-                name: key,
-                value: raw,
-                source: index,
-                span,
-                problem: None,
-            }),
-            // A value we cannot read is only an error if the model declares it.
-            Err(problem) => set.entries.push(RawEntry {
-                name: key,
-                value: RawValue {
-                    dims: vec![],
-                    cells: vec![],
-                    table: false,
-                },
-                source: index,
-                span,
-                problem: Some(problem),
-            }),
-        }
+    let spans: Vec<Span> = items
+        .iter()
+        .map(|(_, kspan, value)| entry_span(&text, *kspan, value.span()))
+        .collect();
+    let source = Arc::new(Source::text(name, text));
+    for ((key, _, value), span) in items.into_iter().zip(spans) {
+        // A value we cannot read is only an error if the model declares it.
+        let (value, problem) = match json_to_raw(&value) {
+            Ok(raw) => (raw, None),
+            Err((span, message)) => (
+                RawValue::empty(),
+                Some(Problem {
+                    span,
+                    message,
+                    help: None,
+                }),
+            ),
+        };
+        set.entries.push(RawEntry {
+            name: key,
+            value,
+            source: source.clone(),
+            span,
+            problem,
+        });
     }
-    set.sources.push((name.to_string(), text));
+    set.sources.push(source);
     Ok(())
 }
 
@@ -275,27 +516,25 @@ fn entry_span(text: &str, key: Span, value: Span) -> Span {
 }
 
 fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
-    match v {
-        Json::Number { value, is_int, span } => Ok(RawValue {
-            dims: vec![],
-            cells: vec![Cell {
-                value: *value,
-                is_int: *is_int,
-                span: *span,
-            }],
-            table: false,
-        }),
+    let mut values = Vec::new();
+    let mut spans = Vec::new();
+    let mut push = |x: &Json| -> Result<(), (Span, String)> {
+        let (value, span) = number(x)?;
+        values.push(value);
+        spans.push(span);
+        Ok(())
+    };
+    let dims = match v {
+        Json::Number { .. } => {
+            push(v)?;
+            vec![]
+        }
+        // no nested array: a vector, so a non-number entry is reported where it is
+        Json::Array(items, _) if !items.iter().any(|i| matches!(i, Json::Array(..))) => {
+            items.iter().try_for_each(&mut push)?;
+            vec![items.len()]
+        }
         Json::Array(items, _) => {
-            // no nested array: a vector, so a non-number entry is reported where it is
-            if !items.iter().any(|i| matches!(i, Json::Array(..))) {
-                let cells = items.iter().map(number_cell).collect::<Result<Vec<_>, _>>()?;
-                return Ok(RawValue {
-                    dims: vec![cells.len()],
-                    cells,
-                    table: false,
-                });
-            }
-            let mut cells = Vec::new();
             let mut ncols = None;
             for row in items {
                 let Json::Array(r, rspan) = row else {
@@ -311,40 +550,43 @@ fn json_to_raw(v: &Json) -> Result<RawValue, (Span, String)> {
                         ),
                     ));
                 }
-                for x in r {
-                    cells.push(number_cell(x)?);
-                }
+                r.iter().try_for_each(&mut push)?;
             }
-            Ok(RawValue {
-                dims: vec![items.len(), ncols.unwrap_or(0)],
-                cells,
-                table: false,
-            })
+            vec![items.len(), ncols.unwrap_or(0)]
         }
-        Json::Object(_, span) => Err((*span, "expected a number or an array, found an object".into())),
-        Json::Other(what, span) => Err((*span, format!("expected a number, found {what}"))),
-    }
+        Json::Object(_, span) => {
+            return Err((*span, "expected a number or an array, found an object".into()))
+        }
+        Json::Other(what, span) => return Err((*span, format!("expected a number, found {what}"))),
+    };
+    Ok(RawValue {
+        spans,
+        ..RawValue::new(dims, values)
+    })
 }
 
-fn number_cell(v: &Json) -> Result<Cell, (Span, String)> {
+fn number(v: &Json) -> Result<(f64, Span), (Span, String)> {
     match v {
-        Json::Number { value, is_int, span } => Ok(Cell {
-            value: *value,
-            is_int: *is_int,
-            span: *span,
-        }),
+        Json::Number { value, span, .. } => Ok((*value, *span)),
         Json::Other(what, span) => Err((*span, format!("expected a number, found {what}"))),
         other => Err((other.span(), "expected a number".into())),
     }
 }
 
-/// Add one CSV file as the value of `name`.
+/// Add one CSV file as the value of `name`, read as a stream: the file's text is not kept.
 ///
 /// # Errors
 /// The file cannot be read or holds a non-numeric cell or ragged rows.
 pub fn add_csv(set: &mut DataSet, name: &str, path: &Path) -> Result<(), Diagnostic> {
-    let text = read_file(path)?;
-    add_csv_text(set, name, &path.display().to_string(), text).map(|_| ())
+    let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let source = Arc::new(Source::csv_file(&path.display().to_string(), path));
+    let raw = csv::read_csv(std::io::BufReader::with_capacity(1 << 16, file), size)
+        .map_err(|e| csv_error(name, &source, &source.read_text().unwrap_or_default(), e))?;
+    set.sources.push(source.clone());
+    let i = set.push(&source, name, raw);
+    set.entries[i].span = Span::new(0, usize::from(size > 0));
+    Ok(())
 }
 
 /// Add a CSV text as the value of `name`, under the file name `file`; returns the entry index.
@@ -352,31 +594,39 @@ pub fn add_csv(set: &mut DataSet, name: &str, path: &Path) -> Result<(), Diagnos
 /// # Errors
 /// As [`add_csv`].
 pub fn add_csv_text(set: &mut DataSet, name: &str, file: &str, text: String) -> Result<usize, Diagnostic> {
-    let raw = csv::parse_csv(&text).map_err(|e| {
-        Diagnostic::error(
-            "mvi::data::malformed_csv",
-            if text.trim().is_empty() {
-                // no line for a label to point at
-                format!("malformed CSV for `{name}` in `{file}`: {}", e.message)
-            } else {
-                format!("malformed CSV for `{name}` in `{file}`")
-            },
-            NamedSource::new(file, text.clone()),
-        )
-        .with_label(e.span, e.message)
-        .with_help(e.help)
-    })?;
-    let index = set.sources.len();
-    let span = Span::new(0, text.len().min(1));
-    set.sources.push((file.to_string(), text));
-    set.entries.push(RawEntry {
-        name: name.to_string(),
-        value: raw,
-        source: index,
-        span,
-        problem: None,
-    });
-    Ok(set.entries.len() - 1)
+    let source = Source {
+        csv: true,
+        ..Source::text(file, text)
+    };
+    let text = source.text.as_deref().unwrap_or_default();
+    let raw = csv::parse_csv(text).map_err(|e| csv_error(name, &source, text, e))?;
+    let empty = text.is_empty();
+    let source = Arc::new(source);
+    set.sources.push(source.clone());
+    let i = set.push(&source, name, raw);
+    set.entries[i].span = Span::new(0, usize::from(!empty));
+    Ok(i)
+}
+
+fn csv_error(name: &str, source: &Source, text: &str, e: csv::CsvError) -> Diagnostic {
+    let file = &source.name;
+    let span = match e.place {
+        csv::Place::Cell { record, field } => csv::cell_span(text, record, field),
+        csv::Place::Record(r) => csv::record_span(text, r),
+        csv::Place::Start => Span::new(0, text.len().min(1)),
+    };
+    Diagnostic::error(
+        "mvi::data::malformed_csv",
+        if text.trim().is_empty() {
+            // no line for a label to point at
+            format!("malformed CSV for `{name}` in `{file}`: {}", e.message)
+        } else {
+            format!("malformed CSV for `{name}` in `{file}`")
+        },
+        NamedSource::new(file.clone(), text.to_string()),
+    )
+    .with_label(span, e.message)
+    .with_help(e.help)
 }
 
 mod bind;
@@ -397,7 +647,8 @@ mod tests {
         add_json_text(&mut set, "d.json", r#"{"X": [[1, 2, 3], [4, 5, 6]]}"#.into()).unwrap();
         let e = &set.entries[0];
         assert_eq!(e.value.dims, vec![2, 3]);
-        assert!((e.value.cells[1].value - 2.0).abs() < 1e-12);
+        assert!((e.value.values[1] - 2.0).abs() < 1e-12);
+        assert_eq!(e.value.spans.len(), 6);
     }
 
     #[test]

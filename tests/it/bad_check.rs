@@ -2,7 +2,8 @@
 //! diagnostics, never a model and never a panic; the rendered diagnostics are snapshots.
 //!
 //! Data for `tests/bad/S.mvi` is `tests/bad/S.json` if it exists, plus every
-//! `tests/bad/S.VAR.csv` as `--data VAR=tests/bad/S.VAR.csv`.
+//! `tests/bad/S.VAR.csv` (or `.npy`) as `--data VAR=tests/bad/S.VAR.csv`, plus each line
+//! of `tests/bad/S.args` as a `--data` argument (tables: `t.parquet`, `X=t.parquet:a,b`).
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +28,7 @@ fn data_args(model: &Path) -> Vec<String> {
     let mut csvs: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .filter(|p| p.extension().is_some_and(|e| e == "csv" || e == "npy"))
         .filter(|p| {
             p.file_name()
                 .unwrap()
@@ -41,8 +42,12 @@ fn data_args(model: &Path) -> Vec<String> {
         let name = csv.file_name().unwrap().to_str().unwrap();
         let var = name
             .trim_start_matches(&format!("{stem}."))
-            .trim_end_matches(".csv");
+            .trim_end_matches(".csv")
+            .trim_end_matches(".npy");
         args.push(format!("{var}={}", relative(&csv).display()));
+    }
+    if let Ok(lines) = std::fs::read_to_string(dir.join(format!("{stem}.args"))) {
+        args.extend(lines.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
     }
     args
 }

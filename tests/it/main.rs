@@ -10,6 +10,7 @@ mod check_fuzz;
 mod cli;
 mod common;
 mod constrained_types;
+mod data_files;
 mod densities;
 mod derivatives;
 mod examples;

@@ -28,11 +28,12 @@ impl Binder<'_> {
         } else {
             1
         };
-        let cells = &e.value.cells;
+        let value = &e.value;
         // an M×N Cholesky factor of a covariance (M ≥ N) need not be square
         let trapezoid = kind == TypeKind::CholeskyCov && cols <= k;
         if kind.is_matrix() && !trapezoid && dims != [k, k] {
             return Err(self.data_error(
+                d,
                 e,
                 "mvi::data::not_square",
                 format!(
@@ -40,19 +41,14 @@ impl Binder<'_> {
                     d.name.name,
                     self.snippet(d.ty.span)
                 ),
-                e.span,
+                None,
                 format!("{} rows, {} columns", k, dims.get(1).copied().unwrap_or(0)),
             ));
         }
-        // Cells are row by row; the checks read column-major.
-        let col_major = |i: usize| {
-            if kind.is_matrix() {
-                (i % k) * cols + i / k
-            } else {
-                i
-            }
-        };
-        let x: Vec<f64> = (0..cells.len()).map(|i| cells[col_major(i)].value).collect();
+        // The checks read column by column.
+        let x: Vec<f64> = (0..value.values.len())
+            .map(|i| value.values[value.storage_of_col_major(i)])
+            .collect();
         let shape = if kind.is_matrix() {
             crate::constrained::Shape::Matrix(k, cols)
         } else {
@@ -61,13 +57,14 @@ impl Binder<'_> {
         let Err(bad) = entry(kind).validate_of(&x, shape) else {
             return Ok(());
         };
-        let file = &self.set.sources[e.source].0;
-        let (span, label) = match bad.entry {
-            Some(i) => (cells[col_major(i)].span, "here".to_string()),
-            None => (e.span, format!("not a `{}`", kind.name())),
+        let file = &e.source.name;
+        let (at, label) = match bad.entry {
+            Some(i) => (Some(value.storage_of_col_major(i)), "here".to_string()),
+            None => (None, format!("not a `{}`", kind.name())),
         };
         Err(self
             .data_error(
+                d,
                 e,
                 "mvi::data::not_of_type",
                 format!(
@@ -76,7 +73,7 @@ impl Binder<'_> {
                     self.snippet(d.ty.span),
                     bad.reason
                 ),
-                span,
+                at,
                 label,
             )
             .with_help(help(kind)))
