@@ -247,7 +247,7 @@ pub fn fit<F: Family>(
             objective: held_value,
             grad_norm: 0.0,
         };
-        trace.push(record.clone());
+        trace.push(record);
         if !obs.iteration(&record) {
             interrupted = true;
             break;
