@@ -7,7 +7,10 @@
 //! 3. value + gradient per point for an eight-schools graph (D = 10) and a
 //!    stochastic-volatility graph (latent AR(1) unrolled, T = 100, D = 103), evaluations/s;
 //! 4. what ∇_θ adds to a batched value + ∇_w on the README's banana model (RBF width and
-//!    prior precision learned).
+//!    prior precision learned);
+//! 5. batched value + gradient at N = 10⁶ rows, D = 10, S = 32 (by blocks of rows) against
+//!    the two gemms of the same shapes (target ≤ 3×), its peak memory beside the data's, and
+//!    one point's gradient and the Hessian there (what Laplace costs per step).
 //!
 //! Run: `cargo bench --bench autodiff` (ratios print first, then criterion's timings);
 //! `cargo bench --bench autodiff -- --ratios-only` prints the ratios only (the flag is read
@@ -330,6 +333,51 @@ fn rbf_theta_gradient() {
     }
 }
 
+/// Item 5: the logistic log joint at a million rows.
+fn big_n() {
+    let (n, d, s) = (1_000_000, 10, 32);
+    let (lj, x) = logistic(n, d, false);
+    let th = DVector::zeros(0);
+    let w = draws(d, s);
+    assert!(lj.blocked().is_some(), "a million rows go by blocks");
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    black_box(lj.eval(&th, &w, Want::GRAD_W));
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let t_eval = time(5, || {
+        black_box(lj.eval(&th, &w, Want::GRAD_W));
+    });
+    let g = DMatrix::from_fn(n, s, |i, j| noise(i + n * j));
+    let t_gemm = time(5, || {
+        black_box(&x * &w);
+        black_box(x.transpose() * &g);
+    });
+    println!(
+        "logistic N=10^6 D={d} S={s} value+grad by blocks of rows: {:.1} ms; two gemms X·W, Xᵀ·G {:.1} ms; ratio {:.2}x (target ≤ 3x)",
+        t_eval * 1e3,
+        t_gemm * 1e3,
+        t_eval / t_gemm
+    );
+    println!(
+        "  peak extra memory of one evaluation: {:.1} MB (the data: {:.0} MB; an N × S buffer would be {:.0} MB)",
+        peak as f64 / 1e6,
+        (8 * n * (d + 1)) as f64 / 1e6,
+        (8 * n * s) as f64 / 1e6
+    );
+    let p = DVector::from_fn(d, |i, _| 0.1 * noise(i));
+    let t_grad = time(5, || {
+        black_box(mvi::density::value_grad(&lj, &th, &p));
+    });
+    let t_hess = time(3, || {
+        black_box(lj.hessian(&th, &p));
+    });
+    println!(
+        "  one point: value+grad {:.1} ms, full Hessian {:.1} ms (Laplace: a few dozen gradients and two Hessians)",
+        t_grad * 1e3,
+        t_hess * 1e3
+    );
+}
+
 fn benches(c: &mut Criterion) {
     let (lj, _) = logistic(1000, 50, false);
     let th = DVector::zeros(0);
@@ -358,6 +406,7 @@ const RATIOS_ONLY: &str = "--ratios-only";
 
 fn main() {
     ratios();
+    big_n();
     if std::env::args().any(|a| a == RATIOS_ONLY) {
         return;
     }

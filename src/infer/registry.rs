@@ -51,6 +51,7 @@ pub const METHODS: &[Entry] = &[
             "laplace_hyper",
             "restarts",
             "psis_resample",
+            "batch",
             "rank",
         ],
         description: "MVI: Laplace Cholesky factor plus a rank-k update, optimised on the ELBO",
