@@ -175,12 +175,14 @@ fn numeric_array(v: &Bound<'_, PyAny>) -> PyResult<Option<(Vec<usize>, Vec<f64>)
     let shape: Vec<usize> = v.getattr("shape")?.extract()?;
     let np = v.py().import("numpy")?;
     let values = match kind.as_str() {
+        // C order and aligned: an array that Dask or pickle rebuilt from a byte buffer may sit
+        // at any address, and a buffer of f64 must be aligned to be read in place
         "f" => {
-            let a = np.call_method1("ascontiguousarray", (&v, "float64"))?;
+            let a = np.call_method1("require", (&v, "float64", ["C", "A"]))?;
             PyBuffer::<f64>::get(&a)?.to_vec(v.py())?
         }
         "b" | "i" | "u" => {
-            let a = np.call_method1("ascontiguousarray", (&v, "int64"))?;
+            let a = np.call_method1("require", (&v, "int64", ["C", "A"]))?;
             let ints = PyBuffer::<i64>::get(&a)?.to_vec(v.py())?;
             ints.into_iter().map(|i| i as f64).collect()
         }
