@@ -492,8 +492,8 @@ def main():
     ap.add_argument("--ref-budget", type=float, help="seconds for the reference nuts (default 3 x budget)")
     ap.add_argument("--ref-draws", type=int, help="reference draws per chain (default 2000, --quick 1000)")
     ap.add_argument("--quick", action="store_true", help="N in {1e4, 1e5}, D = 10, budget 120 s")
-    ap.add_argument("--problems", help="comma-separated substrings of problem names to run, e.g. "
-                    "'N=1e4 D=10,hierarchical'")
+    ap.add_argument("--problems", help="comma-separated problem names to run, in this order, e.g. "
+                    "'logistic N=1e5 D=10,hierarchical J=1000 N=1e5 D=10'")
     ap.add_argument("--methods", default=",".join(OURS + PEERS))
     ap.add_argument("--workdir", default=os.path.join(ROOT, "target", "scale"))
     ap.add_argument("--json", help="write the results here")
@@ -512,14 +512,24 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     probs = grid(args.quick)
     if args.problems:
-        keys = args.problems.split(",")
-        probs = [p for p in probs if any(k in p[0] for k in keys)]
+        by_name = {p[0]: p for p in probs}
+        keys = [k.strip() for k in args.problems.split(",")]
+        unknown = [k for k in keys if k not in by_name]
+        if unknown:
+            sys.exit("unknown problem %s; the problems are: %s" % (unknown, "; ".join(by_name)))
+        probs = [by_name[k] for k in keys]
     started = datetime.datetime.now().astimezone()
     load0 = load_avg()
     results = []
     for prob in probs:
         print(prob[0], file=sys.stderr, flush=True)
         results.append(run_problem(args, prob, args.budget, args.ref_budget))
+        report(args, started, load0, results, final=False)
+    print(report(args, started, load0, results, final=True))
+
+
+def report(args, started, load0, results, final):
+    """The table as text; also written, with --json, after every problem (a stopped run keeps them)."""
     t_total = (datetime.datetime.now().astimezone() - started).total_seconds()
     header = ["## Scale: %s" % ("quick grid" if args.quick else "many rows"), "",
               "- command: `%s`" % " ".join(["benches/scale.py"] + sys.argv[1:]),
@@ -530,8 +540,10 @@ def main():
               "seed 12345, chains 1-2 as reference draws; floor = W1 of 1000 draws from its chains 3-4 "
               "(mean ± sd over %d picks); without a reference, W1 to laplace's Gaussian"
               % (args.budget, args.ref_budget, args.ref_draws, FLOOR_PICKS)]
-    text = render(header, results, args.budget)
-    print(text)
+    text = render(header + ([] if final else ["- (partial: the run is still going)"]),
+                  results, args.budget)
+    with open(os.path.join(args.workdir, "scale.md"), "w") as f:
+        f.write(text + "\n")
     if args.json:
         strip = lambda r: {k: v for k, v in r.items() if k not in ("draws", "approximation")}
         js = {"header": header, "results": [
@@ -540,6 +552,7 @@ def main():
              "rows": {m: strip(r) for m, r in p["rows"].items()}} for p in results]}
         with open(args.json, "w") as f:
             json.dump(js, f, indent=1)
+    return text
 
 
 if __name__ == "__main__":
