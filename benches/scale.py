@@ -9,7 +9,8 @@ Problems: logistic regression (`make_synth.py --task logistic`, column 0 of X a 
 column, prior w ~ N(0, 1)) at N in {10^4, 10^5, 10^6} x D in {10, 100}, and a hierarchical
 logistic regression, J = 1000 groups, N = 10^5, D = 10 (made here, numpy seed 0):
 g[n] uniform on 1..J, a_j ~ N(mu_a, tau), y ~ bernoulli_logit(a[g] + X w), fitted with
-mu_a ~ N(0, 2), tau ~ half-normal(1), w ~ N(0, 1) (centred: about 100 rows per group).
+mu_a ~ N(0, 2), tau ~ half-normal(1), w ~ N(0, 1), non-centred (a = mu_a + tau z,
+z ~ N(0, 1)): the centred form's joint density has no maximum, so laplace cannot start.
 
 Methods: our laplace, mvi_lr (batch = auto), vi_diag --set batch=1000, pathfinder and nuts
 (4 x (1000 + 1000)), all at their defaults otherwise; NumPyro NUTS (4 chains x
@@ -75,13 +76,14 @@ data {
 param {
   mu_a: real
   tau: real<lower=0>
-  a: vector[J]
+  z: vector[J]                    // non-centred: the centred form has no mode (a funnel)
   w: vector[D]
 }
+let a = mu_a + tau * z            // group intercepts, reported with the parameters
 model {
   mu_a ~ normal(0, 2)
   tau ~ half_normal(1)
-  a ~ normal(mu_a, tau)
+  z ~ normal(0, 1)
   w ~ normal(0, 1)
   y ~ bernoulli_logit(a[g] + X * w)
 }
@@ -296,16 +298,20 @@ def peer_fit(spec_path):
         if hier:
             mu_a = numpyro.sample("mu_a", dist.Normal(0.0, 2.0))
             tau = numpyro.sample("tau", dist.HalfNormal(1.0))
-            a = numpyro.sample("a", dist.Normal(mu_a, tau).expand([groups]).to_event(1))
+            z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([groups]).to_event(1))
+            a = mu_a + tau * z
         w = numpyro.sample("w", dist.Normal(0.0, 1.0).expand([d]).to_event(1))
         with numpyro.plate("n", n, subsample_size=batch) as idx:
             eta = x[idx] @ w + (a[g[idx]] if hier else 0.0)
             numpyro.sample("y", dist.Bernoulli(logits=eta), obs=y[idx])
 
     def flatten(s):
+        s = {k: np.asarray(v) for k, v in s.items()}
+        if hier:
+            s["a"] = s["mu_a"][:, None] + s["tau"][:, None] * s["z"]
         cols = []
         for name in (("mu_a", "tau", "a", "w") if hier else ("w",)):
-            v = np.asarray(s[name])
+            v = s[name]
             cols.append(v.reshape(v.shape[0], -1))
         return np.concatenate(cols, axis=1)
 
