@@ -277,6 +277,8 @@ def peer_fit(spec_path):
         if not os.path.exists(npy):
             np.save(npy, np.loadtxt(csv, delimiter=",", ndmin=2 if v == "X" else 1))
         data[v] = np.load(npy)
+        if v in ("g", "y"):
+            data[v] = data[v].astype(np.int64)
     load_s = time.time() - t0
     import jax
     jax.config.update("jax_enable_x64", True)
