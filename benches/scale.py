@@ -251,13 +251,23 @@ def reference_from_nuts(draws, rng):
     return ref, float(np.mean(fl)), float(np.std(fl, ddof=1))
 
 
-def reference_from_laplace(approx, rng):
+def reported(kind, u, groups=1000):
+    """Draws of the unconstrained parameters, in declaration order, as draws.csv reports them."""
+    import numpy as np
+    if kind == "logistic":
+        return u
+    mu, tau = u[:, :1], np.exp(u[:, 1:2])  # tau > 0 is unconstrained by log
+    z, w = u[:, 2:2 + groups], u[:, 2 + groups:]
+    return np.concatenate([mu, tau, mu + tau * z, w], axis=1)
+
+
+def reference_from_laplace(approx, kind, rng):
     """4000 draws of laplace's Gaussian; its floor from independent sets of 1000."""
     import numpy as np
-    mean, cov = np.asarray(approx["mean"]), np.asarray(approx["cov"])
-    ref = rng.multivariate_normal(mean, cov, size=4000)
-    fl = [w1(rng.multivariate_normal(mean, cov, size=W1_DRAWS), ref, rng)
-          for _ in range(FLOOR_PICKS)]
+    mean, cov = approx["mean"], approx["cov"]
+    draw = lambda n: reported(kind, rng.multivariate_normal(mean, cov, size=n))
+    ref = draw(4000)
+    fl = [w1(draw(W1_DRAWS), ref, rng) for _ in range(FLOOR_PICKS)]
     return ref, float(np.mean(fl)), float(np.std(fl, ddof=1))
 
 
@@ -469,7 +479,7 @@ def run_problem(args, prob, budget, ref_budget):
         elif args.python_peer:
             rows[m] = run_peer(args, prob, m, os.path.join(odir, m), budget)
         if m == "laplace" and ref is None and rows[m]["status"] == "ok":
-            dr, f, fsd = reference_from_laplace(rows[m]["approximation"], rng)
+            dr, f, fsd = reference_from_laplace(rows[m]["approximation"], kind, rng)
             ref = {"kind": "laplace's Gaussian", "draws": dr, "floor": f, "floor_sd": fsd}
     for r in rows.values():
         if ref is not None and r.get("draws") is not None:
