@@ -71,6 +71,25 @@ pub struct RunInfo {
     pub data_files: Vec<String>,
 }
 
+/// Whether a Gaussian VI method will optimise a minibatch ELBO on `model` with these options
+/// (`batch` ≥ 1, or `auto` on at least [`crate::infer::minibatch::AUTO_FROM`] rows).
+fn minibatch(options: &InferOptions, model: &LogJoint) -> bool {
+    let Some(n) = model.rows() else {
+        return false;
+    };
+    match options
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.key == "batch")
+        .map(|e| &e.value)
+    {
+        Some(OptionValue::Int(_)) => true,
+        Some(OptionValue::Ident(w)) if w == "full" => false,
+        _ => n >= crate::infer::minibatch::AUTO_FROM,
+    }
+}
+
 /// What `model` offers a minibatch objective: its rows, or the term that is not a sum over
 /// rows and why.
 fn rows_offer(model: &LogJoint) -> infer_keys::RowsOffer {
@@ -178,8 +197,13 @@ pub fn fit(
              come from the data (`vector[K]`) has no entries when the data give K = 0",
         ));
     }
-    infer_keys::check_against_model(options, method.name(), model.dim())?;
     infer_keys::check_batch(options, method.name(), &rows_offer(model))?;
+    let minibatch = minibatch(options, model)
+        && matches!(
+            method.name(),
+            "mvi_mu" | "mvi_eig" | "mvi_lr" | "vi_diag" | "vi_full"
+        );
+    infer_keys::check_against_model(options, method.name(), model.dim(), minibatch)?;
     memory::check_memory(
         options,
         method.name(),

@@ -446,7 +446,12 @@ pub fn keys_for(method: &str) -> Vec<&'static str> {
 ///
 /// # Errors
 /// A diagnostic at the offending value (in the `infer` block, or named as `--set key=value`).
-pub fn check_against_model(options: &InferOptions, method: &str, dim: usize) -> Result<(), Diagnostic> {
+pub fn check_against_model(
+    options: &InferOptions,
+    method: &str,
+    dim: usize,
+    minibatch: bool,
+) -> Result<(), Diagnostic> {
     let d = i64::try_from(dim).unwrap_or(i64::MAX);
     if method == "mvi_lr" {
         let (rank, at) = int_option(options, "rank");
@@ -471,7 +476,8 @@ pub fn check_against_model(options: &InferOptions, method: &str, dim: usize) -> 
         _ => false,
     };
     let (samples, at) = int_option(options, "samples");
-    if full_cov && samples <= d {
+    // a minibatch run draws fresh standard normals at every step: S fixed draws bound nothing
+    if full_cov && samples <= d && !minibatch {
         return Err(out_of_range(
             options,
             at,
@@ -638,41 +644,41 @@ mod tests {
     #[test]
     fn rank_may_not_exceed_the_dimension() {
         let o = options(&[("rank", OptionValue::Int(5))]);
-        let e = check_against_model(&o, "mvi_lr", 4).unwrap_err();
+        let e = check_against_model(&o, "mvi_lr", 4, false).unwrap_err();
         assert!(
             e.message.contains("D = 4") && e.message.contains("command line"),
             "{}",
             e.message
         );
         assert!(e.help.as_deref().unwrap_or("").contains("≤ 4"));
-        assert!(check_against_model(&o, "mvi_lr", 5).is_ok());
+        assert!(check_against_model(&o, "mvi_lr", 5, false).is_ok());
     }
 
     #[test]
     fn a_full_covariance_needs_more_draws_than_parameters() {
         let few = options(&[("samples", OptionValue::Int(4))]);
-        assert!(check_against_model(&few, "vi_full", 4).is_err());
-        assert!(check_against_model(&few, "vi_full", 3).is_ok());
-        assert!(check_against_model(&few, "vi_diag", 4).is_ok());
-        assert!(check_against_model(&few, "split_mf", 4).is_ok());
+        assert!(check_against_model(&few, "vi_full", 4, false).is_err());
+        assert!(check_against_model(&few, "vi_full", 3, false).is_ok());
+        assert!(check_against_model(&few, "vi_diag", 4, false).is_ok());
+        assert!(check_against_model(&few, "split_mf", 4, false).is_ok());
         let full = options(&[
             ("samples", OptionValue::Int(4)),
             ("full_cov", OptionValue::Ident("true".into())),
         ]);
-        assert!(check_against_model(&full, "split_mf", 4).is_err());
+        assert!(check_against_model(&full, "split_mf", 4, false).is_err());
         // the default S = 1000 is too few for D = 1000
-        let e = check_against_model(&options(&[]), "mvi_lr", 1000).unwrap_err();
+        let e = check_against_model(&options(&[]), "mvi_lr", 1000, false).unwrap_err();
         assert!(e.message.contains("(the default)"), "{}", e.message);
     }
 
     #[test]
     fn subset_may_not_exceed_particles() {
         let o = options(&[("subset", OptionValue::Int(300))]);
-        assert!(check_against_model(&o, "pmfvb", 4).is_err());
+        assert!(check_against_model(&o, "pmfvb", 4, false).is_err());
         let o = options(&[
             ("subset", OptionValue::Int(300)),
             ("particles", OptionValue::Int(300)),
         ]);
-        assert!(check_against_model(&o, "pmfvb", 4).is_ok());
+        assert!(check_against_model(&o, "pmfvb", 4, false).is_ok());
     }
 }

@@ -52,16 +52,16 @@ const HELD_OUT_DRAWS: usize = 64;
 const HELD_OUT_FACTOR: usize = 10;
 
 /// Checks in a row without a gain of [`SETTLED_NATS`] that end the run.
-pub const PATIENCE: usize = 3;
+pub const PATIENCE: usize = 5;
 
 /// The smallest gain of the held-out estimate that counts as progress.
 pub const SETTLED_NATS: f64 = 0.02;
 
 /// Adam's first step size.
-const STEP: f64 = 0.01;
+const STEP: f64 = 0.05;
 
 /// The step size halves (about) every 3 × this many steps.
-const DECAY_STEPS: f64 = 100.0;
+const DECAY_STEPS: f64 = 1000.0;
 
 /// Rows per step for these settings, or `None` for the fixed-sample objective on every row.
 pub fn rows_per_step(model: &dyn LogDensity, batch: Batch) -> Option<usize> {
