@@ -11,7 +11,7 @@
 //! (Titsias & Lázaro-Gredilla 2014, "Doubly stochastic variational Bayes for non-conjugate
 //! inference"; Hoffman, Blei, Wang & Paisley 2013), made far less noisy by a control variate
 //! at the Laplace mode ŵ (the terms' differences from ŵ are subsampled, not the terms; see
-//! [`anchored`]), with Adam (Kingma & Ba 2015) at a step
+//! `anchored`), with Adam (Kingma & Ba 2015) at a step
 //! size that decays as 1/√(1 + t / [`DECAY_STEPS`]), in the coordinates the fixed-sample
 //! optimisation uses (the mean as μ₀ + C ν, C the Laplace factor, so that every coordinate
 //! has about unit scale). Every [`CHECK_EVERY`] steps the average of those steps' iterates
@@ -58,10 +58,10 @@ pub const PATIENCE: usize = 5;
 pub const SETTLED_NATS: f64 = 0.02;
 
 /// Adam's first step size.
-const STEP: f64 = 0.05;
+pub const STEP: f64 = 0.05;
 
 /// The step size halves (about) every 3 × this many steps.
-const DECAY_STEPS: f64 = 1000.0;
+pub const DECAY_STEPS: f64 = 1000.0;
 
 /// Rows per step for these settings, or `None` for the fixed-sample objective on every row.
 pub fn rows_per_step(model: &dyn LogDensity, batch: Batch) -> Option<usize> {
