@@ -52,6 +52,10 @@ pub struct RowSplit {
     /// The number of rows N.
     pub n: usize,
     kinds: Vec<Kind>,
+    /// Row sums plus a constant (Poisson's −Σ log k! folded into its term): (the node, its
+    /// row-sum operand, the constant, +1 or −1 for the constant's sign). A slice keeps the row
+    /// sum alone; the global graph adds the constant once.
+    shifts: Vec<(usize, NodeId, NodeId, f64)>,
 }
 
 /// The rows of a constant: N when it is a vector of N or a matrix of N rows.
@@ -104,7 +108,8 @@ impl RowSplit {
         if !g.targets.iter().any(|t| kinds[t.0] == Kind::RowSum) {
             return Ok(None);
         }
-        Ok(Some(RowSplit { n, kinds }))
+        let shifts = shifts(g, &kinds);
+        Ok(Some(RowSplit { n, kinds, shifts }))
     }
 
     /// The graph of the global terms alone (no row of the data is read).
@@ -115,7 +120,14 @@ impl RowSplit {
             .copied()
             .filter(|t| self.kinds[t.0] == Kind::Global)
             .collect();
-        self.rebuild(g, &targets, &[])
+        let mut out = self.rebuild(g, &targets, &[]);
+        // each constant added to a row sum, once
+        for &(_, _, c, sign) in &self.shifts {
+            let value = g.const_value(c).map_or(0.0, |v| v[0]);
+            let node = out.push(Op::Const(vec![sign * value]), Shape::Scalar);
+            out.targets.push(node);
+        }
+        out
     }
 
     /// The graph of the row sums over `rows` (0-based, each < N; repeats allowed) alone.
@@ -153,11 +165,43 @@ impl RowSplit {
                 }
                 op => map_inputs(op.clone(), |id| map[id.0]),
             };
-            map[i] = out.push(op, shape);
+            map[i] = match self.shifts.iter().find(|sh| sh.0 == i) {
+                // the row sum without its constant (the global graph has it)
+                Some(&(_, sum, _, _)) => map[sum.0],
+                _ => out.push(op, shape),
+            };
         }
         out.targets = targets.iter().map(|t| map[t.0]).collect();
         out
     }
+}
+
+/// Whether a node is a scalar constant.
+fn constant(g: &Graph, id: NodeId) -> bool {
+    g.shape(id) == Shape::Scalar && g.const_value(id).is_some()
+}
+
+/// The row sums of `g` that add (or subtract) a scalar constant; see [`RowSplit`]'s `shifts`.
+fn shifts(g: &Graph, kinds: &[Kind]) -> Vec<(usize, NodeId, NodeId, f64)> {
+    let mut out = Vec::new();
+    for (i, node) in g.nodes.iter().enumerate() {
+        if kinds[i] != Kind::RowSum {
+            continue;
+        }
+        match node.op {
+            Op::Binary(Fun2::Add, a, c) if kinds[a.0] == Kind::RowSum && constant(g, c) => {
+                out.push((i, a, c, 1.0))
+            }
+            Op::Binary(Fun2::Add, c, a) if kinds[a.0] == Kind::RowSum && constant(g, c) => {
+                out.push((i, a, c, 1.0))
+            }
+            Op::Binary(Fun2::Sub, a, c) if kinds[a.0] == Kind::RowSum && constant(g, c) => {
+                out.push((i, a, c, -1.0))
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Rows `rows` of a column-major matrix of `n` rows and `cols` columns.
@@ -205,7 +249,10 @@ fn classify(
         // row sums combine linearly: ±, and scaling by a global scalar
         return match &node.op {
             Op::Unary(Fun1::Neg, _) => (Kind::RowSum, None),
-            Op::Binary(Fun2::Add | Fun2::Sub, a, b) if kind(a) == Kind::RowSum && kind(b) == Kind::RowSum => {
+            Op::Binary(Fun2::Add | Fun2::Sub, a, b)
+                if (kind(a) == Kind::RowSum && (kind(b) == Kind::RowSum || constant(g, *b)))
+                    || (kind(b) == Kind::RowSum && constant(g, *a)) =>
+            {
                 (Kind::RowSum, None)
             }
             Op::Binary(Fun2::Mul, a, b)
@@ -313,6 +360,34 @@ mod tests {
         for block in [0..17u32, 17..40, 40..50] {
             let rows: Vec<u32> = block.collect();
             let (vb, gb) = value(&split.slice(&g, &rows), &w);
+            v2 += vb;
+            gw2 += gb;
+        }
+        assert!((&v - &v2).amax() < 1e-9, "{v} vs {v2}");
+        assert!((gw - gw2).amax() < 1e-9);
+    }
+
+    #[test]
+    fn a_constant_added_to_a_row_sum_is_counted_once() {
+        // Poisson regression: lowering adds −Σ log k! to the fused likelihood's sum
+        let (n, d) = (30, 2);
+        let mut g = Graph::new(d, 0);
+        let w = g
+            .param_slice(0, Shape::Vector(d), &crate::graph::Constraint::NONE)
+            .unwrap();
+        let x: Vec<f64> = (0..n * d).map(|k| ((k * 13) % 7) as f64 / 7.0 - 0.5).collect();
+        let y: Vec<f64> = (0..n).map(|k| (k % 4) as f64).collect();
+        let xn = g.constant(Shape::Matrix(n, d), x);
+        let yn = g.constant(Shape::Vector(n), y);
+        let eta = g.matmul(xn, w).unwrap();
+        let lik = crate::dist::lpdf(&mut g, "poisson_log", yn, &[eta]).unwrap();
+        g.add_target(lik).unwrap();
+        let split = RowSplit::of(&g).unwrap().unwrap();
+        let w = DMatrix::from_column_slice(2, 2, &[0.3, -0.2, 0.1, 0.4]);
+        let (v, gw) = value(&g, &w);
+        let (mut v2, mut gw2) = value(&split.global(&g), &w);
+        for block in [0..11u32, 11..30] {
+            let (vb, gb) = value(&split.slice(&g, &block.collect::<Vec<_>>()), &w);
             v2 += vb;
             gw2 += gb;
         }

@@ -179,17 +179,6 @@ pub fn fit<F: Family>(
     let n = model.rows().expect("minibatch fits need a model with rows");
     let d = model.dim();
     let theta = start.laplace.theta.clone();
-    let at = |z: DMatrix<f64>| {
-        let st = vi::Start {
-            laplace: start.laplace.clone(),
-            z,
-        };
-        MeanPreconditioned::new(
-            family(&st),
-            start.laplace.chol.clone(),
-            start.laplace.mode.clone(),
-        )
-    };
     obs.phase(&format!("{name}, minibatches of {b} of {n} rows"));
     let optimising = timing::span("minibatch: optimisation");
     let mut perm: Vec<u32> = (0..n as u32).collect();
@@ -197,9 +186,17 @@ pub fn fit<F: Family>(
     let h = (HELD_OUT_FACTOR * b).min(n);
     draw_rows(&mut perm, h, rng);
     let held_rows: Vec<u32> = perm[..h].to_vec();
-    let held = at(standard_normal(d, HELD_OUT_DRAWS, rng));
+    // one start whose draws each step replaces, and one family whose inner part it rebuilds:
+    // the Laplace fit and C are not copied per step (C is D × D)
+    let mut st = vi::Start {
+        z: standard_normal(d, HELD_OUT_DRAWS, rng),
+        ..start
+    };
+    let (c, mode) = (&st.laplace.chol, &st.laplace.mode);
+    let held = MeanPreconditioned::new(family(&st), c.clone(), mode.clone());
+    let mut fam = MeanPreconditioned::new(family(&st), c.clone(), mode.clone());
     let mut psi = held.from_inner(phi0);
-    let anchor = Anchor::new(model, &theta, &start.laplace.mode);
+    let anchor = Anchor::new(model, &theta, &st.laplace.mode);
     let score = |psi: &DVector<f64>| estimate(model, &anchor, &held, psi, &theta, &held_rows, Want::VALUE).0;
     let mut best = score(&psi);
     let mut recent: std::collections::VecDeque<DVector<f64>> = std::collections::VecDeque::new();
@@ -215,7 +212,8 @@ pub fn fit<F: Family>(
     while steps < max_steps {
         steps += 1;
         draw_rows(&mut perm, b, rng);
-        let fam = at(standard_normal(d, DRAWS_PER_STEP, rng));
+        st.z = standard_normal(d, DRAWS_PER_STEP, rng);
+        fam.inner = family(&st);
         let (value, grad, _) = estimate(model, &anchor, &fam, &psi, &theta, &perm[..b], Want::GRAD_W);
         let grad = grad.expect("asked for the gradient");
         if value.is_finite() && grad.iter().all(|x| x.is_finite()) {
@@ -281,7 +279,7 @@ pub fn fit<F: Family>(
         let _t = timing::span("vi: fresh-draw ELBO");
         fresh_elbo(model, &theta, &q, settings.samples, rng)
     };
-    let mut notes = start.laplace.notes.clone();
+    let mut notes = st.laplace.notes.clone();
     notes.push(format!(
         "minibatch ELBO: {b} of {n} rows and {DRAWS_PER_STEP} fresh draws per step, {steps} steps; \
          one step's estimate has sd {last_noise:.3} nats; held-out estimate ({h} rows, \
@@ -301,7 +299,7 @@ pub fn fit<F: Family>(
         theta,
         // the held-out estimate reads a subset of the rows: not the ELBO on fixed samples
         objective: None,
-        log_evidence: Some(start.laplace.log_evidence).filter(|v| v.is_finite()),
+        log_evidence: Some(st.laplace.log_evidence).filter(|v| v.is_finite()),
         iterations: trace.len(),
         trace,
         converged,
