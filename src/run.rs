@@ -20,6 +20,7 @@ use crate::check::{infer_keys, memory};
 use crate::density::{Counting, Evals, LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::graph::logjoint::Structure;
+use crate::graph::generate;
 use crate::graph::predict::PredictSums;
 use crate::graph::{LogJoint, Shape};
 use crate::infer::{registry, timing, InferOptions, Observer, OptionValue};
@@ -228,7 +229,7 @@ pub fn fit(
     let interrupted = post.notes.iter().any(|n| n.contains("interrupted"));
     let mut report = assemble(model, options, info, &post, &mut rng, start, interrupted);
     report.evals = counted.evals();
-    if let Some(d) = diverged(method.name(), &report) {
+    if let Some(d) = diverged(method.name(), &report, declared_columns(model)) {
         return Err(d);
     }
     Ok((post, report))
@@ -250,13 +251,20 @@ fn footprint(model: &LogJoint) -> memory::Footprint {
     }
 }
 
+/// The number of report columns of the parameters and the top-level `let`s (before those of
+/// `generated` and the replicates).
+fn declared_columns(model: &LogJoint) -> usize {
+    model.params.iter().chain(&model.reported).map(|p| p.shape.size()).sum()
+}
+
 /// The draws of a fit that ran away (an improper posterior, or a method that diverged)
 /// hold infinities or NaN, or overflow their mean or variance: report that with the parameters it hit rather than print a
-/// summary of NaN.
-fn diverged(method: &str, report: &FitReport) -> Option<Diagnostic> {
+/// summary of NaN. Only the first `declared` columns (parameters and `let`s) are looked at.
+fn diverged(method: &str, report: &FitReport, declared: usize) -> Option<Diagnostic> {
     let bad: Vec<&str> = report
         .columns
         .iter()
+        .take(declared)
         .enumerate()
         .filter(|&(j, _)| !finite_moments(report.draws.column(j).iter().copied()))
         .map(|(_, name)| name.as_str())
@@ -394,8 +402,17 @@ fn assemble(
             .or_else(|| log_q.as_ref().map(|lq| draws_elbo(model, post, &lp, lq, rng))),
     };
     let t = timing::span("report: constrained draws");
-    let (columns, draws) = constrained_draws(model, &post.theta, &w);
+    let (mut columns, mut draws) = constrained_draws(model, &post.theta, &w);
     drop(t);
+    let mut generated_notes = Vec::new();
+    for (gen, purpose) in [(&model.generated, "generated"), (&model.replicates, "replicates")] {
+        let Some(gen) = gen else { continue };
+        let _t = timing::span("report: generated quantities");
+        let seed = generate::stream_seed(option_int(options, "seed", 0), purpose);
+        let out = generate::eval_generated(gen, post.theta.as_slice(), &w, seed);
+        generated_notes.extend(out.notes());
+        (columns, draws) = append_outputs(columns, draws, &gen.outputs, &out.values);
+    }
     let mcmc = chains.map(|c| McmcReport::new(c, &draws));
     let test_draws = option_int(options, "test_draws", 10_000).max(1) as usize;
     let predict = model.predict.as_ref().map(|_| {
@@ -407,6 +424,7 @@ fn assemble(
         notes.extend(m.warnings(&columns));
     }
     notes.extend(non_finite_notes(post, &lp, log_q.as_deref(), elbo_fresh));
+    notes.extend(generated_notes);
     notes.extend(unit_vector_note(model, &post.method));
     if let Some(r) = resampling.filter(|r| r.khat.is_some_and(|k| k > psis::KHAT_OK)) {
         notes.push(crate::report::summary::resampling_warning(&r));
@@ -633,6 +651,27 @@ fn constrained_draws(
         c0 += block.nrows();
     }
     (names, draws)
+}
+
+/// The report's columns and draws with per-draw outputs appended (CmdStan's names,
+/// `y_rep.3`); `values` holds each output's entries × draws.
+fn append_outputs(
+    mut columns: Vec<String>,
+    draws: DMatrix<f64>,
+    outputs: &[generate::Output],
+    values: &[DMatrix<f64>],
+) -> (Vec<String>, DMatrix<f64>) {
+    let c0 = columns.len();
+    for o in outputs {
+        columns.extend(crate::report::cmdstan_names(&o.name, &o.shape.dims()));
+    }
+    let mut out = draws.resize_horizontally(columns.len(), 0.0);
+    let mut c = c0;
+    for v in values {
+        out.columns_mut(c, v.nrows()).copy_from(&v.transpose());
+        c += v.nrows();
+    }
+    (columns, out)
 }
 
 /// For each report column, the coordinate of w it equals when the parameter is an

@@ -485,7 +485,7 @@ fn tangent_op<T: Scalar>(
             }
             Tangent::from_dense(&dense, n, p)
         }
-        Op::Support { .. } => Tangent::zeros(vec![0..0; p]),
+        Op::Support { .. } | Op::Rng(_) => Tangent::zeros(vec![0..0; p]),
         Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
             let mode = crate::graph::eval::fused_output(&tape.graph.nodes[k].op);
             let dense =

@@ -30,6 +30,8 @@ pub(super) enum Ctx {
     Model,
     /// The `predict` block.
     Predict,
+    /// The `generated` block: per draw, with random draws and branches on parameters.
+    Generated,
     /// A user function body.
     Func,
 }
@@ -57,6 +59,9 @@ pub(super) struct Checker {
     /// In a function body, lookups see only `scopes[fn_base..]`.
     pub fn_base: usize,
     pub ctx: Ctx,
+    /// The statement block being checked (`model`, `predict`, `generated`), kept while a
+    /// function called from it is inlined; `Decl` outside them.
+    pub block: Ctx,
     pub errors: Vec<Diagnostic>,
     pub call_stack: Vec<String>,
     /// Names whose declaration failed: using them reports nothing more.
@@ -102,6 +107,7 @@ impl Checker {
             scopes: Vec::new(),
             fn_base: 0,
             ctx: Ctx::Decl,
+            block: Ctx::Decl,
             errors: Vec::new(),
             call_stack: Vec::new(),
             poisoned: std::collections::HashSet::new(),
@@ -154,6 +160,7 @@ impl Checker {
         let lets = c.top_lets(program);
         let model = c.stmt_block(program, Ctx::Model);
         let predict = c.stmt_block(program, Ctx::Predict);
+        let generated = c.stmt_block(program, Ctx::Generated);
         let uncalled: Vec<SourceFn> = c
             .fns
             .iter()
@@ -196,9 +203,22 @@ impl Checker {
             model,
             predict,
             has_predict,
+            generated,
             infer,
             functions,
         })
+    }
+
+    /// Whether statements run once per posterior draw (the `generated` block and the
+    /// functions it calls), so branches may depend on parameters and random draws.
+    pub(super) fn per_draw(&self) -> bool {
+        self.block == Ctx::Generated
+    }
+
+    /// Whether `dist_rng` may be called here: in `generated` and `predict`, and in the
+    /// functions they call (functions are checked where they are called).
+    pub(super) fn rng_allowed(&self) -> bool {
+        matches!(self.block, Ctx::Generated | Ctx::Predict)
     }
 
     pub(super) fn diag(&self, code: &'static str, msg: impl Into<String>) -> Diagnostic {
@@ -712,11 +732,15 @@ impl Checker {
         let mut out = Vec::new();
         for item in &program.items {
             match (item, ctx) {
-                (Item::Model(b), Ctx::Model) | (Item::Predict(b), Ctx::Predict) => {
+                (Item::Model(b), Ctx::Model)
+                | (Item::Predict(b), Ctx::Predict)
+                | (Item::Generated(b), Ctx::Generated) => {
                     self.ctx = ctx;
+                    self.block = ctx;
                     self.scopes = vec![HashMap::new()];
                     out.extend(self.stmts(&b.stmts));
                     self.scopes.clear();
+                    self.block = Ctx::Decl;
                 }
                 _ => {}
             }

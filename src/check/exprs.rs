@@ -145,16 +145,17 @@ impl Checker {
                 ));
             return self.report(d);
         }
-        if self.ctx == Ctx::Predict && self.model_let_names.contains(n) {
+        if matches!(self.ctx, Ctx::Predict | Ctx::Generated) && self.model_let_names.contains(n) {
+            let block = if self.ctx == Ctx::Predict { "predict" } else { "generated" };
             let d = self
                 .diag(
                     "mvi::check::model_let_in_predict",
-                    format!("`{n}` is a `let` of the `model` block, which `predict` cannot see"),
+                    format!("`{n}` is a `let` of the `model` block, which `{block}` cannot see"),
                 )
                 .with_label(span, "a `let` of `model`")
                 .with_help(format!(
                     "make `{n}` a top-level `let` (then both blocks see it, and it is reported \
-                     with the parameters), or repeat its `let` in `predict`"
+                     with the parameters), or repeat its `let` in `{block}`"
                 ));
             return self.report(d);
         }
@@ -265,12 +266,13 @@ impl Checker {
             }
             UnOp::Not => {
                 self.require_data(&t, "`!`")?;
+                let t_stage = t.stage;
                 let shape = if t.shape.is_scalar() { Shape::Int } else { t.shape };
                 let value = t.value.map(|v| if v == 0.0 { 1.0 } else { 0.0 });
                 Ok(texpr(
                     TExprKind::Unary(op, Box::new(t)),
                     shape,
-                    Stage::Const,
+                    t_stage,
                     value,
                     span,
                 ))
@@ -279,7 +281,8 @@ impl Checker {
     }
 
     pub(super) fn require_data(&mut self, t: &TExpr, what: &str) -> R<()> {
-        if t.stage == Stage::Const {
+        // `generated` runs per draw, where a branch may depend on anything
+        if t.stage == Stage::Const || self.per_draw() {
             return Ok(());
         }
         let on = if t.stage == Stage::Param {
@@ -440,10 +443,11 @@ impl Checker {
             (Some(x), Some(y)) => fold(top, x, y),
             _ => None,
         };
+        let (ta_stage, tb_stage) = (ta.stage, tb.stage);
         Ok(texpr(
             TExprKind::Binary(top, Box::new(ta), Box::new(tb)),
             shape,
-            Stage::Const,
+            ta_stage.max(tb_stage),
             value,
             span,
         ))
@@ -500,7 +504,7 @@ impl Checker {
             Some(_) => tb.value,
             None => None,
         };
-        let stage = ta.stage.max(tb.stage);
+        let stage = tc.stage.max(ta.stage).max(tb.stage);
         Ok(texpr(
             TExprKind::Ternary(Box::new(tc), Box::new(ta), Box::new(tb)),
             shape,
@@ -517,6 +521,9 @@ impl Checker {
 
     fn call(&mut self, func: &Ident, args: &[Expr], conditional: bool, span: Span) -> R<TExpr> {
         let name = func.name.as_str();
+        if let Some(spec) = name.strip_suffix("_rng").and_then(dists::lookup) {
+            return self.rng_call(spec, func, args, conditional, span);
+        }
         if let Some((base, form, suffix)) = dists::split_form(name) {
             if let Some(spec) = dists::lookup(base) {
                 if !conditional && args.len() > 1 && spec.forms().contains(&suffix) {
@@ -598,6 +605,53 @@ impl Checker {
             .with_label(func.span, "not defined")
             .with_help(help);
         Err(self.report(d))
+    }
+
+    /// `dist_rng(args)`: a random draw, in `generated` and `predict` only.
+    fn rng_call(&mut self, spec: &DistSpec, func: &Ident, args: &[Expr], conditional: bool, span: Span) -> R<TExpr> {
+        if !self.rng_allowed() {
+            return self.fail(
+                "mvi::check::rng_outside_generated",
+                format!("`{}` draws at random, which only `generated` and `predict` may do", func.name),
+                func.span,
+                "a random draw",
+                "the log density must be a function of the parameters alone: move the draw into a \
+                 `generated { … }` block (run once per posterior draw), or use `~` to give the \
+                 model a distribution",
+            );
+        }
+        if conditional {
+            return self.fail(
+                "mvi::check::bad_arguments",
+                format!("`{}` takes the distribution's arguments, with no outcome and no `|`", func.name),
+                span,
+                "here",
+                format!("signature: {}", super::rng::rng_signature(spec)),
+            );
+        }
+        let targs = self.args(args)?;
+        let shapes: Vec<(Shape, Option<f64>)> = targs.iter().map(|t| (t.shape, t.value)).collect();
+        let shape = match super::rng::rng_shape(spec, &shapes) {
+            Ok(s) => s,
+            Err((i, msg)) => {
+                let at = targs.get(i).map_or(span, |t| t.span);
+                let d = self
+                    .diag("mvi::check::bad_arguments", msg)
+                    .with_label(at, "here")
+                    .with_help(format!("signature: {}", super::rng::rng_signature(spec)));
+                return Err(self.report(d));
+            }
+        };
+        Ok(texpr(
+            TExprKind::Rng {
+                dist: spec.name.to_string(),
+                args: targs,
+            },
+            shape,
+            Stage::Param,
+            None,
+            span,
+        ))
     }
 
     fn builtin(&mut self, func: &Ident, targs: Vec<TExpr>, span: Span) -> R<TExpr> {

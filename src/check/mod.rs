@@ -43,6 +43,7 @@ pub mod infer_keys;
 pub mod memory;
 mod names;
 mod report;
+pub mod rng;
 pub mod shapes;
 mod stmts;
 pub mod types;
@@ -160,6 +161,9 @@ pub struct TypedModel {
     pub predict: Vec<TStmt>,
     /// Whether the model has a `predict` block.
     pub has_predict: bool,
+    /// The `generated` block's statements (empty without a block); its top-level `let`s are
+    /// the block's outputs, in order.
+    pub generated: Vec<TStmt>,
     /// The validated `infer` options of the model file (no defaults filled in).
     pub infer: InferOptions,
     /// The user and stdlib functions available, by name.
@@ -372,7 +376,7 @@ fn item_span(item: &crate::syntax::ast::Item) -> crate::syntax::span::Span {
         Item::Fn(f) => f.span,
         Item::Data(b) | Item::Hyper(b) | Item::Param(b) => b.span,
         Item::Let(l) => l.span,
-        Item::Model(b) | Item::Predict(b) => b.span,
+        Item::Model(b) | Item::Predict(b) | Item::Generated(b) => b.span,
         Item::Infer(b) => b.span,
     }
 }

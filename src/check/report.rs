@@ -242,6 +242,11 @@ pub fn dump_typed(model: &TypedModel) -> String {
         stmts(&model.predict, 1, &mut out);
         let _ = writeln!(out, "}}");
     }
+    if !model.generated.is_empty() {
+        let _ = writeln!(out, "generated {{");
+        stmts(&model.generated, 1, &mut out);
+        let _ = writeln!(out, "}}");
+    }
     out
 }
 
@@ -392,6 +397,10 @@ fn expr(e: &TExpr) -> String {
         TExprKind::Transpose(x) => format!("(transpose {})", expr(x)),
         TExprKind::Ternary(c, a, b) => format!("(if {} {} {})", expr(c), expr(a), expr(b)),
         TExprKind::Call(f, args) => format!("({f} {})", args.iter().map(expr).collect::<Vec<_>>().join(" ")),
+        TExprKind::Rng { dist, args } => format!(
+            "({dist}_rng {})",
+            args.iter().map(expr).collect::<Vec<_>>().join(" ")
+        ),
         TExprKind::Dist { dist, form, args } => format!(
             "({dist}_{} {})",
             format!("{form:?}").to_lowercase(),

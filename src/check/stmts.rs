@@ -201,6 +201,9 @@ impl Checker {
                 "return the log density from the function (e.g. `return normal_lpdf(x | mu, sigma)`) and add it in `model` with `target += f(…)`",
             );
         }
+        if self.ctx == Ctx::Generated {
+            return self.not_in_generated("`~`", span);
+        }
         // A name (possibly indexed) must be something a `~` can score; any other expression
         // (`[z1, z2] ~ …`, `a + b ~ …`) is scored like a `let` of it: no Jacobian.
         match Self::root_name(lhs) {
@@ -362,7 +365,22 @@ impl Checker {
         Err(self.report(d))
     }
 
+    /// `~` and `target +=` change the log density, which `generated` cannot.
+    fn not_in_generated(&mut self, what: &str, span: Span) -> R<TStmt> {
+        self.fail(
+            "mvi::check::density_in_generated",
+            format!("{what} is not allowed in `generated`, which runs after the fit"),
+            span,
+            "here",
+            "`generated` computes quantities from each posterior draw: draw replicated data with \
+             `let y_rep = normal_rng(mu, sigma)`, and put `~` and `target +=` in `model`",
+        )
+    }
+
     fn target(&mut self, value: &Expr, span: Span) -> R<TStmt> {
+        if self.ctx == Ctx::Generated {
+            return self.not_in_generated("`target +=`", span);
+        }
         if self.ctx == Ctx::Func {
             return self.fail(
                 "mvi::check::impure_function",

@@ -211,6 +211,13 @@ pub enum TExprKind {
         /// Outcome, then parameters.
         args: Vec<TExpr>,
     },
+    /// `dist_rng(args)`: a random draw (the `generated` and `predict` blocks).
+    Rng {
+        /// The distribution's base name (`normal`).
+        dist: String,
+        /// Its arguments.
+        args: Vec<TExpr>,
+    },
     /// A user function call, inlined: the arguments bound to `params`, then `body`, then
     /// `result` (which reads the params and the body's locals). It opens a fresh scope: names
     /// of kind `Local` inside it refer only to its params and its body's `let`s, never to

@@ -24,6 +24,7 @@ pub(crate) fn inputs(op: &Op) -> Vec<NodeId> {
         Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::TriSolve(a, b) => vec![*a, *b],
         Op::Pack(ids) | Op::Assemble(ids, _) | Op::LikSum(_, ids) | Op::LikPoint(_, ids) => ids.clone(),
         Op::Ternary(_, ids) => ids.to_vec(),
+        Op::Rng(r) => r.ids.clone(),
         Op::Scan(scan) => scan
             .inputs
             .iter()
@@ -64,6 +65,10 @@ pub(crate) fn map_inputs(op: Op, f: impl Fn(NodeId) -> NodeId) -> Op {
         Op::Assemble(ids, idx) => Op::Assemble(all(ids), idx),
         Op::LikSum(l, ids) => Op::LikSum(l, all(ids)),
         Op::LikPoint(l, ids) => Op::LikPoint(l, all(ids)),
+        Op::Rng(mut r) => {
+            r.ids = all(std::mem::take(&mut r.ids));
+            Op::Rng(r)
+        }
         Op::Sum(a) => Op::Sum(f(a)),
         Op::LogSumExp(a) => Op::LogSumExp(f(a)),
         Op::LogSumExpRows(a) => Op::LogSumExpRows(f(a)),
@@ -116,6 +121,7 @@ pub(crate) fn each_input(op: &Op, mut f: impl FnMut(NodeId)) {
             ids.iter().copied().for_each(f)
         }
         Op::Ternary(_, ids) => ids.iter().copied().for_each(f),
+        Op::Rng(r) => r.ids.iter().copied().for_each(f),
         Op::Scan(scan) => scan
             .inputs
             .iter()
@@ -230,6 +236,12 @@ impl Graph {
             shape = sa;
         }
         Ok(self.add(Op::Ternary(f, args), shape))
+    }
+
+    /// A random draw ([`Op::Rng`]) of the given shape; never folded, even with constant
+    /// arguments (each draw differs).
+    pub fn rng(&mut self, draw: super::RngDraw, shape: Shape) -> NodeId {
+        self.push(Op::Rng(Box::new(draw)), shape)
     }
 
     /// The operand that `f(a, b)` equals when the other is a scalar constant identity

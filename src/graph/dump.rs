@@ -96,6 +96,7 @@ fn op_text(op: &Op) -> String {
             format!("support %{} {o}{}, {}{c}", x.0, num(*lower), num(*upper))
         }
         Op::Scan(scan) => scan_text(scan),
+        Op::Rng(r) => format!("{}_rng {}", r.dist, ids(&r.ids)),
     }
 }
 

@@ -224,7 +224,7 @@ pub fn batched_mask(graph: &Graph) -> Vec<bool> {
     let mut out: Vec<bool> = Vec::with_capacity(graph.nodes.len());
     for node in &graph.nodes {
         let b = match &node.op {
-            Op::Param { .. } => true,
+            Op::Param { .. } | Op::Rng(_) => true,
             Op::Const(_) | Op::Hyper { .. } => false,
             op => {
                 let mut any = false;
@@ -287,7 +287,7 @@ pub fn forward<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Tape<'a, T> {
-    forward_with(graph, consts, theta, w, s, true, None)
+    forward_with(graph, consts, theta, w, s, true, None, None)
 }
 
 /// [`forward`] of only the nodes marked in `needed` (see [`ancestors`]); the others are
@@ -300,7 +300,7 @@ pub fn forward_needed<'a, T: Scalar>(
     s: usize,
     needed: &[bool],
 ) -> Tape<'a, T> {
-    forward_with(graph, consts, theta, w, s, false, Some(needed))
+    forward_with(graph, consts, theta, w, s, false, Some(needed), None)
 }
 
 /// [`forward`] of the nodes that do not depend on w only, with what their reverse sweep
@@ -311,7 +311,7 @@ pub fn forward_theta_only<'a, T: Scalar>(
     theta: &[T],
 ) -> Tape<'a, T> {
     let theta_only: Vec<bool> = batched_mask(graph).iter().map(|b| !b).collect();
-    forward_with(graph, consts, theta, &[], 1, true, Some(&theta_only))
+    forward_with(graph, consts, theta, &[], 1, true, Some(&theta_only), None)
 }
 
 /// Per node: whether it is one of `ids` or one of their inputs, directly or not.
@@ -339,9 +339,24 @@ pub fn forward_values<'a, T: Scalar>(
     w: &[T],
     s: usize,
 ) -> Tape<'a, T> {
-    forward_with(graph, consts, theta, w, s, false, None)
+    forward_with(graph, consts, theta, w, s, false, None, None)
 }
 
+/// [`forward_values`] of a graph with random draws ([`Op::Rng`]): column c draws from
+/// `columns`' generator c, node after node, so a column's values depend only on its own
+/// generator, whatever the chunking.
+pub fn forward_random<'a>(
+    graph: &'a Graph,
+    consts: &'a [Cow<'a, [f64]>],
+    theta: &[f64],
+    w: &[f64],
+    s: usize,
+    columns: &mut super::generate::Columns,
+) -> Tape<'a, f64> {
+    forward_with(graph, consts, theta, w, s, false, None, Some(columns))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn forward_with<'a, T: Scalar>(
     graph: &'a Graph,
     consts: &'a [Cow<'a, [T]>],
@@ -350,6 +365,7 @@ fn forward_with<'a, T: Scalar>(
     s: usize,
     partials: bool,
     needed: Option<&[bool]>,
+    mut columns: Option<&mut super::generate::Columns>,
 ) -> Tape<'a, T> {
     let mut tape = Tape {
         graph,
@@ -371,6 +387,10 @@ fn forward_with<'a, T: Scalar>(
                 Vec::new(),
             ),
             Op::Hyper { offset } => (theta[*offset..*offset + node.shape.size()].to_vec(), Vec::new()),
+            Op::Rng(r) => (
+                super::generate::draw_node(&tape, r, node.shape, cols, columns.as_deref_mut()),
+                Vec::new(),
+            ),
             Op::Scan(scan) => {
                 let (v, trace) = super::scan::forward(&tape, k, scan, cols, partials);
                 if partials {
@@ -442,8 +462,8 @@ pub(crate) fn eval_op<'b, T: Scalar>(
 ) -> Vec<T> {
     let n = shape.size();
     match op {
-        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Scan(_) => {
-            unreachable!("inputs and scans are handled by forward")
+        Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Scan(_) | Op::Rng(_) => {
+            unreachable!("inputs, scans and random draws are handled by forward")
         }
         Op::Unary(f, a) => {
             let mut out = get(*a).data.to_vec();
@@ -727,6 +747,7 @@ pub(crate) fn binary<T: Scalar>(f: Fun2, a: T, b: T, b_const: bool) -> T {
         Fun2::LogStudentTCdf => incomplete::log_student_t_cdf(a, b),
         Fun2::LogSkewNormalCdf => owen::log_skew_normal_cdf(a, b),
         Fun2::LogSkewNormalCcdf => owen::log_skew_normal_ccdf(a, b),
+        Fun2::Logic(l) => T::from(l.apply(a.real(), b.real())),
     }
 }
 
@@ -739,6 +760,13 @@ pub(crate) fn ternary<T: Scalar>(f: Fun3, [x, a, b]: [T; 3]) -> T {
         Fun3::LogVonMisesCcdf => von_mises_cdf::log_von_mises_ccdf(x, a, b),
         Fun3::LogBinomialCdf => incomplete::log_binomial_cdf(x, a, b),
         Fun3::LogBinomialCcdf => incomplete::log_binomial_ccdf(x, a, b),
+        Fun3::Select => {
+            if x.real() != 0.0 {
+                a
+            } else {
+                b
+            }
+        }
     }
 }
 

@@ -82,6 +82,11 @@ pub struct LogJoint {
     pub theta0: DVector<f64>,
     /// The `predict` graph (same w and θ), with pointwise outputs registered.
     pub predict: Option<Graph>,
+    /// The `generated` block's graph (same w and θ), its top-level `let`s the outputs.
+    pub generated: Option<super::generate::Generated>,
+    /// Replicated data for `--predictive` (`y_rep` for each observed `~`), built on request
+    /// ([`super::lower::lower_replicates`]).
+    pub replicates: Option<super::generate::Generated>,
     /// The log-joint graph compiled for single-point value + gradient, on first use.
     pub point: PointCache,
     /// The graph's split into global terms and blocks of data rows, when it is a sum over
@@ -162,6 +167,8 @@ impl LogJoint {
             reported: Vec::new(),
             theta0: DVector::zeros(p),
             predict: None,
+            generated: None,
+            replicates: None,
             point: PointCache::default(),
             blocked: BlockedCache::default(),
         }

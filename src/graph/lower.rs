@@ -27,9 +27,10 @@ use std::collections::HashMap;
 
 use nalgebra::DVector;
 
+use super::generate::{Generated, Output};
 use super::{Constraint, Graph, LogJoint, NodeId, ParamInfo, Shape};
 use crate::check::Shape as TShape;
-use crate::check::{Slot, Stage, TExpr, Transform, TypedModel};
+use crate::check::{Slot, Stage, TExpr, TStmt, Transform, TypedModel};
 use crate::data::Value;
 use crate::diagnostic::Diagnostic;
 use crate::syntax::span::Span;
@@ -62,7 +63,63 @@ pub fn lower_model(model: &TypedModel) -> Result<LogJoint, Diagnostic> {
     lj.reported = reported;
     lj.theta0 = theta0;
     lj.predict = predict;
+    lj.generated = lower_generated(model)?;
     Ok(lj)
+}
+
+/// The `generated` block as a graph over the log joint's w and θ, its top-level `let`s the
+/// outputs in order; `None` without a block.
+///
+/// # Errors
+/// As [`lower_model`].
+pub fn lower_generated(model: &TypedModel) -> Result<Option<Generated>, Diagnostic> {
+    if model.generated.is_empty() {
+        return Ok(None);
+    }
+    let mut l = Lowerer::new(model, false);
+    l.declare_slots()?;
+    l.lower_lets()?;
+    l.scopes.push(HashMap::new());
+    l.stmts(&model.generated)?;
+    let mut outputs = Vec::new();
+    let k = l.scopes.len() - 1;
+    for s in &model.generated {
+        if let TStmt::Let { name, value } = s {
+            let v = l.read_local(k, name, value)?;
+            outputs.push((name.clone(), v));
+        }
+    }
+    Ok(Some(finish_generated(l.g, outputs)))
+}
+
+/// A graph of per-draw outputs with only what they need: the log joint's target terms
+/// (log-Jacobians of the parameters) dropped.
+fn finish_generated(mut g: Graph, outputs: Vec<(String, NodeId)>) -> Generated {
+    g.targets.clear();
+    g.target_sites.clear();
+    let reported = outputs
+        .into_iter()
+        .map(|(name, value)| ParamInfo {
+            name,
+            offset: 0,
+            shape: g.shape(value),
+            constraint: Constraint::NONE,
+            structure: None,
+            value,
+        })
+        .collect();
+    let (graph, _, _, reported) = prune(g, Vec::new(), Vec::new(), reported);
+    Generated {
+        graph,
+        outputs: reported
+            .into_iter()
+            .map(|p| Output {
+                name: p.name,
+                shape: p.shape,
+                value: p.value,
+            })
+            .collect(),
+    }
 }
 
 /// The graph shape of a checked shape (ints are real vectors, int scalars real scalars).

@@ -33,6 +33,7 @@ mod build;
 pub mod diagnose;
 pub mod dump;
 pub mod eval;
+pub mod generate;
 pub(crate) mod fused;
 pub mod logjoint;
 pub mod lower;
@@ -103,6 +104,46 @@ pub enum Fun2 {
     LogSkewNormalCdf,
     /// log(1 − F(z; α)) of the standard skew normal (z first).
     LogSkewNormalCcdf,
+    /// A comparison, logical or integer operator on values that vary by draw (the
+    /// `generated` block); its derivative is 0.
+    Logic(Logic),
+}
+
+/// The operators of [`Fun2::Logic`]: comparisons and logical operators give 0 or 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Logic {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+    /// Stan's `%` (the remainder, with the dividend's sign).
+    Mod,
+    /// Stan's `%/%` (integer division, rounded toward 0).
+    IntDiv,
+}
+
+impl Logic {
+    /// The operator applied to two values.
+    pub fn apply(self, p: f64, q: f64) -> f64 {
+        let bool01 = |c: bool| if c { 1.0 } else { 0.0 };
+        match self {
+            Logic::Mod => p % q,
+            Logic::IntDiv => (p / q).trunc(),
+            Logic::Lt => bool01(p < q),
+            Logic::Le => bool01(p <= q),
+            Logic::Gt => bool01(p > q),
+            Logic::Ge => bool01(p >= q),
+            Logic::Eq => bool01((p - q).abs() <= f64::EPSILON * p.abs().max(1.0)),
+            Logic::Ne => bool01((p - q).abs() > f64::EPSILON * p.abs().max(1.0)),
+            Logic::And => bool01(p != 0.0 && q != 0.0),
+            Logic::Or => bool01(p != 0.0 || q != 0.0),
+        }
+    }
 }
 
 /// Elementwise functions of three arguments (a scalar argument broadcasts).
@@ -120,6 +161,9 @@ pub enum Fun3 {
     LogBinomialCdf,
     /// log P(K > k) of K ~ binomial(n, p), of (k, n, p).
     LogBinomialCcdf,
+    /// `c ? a : b` entry by entry, of (c, a, b), for a condition that varies by draw (the
+    /// `generated` block); the derivative flows to the branch taken.
+    Select,
 }
 
 /// A likelihood whose summed log density is one fused node ([`Op::LikSum`]): one pass over
@@ -222,10 +266,34 @@ pub enum Op {
     /// The log density of a likelihood at each observation, fused (a vector with one entry
     /// per observation; `predict`'s pointwise log-likelihoods), arguments as [`Op::LikSum`].
     LikPoint(Lik, Vec<NodeId>),
+    /// A random draw `dist_rng(args)` (the `generated` block), one per batch column; it has
+    /// no derivative and is evaluated only by [`generate`].
+    Rng(Box<RngDraw>),
     /// A loop whose iterations are the same operations (a recursion), its body stored once
     /// and evaluated once per step (see [`scan`]); the value is the exported body values of
     /// every step.
     Scan(Box<scan::Scan>),
+}
+
+/// A random draw node ([`Op::Rng`]): the distribution, its arguments and, for a truncated
+/// `~` replicated by `--predictive`, the truncation bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RngDraw {
+    /// The distribution's base name (`normal`).
+    pub dist: &'static str,
+    /// The arguments, then the lower bound if `lower`, then the upper bound if `upper`.
+    pub ids: Vec<NodeId>,
+    /// Whether a lower truncation bound follows the arguments.
+    pub lower: bool,
+    /// Whether an upper truncation bound ends `ids`.
+    pub upper: bool,
+}
+
+impl RngDraw {
+    /// The distribution's arguments (without bounds).
+    pub fn args(&self) -> &[NodeId] {
+        &self.ids[..self.ids.len() - usize::from(self.lower) - usize::from(self.upper)]
+    }
 }
 
 /// The index in a [`Op::Gather`] list that stands for the value 0.

@@ -308,6 +308,7 @@ fn classify(
         }
         Op::Transpose(_) => fail("it transposes a value indexed by the data's rows"),
         Op::Scan(_) => fail("a recursion runs through the rows in order"),
+        Op::Rng(_) => fail("a random draw is not part of a log density"),
         Op::CumSum(_) => fail("a running sum runs through the rows in order"),
         Op::LogSumExp(_) | Op::Max(_) | Op::Min(_) => {
             fail("it reduces over the rows other than by a sum (log-sum-exp, max or min)")

@@ -42,6 +42,8 @@ pub enum Item {
     Model(StmtBlock),
     /// `predict { ... }`
     Predict(StmtBlock),
+    /// `generated { ... }`
+    Generated(StmtBlock),
     /// `infer { key = value ... }`
     Infer(InferBlock),
 }

@@ -92,6 +92,7 @@ impl Dumper {
             Item::Let(l) => self.let_(depth, l),
             Item::Model(b) => self.stmt_block(depth, "Model", b),
             Item::Predict(b) => self.stmt_block(depth, "Predict", b),
+            Item::Generated(b) => self.stmt_block(depth, "Generated", b),
             Item::Infer(b) => self.infer(depth, b),
         }
     }

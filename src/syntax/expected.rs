@@ -16,17 +16,17 @@ use super::span::Span;
 
 /// The words for "a top-level item".
 const ITEM: &str =
-    "a top-level item: `import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict` or `infer`";
+    "a top-level item: `import`, `fn`, `data`, `hyper`, `param`, `let`, `model`, `predict`, `generated` or `infer`";
 /// Type names, which start a Stan-style declaration `real x;`.
 const TYPES: [&str; 5] = ["int", "real", "vector", "matrix", "ints"];
 /// Reserved words, which cannot be names.
-const RESERVED: [&str; 20] = [
+const RESERVED: [&str; 21] = [
     "let", "fn", "for", "in", "if", "else", "return", "import", "target", "data", "hyper", "param", "model",
-    "predict", "infer", "ints", "int", "real", "vector", "matrix",
+    "predict", "generated", "infer", "ints", "int", "real", "vector", "matrix",
 ];
 /// Keywords that may start a top-level item, for "did you mean".
-const ITEM_KEYWORDS: [&str; 9] = [
-    "import", "fn", "data", "hyper", "param", "let", "model", "predict", "infer",
+const ITEM_KEYWORDS: [&str; 10] = [
+    "import", "fn", "data", "hyper", "param", "let", "model", "predict", "generated", "infer",
 ];
 
 /// Convert pest's error at the furthest position into an [`Error`].
@@ -84,8 +84,9 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         ident | lvalue => "a name",
         dist_name | dist_call => "a distribution",
         word => "a word",
-        kw_import | kw_fn | kw_data | kw_hyper | kw_param | kw_model | kw_predict | kw_infer | import
-        | fn_def | data_block | hyper_block | param_block | model_block | predict_block | infer_block => ITEM,
+        kw_import | kw_fn | kw_data | kw_hyper | kw_param | kw_model | kw_predict | kw_generated | kw_infer
+        | import | fn_def | data_block | hyper_block | param_block | model_block | predict_block
+        | generated_block | infer_block => ITEM,
         kw_let => "`let`",
         kw_for => "`for`",
         kw_in => "`in`",

@@ -103,6 +103,7 @@ fn build_program(pair: Pair<'_, Rule>) -> Result<Program, Error> {
             Rule::let_stmt => Item::Let(build_let(p)?),
             Rule::model_block => Item::Model(build_stmt_block(p)?),
             Rule::predict_block => Item::Predict(build_stmt_block(p)?),
+            Rule::generated_block => Item::Generated(build_stmt_block(p)?),
             Rule::infer_block => Item::Infer(build_infer(p)?),
             _ => continue,
         };

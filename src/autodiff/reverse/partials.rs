@@ -84,6 +84,7 @@ pub(crate) fn d_binary<T: Scalar>(f: Fun2, a: T, b: T, y: T, b_const: bool) -> (
             let [da, db] = d_special2(f, [a, b], y, [true; 2]);
             (da, db)
         }
+        Fun2::Logic(_) => (zero, zero),
     }
 }
 
@@ -143,6 +144,11 @@ pub(crate) fn d_special2<T: Scalar>(f: Fun2, [a, b]: [T; 2], y: T, need: [bool; 
 /// marked in `need` are computed (the others are 0). As [`d_special2`]: x in closed form,
 /// the shapes by nested-dual passes.
 pub(crate) fn d_ternary<T: Scalar>(f: Fun3, args: [T; 3], y: T, need: [bool; 3]) -> [T; 3] {
+    if f == Fun3::Select {
+        let taken = args[0].real() != 0.0;
+        let one = |yes: bool| if yes { T::one() } else { T::zero() };
+        return [T::zero(), one(need[1] && taken), one(need[2] && !taken)];
+    }
     let g: fn([Dual<T>; 3]) -> Dual<T> = match f {
         Fun3::LogBetaInc => |v| incomplete::log_beta_inc(v[0], v[1], v[2]),
         Fun3::LogBetaIncC => |v| incomplete::log_beta_inc_c(v[0], v[1], v[2]),
@@ -150,6 +156,7 @@ pub(crate) fn d_ternary<T: Scalar>(f: Fun3, args: [T; 3], y: T, need: [bool; 3])
         Fun3::LogVonMisesCcdf => |v| von_mises_cdf::log_von_mises_ccdf(v[0], v[1], v[2]),
         Fun3::LogBinomialCdf => |v| incomplete::log_binomial_cdf(v[0], v[1], v[2]),
         Fun3::LogBinomialCcdf => |v| incomplete::log_binomial_ccdf(v[0], v[1], v[2]),
+        Fun3::Select => unreachable!("handled above"),
     };
     let beta = matches!(f, Fun3::LogBetaInc | Fun3::LogBetaIncC);
     std::array::from_fn(|i| match i {

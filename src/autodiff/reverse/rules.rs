@@ -164,7 +164,7 @@ pub(super) fn backprop<T: Scalar>(tape: &Tape<'_, T>, k: usize, op: &Op, ybar: &
         }
         Op::Cholesky(a) => back_cholesky(y, ybar, &mut adj[a.0], shape.rows(), s),
         Op::TriSolve(l, b) => back_tri_solve(tape, *l, *b, y, ybar, adj, shape.rows(), shape.cols()),
-        Op::Support { .. } => {}
+        Op::Support { .. } | Op::Rng(_) => {}
         Op::LikSum(_, ids) | Op::LikPoint(_, ids) => {
             let mode = crate::graph::eval::fused_output(&tape.graph.nodes[k].op);
             crate::graph::fused::backprop(tape, k, ids, ybar, adj, mode);

@@ -36,6 +36,21 @@ impl Lowerer<'_> {
         self.wrap(e, |g| builtin(g, name, &ids, shape))
     }
 
+    /// `dist_rng(args)`: a random draw of the call's shape ([`crate::graph::Op::Rng`]).
+    pub(crate) fn rng(&mut self, e: &TExpr, dist: &str, args: &[TExpr]) -> R {
+        let ids = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+        let Some(spec) = crate::check::dists::lookup(dist) else {
+            return Err(self.internal(self.span(e), format!("`{dist}` is not a distribution")));
+        };
+        let draw = crate::graph::RngDraw {
+            dist: spec.name,
+            ids,
+            lower: false,
+            upper: false,
+        };
+        Ok(self.g.rng(draw, graph_shape(e.shape)))
+    }
+
     /// `dist_lpdf(x | …)`, `dist_lcdf`, `dist_lccdf`: the summed value.
     pub(crate) fn dist_expr(&mut self, e: &TExpr, name: &str, form: DistForm, args: &[TExpr]) -> R {
         let x = self.expr(&args[0])?;

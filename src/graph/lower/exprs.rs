@@ -7,7 +7,7 @@ use super::{graph_shape, Lowerer};
 use crate::check::Shape as TShape;
 use crate::check::{TBinOp, TExpr, TExprKind, TIndex};
 use crate::diagnostic::Diagnostic;
-use crate::graph::{Fun2, NodeId, Shape};
+use crate::graph::{Fun2, Fun3, Logic, NodeId, Shape};
 use crate::syntax::ast::UnOp;
 
 type R = Result<NodeId, Diagnostic>;
@@ -31,6 +31,12 @@ impl Lowerer<'_> {
                 let a = self.expr(x)?;
                 Ok(self.g.neg(a))
             }
+            TExprKind::Unary(UnOp::Not, x) if x.stage != crate::check::Stage::Const => {
+                // varies by draw (`generated`): x == 0
+                let a = self.expr(x)?;
+                let zero = self.g.scalar(0.0);
+                self.wrap(e, |g| g.binary(Fun2::Logic(Logic::Eq), a, zero))
+            }
             TExprKind::Unary(UnOp::Not, x) => {
                 let v = self.const_values(x)?;
                 let out = v.iter().map(|&x| if x == 0.0 { 1.0 } else { 0.0 }).collect();
@@ -41,10 +47,16 @@ impl Lowerer<'_> {
                 let a = self.expr(x)?;
                 Ok(self.g.transpose(a))
             }
+            TExprKind::Ternary(c, a, b) if c.stage != crate::check::Stage::Const => {
+                // varies by draw (`generated`): both branches, one taken per draw
+                let (c, x, y) = (self.expr(c)?, self.expr(a)?, self.expr(b)?);
+                self.wrap(e, |g| g.ternary(Fun3::Select, [c, x, y]))
+            }
             TExprKind::Ternary(c, a, b) => {
                 let cond = self.condition(c)?;
                 self.expr(if cond { a } else { b })
             }
+            TExprKind::Rng { dist, args } => self.rng(e, dist, args),
             TExprKind::Call(name, args) => self.call(e, name, args),
             TExprKind::Dist { dist, form, args } => self.dist_expr(e, dist, *form, args),
             TExprKind::Inline {
@@ -97,35 +109,32 @@ impl Lowerer<'_> {
         self.wrap(e, |g| g.binary(f, x, y))
     }
 
-    /// Integer and logical operators on data: evaluated here, elementwise with broadcasting.
+    /// Integer and logical operators: on data evaluated here, elementwise with broadcasting;
+    /// on values that vary by draw (`generated`), a [`Fun2::Logic`] node.
     fn const_binary(&mut self, e: &TExpr, op: TBinOp, x: NodeId, y: NodeId) -> R {
         let span = self.span(e);
+        let l = match op {
+            TBinOp::Mod => Logic::Mod,
+            TBinOp::IntDiv => Logic::IntDiv,
+            TBinOp::Lt => Logic::Lt,
+            TBinOp::Le => Logic::Le,
+            TBinOp::Gt => Logic::Gt,
+            TBinOp::Ge => Logic::Ge,
+            TBinOp::Eq => Logic::Eq,
+            TBinOp::Ne => Logic::Ne,
+            TBinOp::And => Logic::And,
+            TBinOp::Or => Logic::Or,
+            _ => return Err(self.internal(span, "an arithmetic operator taken for a logical one")),
+        };
         let (Some(a), Some(b)) = (
             self.g.const_value(x).map(<[f64]>::to_vec),
             self.g.const_value(y).map(<[f64]>::to_vec),
         ) else {
-            return Err(self.internal(span, "a comparison or integer operation on a non-data value"));
+            return self.wrap(e, |g| g.binary(Fun2::Logic(l), x, y));
         };
         let n = a.len().max(b.len());
         let pick = |v: &[f64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
-        let bool01 = |c: bool| if c { 1.0 } else { 0.0 };
-        let out: Vec<f64> = (0..n)
-            .map(|i| {
-                let (p, q) = (pick(&a, i), pick(&b, i));
-                match op {
-                    TBinOp::Mod => p % q,
-                    TBinOp::IntDiv => (p / q).trunc(),
-                    TBinOp::Lt => bool01(p < q),
-                    TBinOp::Le => bool01(p <= q),
-                    TBinOp::Gt => bool01(p > q),
-                    TBinOp::Ge => bool01(p >= q),
-                    TBinOp::Eq => bool01((p - q).abs() <= f64::EPSILON * p.abs().max(1.0)),
-                    TBinOp::Ne => bool01((p - q).abs() > f64::EPSILON * p.abs().max(1.0)),
-                    TBinOp::And => bool01(p != 0.0 && q != 0.0),
-                    _ => bool01(p != 0.0 || q != 0.0),
-                }
-            })
-            .collect();
+        let out: Vec<f64> = (0..n).map(|i| l.apply(pick(&a, i), pick(&b, i))).collect();
         let shape = graph_shape(e.shape);
         if out.len() != shape.size() {
             return Err(self.internal(span, "operand sizes do not match"));

@@ -79,9 +79,54 @@ impl Lowerer<'_> {
                 cond,
                 then,
                 otherwise,
+            } if cond.stage != crate::check::Stage::Const => self.select_branches(cond, then, otherwise),
+            TStmt::If {
+                cond,
+                then,
+                otherwise,
             } => {
                 let branch = if self.condition(cond)? { then } else { otherwise };
                 self.block(branch)
+            }
+        }
+    }
+
+    /// `if` on a condition that varies by draw (`generated`): both branches are lowered, and
+    /// every local either one changes becomes `cond ? then-value : else-value`, entry by
+    /// entry per draw.
+    fn select_branches(&mut self, cond: &TExpr, then: &[TStmt], otherwise: &[TStmt]) -> Result<(), Diagnostic> {
+        let c = self.expr(cond)?;
+        let before = self.scopes.clone();
+        self.block(then)?;
+        let after_then = std::mem::replace(&mut self.scopes, before);
+        self.block(otherwise)?;
+        let mut merged = std::mem::take(&mut self.scopes);
+        for (k, scope) in merged.iter_mut().enumerate() {
+            let names: Vec<String> = scope.keys().cloned().collect();
+            for name in names {
+                let t = after_then[k][&name].clone();
+                let o = scope[&name].clone();
+                if same_local(&t, &o) {
+                    continue;
+                }
+                let x = self.whole(&t, cond)?;
+                let y = self.whole(&o, cond)?;
+                let v = self.wrap(cond, |g| g.ternary(crate::graph::Fun3::Select, [c, x, y]))?;
+                self.g.label(v, &name);
+                scope.insert(name, Local::Node(v));
+            }
+        }
+        self.scopes = merged;
+        Ok(())
+    }
+
+    /// The node of a local's whole value (assembled when kept entry by entry).
+    fn whole(&mut self, l: &Local, at: &TExpr) -> Result<NodeId, Diagnostic> {
+        match l {
+            Local::Node(v) | Local::Entries { whole: Some(v), .. } => Ok(*v),
+            Local::Entries { shape, entries, .. } => {
+                let (shape, entries) = (*shape, entries.clone());
+                self.wrap(at, |g| g.assemble(shape, &entries))
             }
         }
     }
@@ -286,6 +331,15 @@ impl Lowerer<'_> {
             }
             None => Err(self.internal(self.span(target), "an update of something other than a local")),
         }
+    }
+}
+
+/// Whether two values of a local are the same nodes.
+fn same_local(a: &Local, b: &Local) -> bool {
+    match (a, b) {
+        (Local::Node(x), Local::Node(y)) => x == y,
+        (Local::Entries { entries: x, .. }, Local::Entries { entries: y, .. }) => x == y,
+        _ => false,
     }
 }
 

@@ -146,7 +146,7 @@ impl PointEval {
         let y = self.arg(vals, NodeId(k));
         let get = |id: NodeId| self.arg(vals, id);
         match &node.op {
-            Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Support { .. } => {}
+            Op::Const(_) | Op::Param { .. } | Op::Hyper { .. } | Op::Support { .. } | Op::Rng(_) => {}
             Op::Scan(_) => unreachable!("scans are compiled unrolled"),
             Op::Unary(f, a) => {
                 let x = get(*a);
