@@ -159,6 +159,10 @@ pub struct FitArgs {
     /// No progress display.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Draw replicated data `<name>_rep` for every data variable on the left of a `~`, at
+    /// every posterior draw (the posterior predictive; as `predictive = true` in `infer`).
+    #[arg(long)]
+    pub predictive: bool,
     /// Pairs of columns to plot against each other in posterior.svg, e.g. `--pairs mu:tau`
     /// (repeatable; default: the first few parameters).
     #[arg(long, value_name = "NAME:NAME", requires = "output_dir")]
@@ -340,6 +344,15 @@ pub fn run_options(
     Ok(check::infer_options(typed, &overrides)?)
 }
 
+/// The `--set` overrides with the flags that stand for options (`--predictive`).
+fn fit_set(f: &FitArgs) -> Vec<String> {
+    let mut set = f.set.clone();
+    if f.predictive {
+        set.push("predictive=true".into());
+    }
+    set
+}
+
 /// A Ctrl-C flag: the first Ctrl-C asks the running fit to stop at its next iteration.
 fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
@@ -376,8 +389,9 @@ fn run_info(m: &ModelArgs) -> RunInfo {
 
 fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let t = timing::span("load: parse, check, data, lower");
-    let (typed, joint) = load_and_lower(&a.model)?;
-    let options = run_options(&typed, a.method.as_deref(), &a.fit.set)?;
+    let (typed, mut joint) = load_and_lower(&a.model)?;
+    let options = run_options(&typed, a.method.as_deref(), &fit_set(&a.fit))?;
+    run::attach_after_fit(&typed, &mut joint, &options)?;
     drop(t);
     // Output problems are found before the fit, not after it.
     let pairs = plot_pairs(&column_names(&joint), &a.fit.pairs)?;

@@ -20,7 +20,8 @@ use crate::check::{infer_keys, memory};
 use crate::density::{Counting, Evals, LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::graph::logjoint::Structure;
-use crate::graph::generate;
+use crate::check::{TStmt, TypedModel};
+use crate::graph::{self, generate, Reading};
 use crate::graph::predict::PredictSums;
 use crate::graph::{LogJoint, Shape};
 use crate::infer::{registry, timing, InferOptions, Observer, OptionValue};
@@ -235,6 +236,75 @@ pub fn fit(
     Ok((post, report))
 }
 
+/// Build what `options` ask of the model for after the fit: the replicates of
+/// `predictive = true` ([`LogJoint::replicates`]).
+///
+/// # Errors
+/// `predictive` on a model with no `~` on data, with a span at the first `~` and a help line.
+pub fn attach_after_fit(typed: &TypedModel, joint: &mut LogJoint, options: &InferOptions) -> Result<(), Diagnostic> {
+    if option_bool(options, "predictive") && joint.replicates.is_none() {
+        let (mut reps, skipped) = graph::lower_observed(typed, Reading::Replicate)?;
+        if reps.outputs.is_empty() {
+            return Err(nothing_observed(typed, "--predictive"));
+        }
+        reps.notes = skipped
+            .iter()
+            .map(|s| {
+                format!(
+                    "`{s} ~ …` is not replicated: only a data variable, possibly indexed, on the left \
+                     of `~` has a `_rep`"
+                )
+            })
+            .collect();
+        if let Some(gen) = &joint.generated {
+            if let Some(o) = reps.outputs.iter().find(|o| gen.outputs.iter().any(|g| g.name == o.name)) {
+                return Err(Diagnostic::plain(
+                    "mvi::run::name_clash",
+                    format!("`{}` is both an output of `generated` and the replicate `--predictive` draws", o.name),
+                )
+                .with_help(format!(
+                    "rename the `let {}` of `generated`, or leave out `--predictive` (the block already draws it)",
+                    o.name
+                )));
+            }
+        }
+        joint.replicates = Some(reps);
+    }
+    if option_bool(options, "loo") && joint.log_lik.is_none() {
+        let (ll, _) = graph::lower_observed(typed, Reading::LogLik)?;
+        if ll.outputs.is_empty() {
+            return Err(nothing_observed(typed, "LOO"));
+        }
+        joint.log_lik = Some(ll);
+    }
+    Ok(())
+}
+
+/// A diagnostic for a request that needs a `~` on data in a model that has none: at the
+/// model's first `~` when it has one.
+pub fn nothing_observed(typed: &TypedModel, what: &str) -> Diagnostic {
+    let first = typed.model.iter().find_map(first_tilde);
+    let msg = format!("{what} needs a `~` with data on its left, and the model has none");
+    let help = "write the likelihood as `y ~ dist(…)` with `y` declared in `data` (a `target += \
+                dist_lpdf(y | …)` is not recognised as an observation)";
+    match first {
+        Some(span) => Diagnostic::error("mvi::run::no_observations", msg, typed.source.clone())
+            .with_label(span, "this `~` is on a parameter")
+            .with_help(help),
+        None => Diagnostic::plain("mvi::run::no_observations", msg).with_help(help),
+    }
+}
+
+/// The span of the outcome of the first `~` in a statement, inside loops and branches too.
+fn first_tilde(s: &TStmt) -> Option<crate::syntax::span::Span> {
+    match s {
+        TStmt::Tilde { lhs, .. } => Some(lhs.span),
+        TStmt::For { iterations, .. } => iterations.iter().flatten().find_map(first_tilde),
+        TStmt::If { then, otherwise, .. } => then.iter().chain(otherwise).find_map(first_tilde),
+        _ => None,
+    }
+}
+
 /// What the model adds to the size of a run's buffers, for [`memory::check_memory`].
 fn footprint(model: &LogJoint) -> memory::Footprint {
     memory::Footprint {
@@ -407,12 +477,36 @@ fn assemble(
     let mut generated_notes = Vec::new();
     for (gen, purpose) in [(&model.generated, "generated"), (&model.replicates, "replicates")] {
         let Some(gen) = gen else { continue };
+        generated_notes.extend(gen.notes.iter().cloned());
         let _t = timing::span("report: generated quantities");
         let seed = generate::stream_seed(option_int(options, "seed", 0), purpose);
         let out = generate::eval_generated(gen, post.theta.as_slice(), &w, seed);
         generated_notes.extend(out.notes());
         (columns, draws) = append_outputs(columns, draws, &gen.outputs, &out.values);
     }
+    let log_lik = model.log_lik.as_ref().map(|gen| {
+        let _t = timing::span("report: pointwise log-likelihood");
+        let out = generate::eval_generated(gen, post.theta.as_slice(), &w, 0);
+        let vars: Vec<(String, usize)> = gen.outputs.iter().map(|o| (o.name.clone(), o.shape.size())).collect();
+        let n: usize = vars.iter().map(|v| v.1).sum();
+        let mut values = DMatrix::zeros(w.ncols(), n);
+        let mut c = 0;
+        for v in &out.values {
+            values.columns_mut(c, v.nrows()).copy_from(&v.transpose());
+            c += v.nrows();
+        }
+        // draws of q carry the correction; MCMC and importance-resampled draws are (close
+        // to) posterior draws already
+        let log_correction = match (&chains, &log_q, resampling) {
+            (None, Some(lq), None) => Some(lp.iter().zip(lq).map(|(p, q)| p - q).collect()),
+            _ => None,
+        };
+        crate::report::LogLikDraws {
+            vars,
+            values,
+            log_correction,
+        }
+    });
     let mcmc = chains.map(|c| McmcReport::new(c, &draws));
     let test_draws = option_int(options, "test_draws", 10_000).max(1) as usize;
     let predict = model.predict.as_ref().map(|_| {
@@ -472,6 +566,7 @@ fn assemble(
         evals: Evals::default(),
         mcmc,
         reference: None,
+        log_lik,
     }
 }
 

@@ -351,6 +351,20 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "Pareto-smoothed importance resampling of the draws toward the posterior (k̂ and ESS reported)",
     },
     KeySpec {
+        key: "predictive",
+        methods: Methods::All,
+        kind: ValueKind::Bool,
+        default: None,
+        meaning: "draw replicated data `<name>_rep` for every data variable on the left of a `~` (posterior predictive)",
+    },
+    KeySpec {
+        key: "loo",
+        methods: Methods::All,
+        kind: ValueKind::Bool,
+        default: None,
+        meaning: "pointwise log-likelihood of every `~` on data at every draw, and PSIS-LOO from it",
+    },
+    KeySpec {
         key: "chains",
         methods: Methods::Only(&["nuts"]),
         kind: ValueKind::PositiveInt,

@@ -29,6 +29,8 @@ pub struct Generated {
     pub graph: Graph,
     /// The outputs in order.
     pub outputs: Vec<Output>,
+    /// What the report should say about how the graph was built (a `~` not replicated).
+    pub notes: Vec<String>,
 }
 
 /// One output of a [`Generated`] graph: a column (or columns) of draws.csv.

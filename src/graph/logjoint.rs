@@ -87,6 +87,9 @@ pub struct LogJoint {
     /// Replicated data for `--predictive` (`y_rep` for each observed `~`), built on request
     /// ([`super::lower::lower_replicates`]).
     pub replicates: Option<super::generate::Generated>,
+    /// The pointwise log-likelihood of every `~` on data, for LOO (`loo = true`), built on
+    /// request.
+    pub log_lik: Option<super::generate::Generated>,
     /// The log-joint graph compiled for single-point value + gradient, on first use.
     pub point: PointCache,
     /// The graph's split into global terms and blocks of data rows, when it is a sum over
@@ -169,6 +172,7 @@ impl LogJoint {
             predict: None,
             generated: None,
             replicates: None,
+            log_lik: None,
             point: PointCache::default(),
             blocked: BlockedCache::default(),
         }

@@ -18,6 +18,8 @@
 
 mod calls;
 mod exprs;
+pub mod observed;
+pub use observed::Reading;
 mod slots;
 mod stan_fns;
 pub use stan_fns::stan_function;
@@ -92,6 +94,41 @@ pub fn lower_generated(model: &TypedModel) -> Result<Option<Generated>, Diagnost
     Ok(Some(finish_generated(l.g, outputs)))
 }
 
+/// The `model` block read after a fit: for each data variable on the left of a `~`, its
+/// replicate `<name>_rep` (shaped as the data; entries no `~` draws are NaN) or its pointwise
+/// log-likelihoods `<name>` (one per observation, in statement order); with the outcomes that
+/// could not be replicated (`log(y) ~ …`), as written.
+///
+/// # Errors
+/// As [`lower_model`], and a family with no pointwise density for its outcome.
+pub fn lower_observed(model: &TypedModel, reading: Reading) -> Result<(Generated, Vec<String>), Diagnostic> {
+    let mut l = Lowerer::new(model, false);
+    l.observations = Some(observed::Observations::new(reading));
+    l.declare_slots()?;
+    l.lower_lets()?;
+    l.block(&model.model)?;
+    let obs = l.observations.take().expect("set above");
+    let nan = l.g.scalar(f64::NAN);
+    let mut outputs = Vec::new();
+    for var in obs.vars {
+        let entries: Vec<(NodeId, u32)> = var.entries.iter().map(|e| e.unwrap_or((nan, 0))).collect();
+        let shape = match reading {
+            Reading::Replicate => var.shape,
+            Reading::LogLik => Shape::Vector(entries.len()),
+        };
+        let name = match reading {
+            Reading::Replicate => format!("{}_rep", var.name),
+            Reading::LogLik => var.name,
+        };
+        let v = l
+            .g
+            .assemble(shape, &entries)
+            .map_err(|e| l.internal(crate::syntax::span::Span::default(), e))?;
+        outputs.push((name, v));
+    }
+    Ok((finish_generated(l.g, outputs), obs.skipped))
+}
+
 /// A graph of per-draw outputs with only what they need: the log joint's target terms
 /// (log-Jacobians of the parameters) dropped.
 fn finish_generated(mut g: Graph, outputs: Vec<(String, NodeId)>) -> Generated {
@@ -119,6 +156,7 @@ fn finish_generated(mut g: Graph, outputs: Vec<(String, NodeId)>) -> Generated {
                 value: p.value,
             })
             .collect(),
+        notes: Vec::new(),
     }
 }
 
@@ -180,6 +218,9 @@ pub(crate) struct Lowerer<'m> {
     pub(crate) call_site: Option<Span>,
     /// Per `for` statement lowered: the node where each iteration starts, then the end.
     pub(crate) loops: Vec<Vec<usize>>,
+    /// Reading the `model` block after a fit (replicates or pointwise log-likelihoods):
+    /// what its `~` on data gave.
+    pub(crate) observations: Option<observed::Observations>,
 }
 
 impl<'m> Lowerer<'m> {
@@ -192,6 +233,7 @@ impl<'m> Lowerer<'m> {
             predict,
             call_site: None,
             loops: Vec::new(),
+            observations: None,
         }
     }
 

@@ -17,6 +17,8 @@ pub const COMMON_KEYS: &[&str] = &[
     "learn_hyper",
     "draws",
     "test_draws",
+    "predictive",
+    "loo",
 ];
 
 /// Keys of the Gaussian VI methods besides the common ones.

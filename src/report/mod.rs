@@ -237,6 +237,21 @@ pub struct FitReport {
     pub mcmc: Option<mcmc::McmcReport>,
     /// Distances to a reference posterior (`mvi compare --reference`), when one was given.
     pub reference: Option<compare::RefMetrics>,
+    /// The pointwise log-likelihood at every draw (`loo = true`), with the importance
+    /// correction log p̃ − log q of an approximation.
+    pub log_lik: Option<LogLikDraws>,
+}
+
+/// Pointwise log-likelihoods at the draws of a fit, for LOO.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogLikDraws {
+    /// Per observed data variable, its name and number of observations, in order.
+    pub vars: Vec<(String, usize)>,
+    /// draws × observations (every variable's observations, in order).
+    pub values: DMatrix<f64>,
+    /// Per draw, log p̃(w | y) − log q(w) for draws of an approximation q (Magnusson et
+    /// al.'s correction); `None` for exact posterior draws (MCMC) or a q with no density.
+    pub log_correction: Option<Vec<f64>>,
 }
 
 impl FitReport {

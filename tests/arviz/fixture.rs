@@ -93,5 +93,6 @@ pub fn report(method: &str, n_draws: usize, seed: u64) -> FitReport {
         evals: Default::default(),
         mcmc: None,
         reference: None,
+        log_lik: None,
     }
 }

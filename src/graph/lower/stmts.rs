@@ -55,6 +55,7 @@ impl Lowerer<'_> {
                 args,
                 trunc,
             } => self.tilde(lhs, dist, args, trunc.as_ref()),
+            TStmt::Target(_) if self.observations.is_some() => Ok(()),
             TStmt::Target(e) => {
                 let v = self.expr(e)?;
                 let v = if self.g.shape(v) == crate::graph::Shape::Scalar {
@@ -138,6 +139,9 @@ impl Lowerer<'_> {
         args: &[TExpr],
         trunc: Option<&(Option<TExpr>, Option<TExpr>)>,
     ) -> Result<(), Diagnostic> {
+        if self.observations.is_some() {
+            return self.observed_tilde(lhs, name, args, trunc);
+        }
         let x = self.expr(lhs)?;
         let ps = args.iter().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
         self.check_outcome(name, lhs, x, &ps)?;
