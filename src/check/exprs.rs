@@ -607,12 +607,12 @@ impl Checker {
         Err(self.report(d))
     }
 
-    /// `dist_rng(args)`: a random draw, in `generated` and `predict` only.
+    /// `dist_rng(args)`: a random draw, in `generated` only.
     fn rng_call(&mut self, spec: &DistSpec, func: &Ident, args: &[Expr], conditional: bool, span: Span) -> R<TExpr> {
         if !self.rng_allowed() {
             return self.fail(
                 "mvi::check::rng_outside_generated",
-                format!("`{}` draws at random, which only `generated` and `predict` may do", func.name),
+                format!("`{}` draws at random, which only `generated` may do", func.name),
                 func.span,
                 "a random draw",
                 "the log density must be a function of the parameters alone: move the draw into a \

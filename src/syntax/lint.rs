@@ -13,7 +13,7 @@ use super::span::Span;
 /// [`Error::AssignNotTilde`] for the first such statement.
 pub fn check_assignments(program: &Program, src: &str) -> Result<(), Error> {
     for item in &program.items {
-        if let Item::Model(b) | Item::Predict(b) | Item::Generated(b) = item {
+        if let Item::Model(b) | Item::Predict(b) = item {
             let mut locals = Vec::new();
             check_stmts(&b.stmts, &mut locals, src)?;
         }

@@ -14,6 +14,7 @@ mod data_files;
 mod densities;
 mod derivatives;
 mod examples;
+mod generated;
 /// The fit fixture that `arviz` and `report` share (tests/arviz/fixture.rs).
 #[path = "../arviz/fixture.rs"]
 mod fixture;

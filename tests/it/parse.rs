@@ -86,6 +86,7 @@ fn a_model_with_every_construct_parses_into_items_in_order() {
             Item::Let(_) => "let",
             Item::Model(_) => "model",
             Item::Predict(_) => "predict",
+            Item::Generated(_) => "generated",
             Item::Infer(_) => "infer",
         })
         .collect();
