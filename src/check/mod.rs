@@ -43,6 +43,7 @@ pub mod infer_keys;
 pub mod memory;
 mod names;
 mod report;
+pub mod rng;
 pub mod shapes;
 mod stmts;
 pub mod types;
