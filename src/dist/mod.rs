@@ -30,6 +30,7 @@ pub mod ordered;
 pub mod pareto;
 pub mod poisson;
 pub mod registry;
+pub mod rng;
 pub mod skew_normal;
 pub mod student_t;
 pub mod uniform;
