@@ -82,7 +82,10 @@ pub fn rng_shape(spec: &DistSpec, args: &[RngArgShape]) -> Result<Shape, (usize,
             scalar(spec, 0, shapes[0])?;
             match shapes[1] {
                 Shape::Matrix(r, c) if r == c => Ok(Shape::Matrix(r, r)),
-                s => Err((1, format!("`L_S` of `{}_rng` must be a square matrix, found {s}", spec.name))),
+                s => Err((
+                    1,
+                    format!("`L_S` of `{}_rng` must be a square matrix, found {s}", spec.name),
+                )),
             }
         }
         Family::Ordinal => ordinal(spec, &shapes),
@@ -131,7 +134,10 @@ fn scalar(spec: &DistSpec, i: usize, s: Shape) -> Result<(), (usize, String)> {
         return Ok(());
     }
     let p = rng_params(spec)[i];
-    Err((i, format!("`{p}` of `{}_rng` must be a real, found {s}", spec.name)))
+    Err((
+        i,
+        format!("`{p}` of `{}_rng` must be a real, found {s}", spec.name),
+    ))
 }
 
 fn int(spec: &DistSpec, i: usize, s: Shape) -> Result<(), (usize, String)> {
@@ -139,7 +145,10 @@ fn int(spec: &DistSpec, i: usize, s: Shape) -> Result<(), (usize, String)> {
         return Ok(());
     }
     let p = rng_params(spec)[i];
-    Err((i, format!("`{p}` of `{}_rng` must be an int, found {s}", spec.name)))
+    Err((
+        i,
+        format!("`{p}` of `{}_rng` must be an int, found {s}", spec.name),
+    ))
 }
 
 /// The length K of an argument that must be a `vector[K]` (or `ints[K]`).
@@ -148,7 +157,10 @@ fn vector(spec: &DistSpec, i: usize, s: Shape) -> Result<usize, (usize, String)>
         Shape::Vector(k) | Shape::Ints(k) => Ok(k),
         s => {
             let p = rng_params(spec)[i];
-            Err((i, format!("`{p}` of `{}_rng` must be a vector, found {s}", spec.name)))
+            Err((
+                i,
+                format!("`{p}` of `{}_rng` must be a vector, found {s}", spec.name),
+            ))
         }
     }
 }
@@ -156,7 +168,10 @@ fn vector(spec: &DistSpec, i: usize, s: Shape) -> Result<usize, (usize, String)>
 fn univariate(spec: &DistSpec, shapes: &[Shape]) -> Result<Shape, (usize, String)> {
     for (i, ((p, support), s)) in spec.params.iter().zip(shapes).enumerate() {
         if *support == Support::Int && !s.is_integer() {
-            return Err((i, format!("`{p}` of `{}_rng` must be an int or ints, found {s}", spec.name)));
+            return Err((
+                i,
+                format!("`{p}` of `{}_rng` must be an int or ints, found {s}", spec.name),
+            ));
         }
     }
     let mut common: Option<(usize, Shape)> = None;
@@ -190,7 +205,12 @@ fn multi_normal(spec: &DistSpec, shapes: &[Shape]) -> Result<Shape, (usize, Stri
     let m = spec.params[spec.params.len() - 1].0;
     let k = match shapes[1] {
         Shape::Matrix(r, c) if r == c => r,
-        s => return Err((1, format!("`{m}` of `{}_rng` must be a square matrix, found {s}", spec.name))),
+        s => {
+            return Err((
+                1,
+                format!("`{m}` of `{}_rng` must be a square matrix, found {s}", spec.name),
+            ))
+        }
     };
     match shapes[0] {
         s if s.is_scalar() => Ok(Shape::Vector(k)),
@@ -217,7 +237,13 @@ fn lkj(spec: &DistSpec, args: &[RngArgShape]) -> Result<Shape, (usize, String)> 
         return Err((0, format!("the size `K` of `{}_rng` must be known when the model is checked (a literal, a size or int data)", spec.name)));
     };
     if !k.is_finite() || k < 1.0 || k.fract().abs() > 0.0 {
-        return Err((0, format!("the size `K` of `{}_rng` must be a positive int, found {k}", spec.name)));
+        return Err((
+            0,
+            format!(
+                "the size `K` of `{}_rng` must be a positive int, found {k}",
+                spec.name
+            ),
+        ));
     }
     scalar(spec, 1, args[1].0)?;
     let k = k as usize;
@@ -228,11 +254,25 @@ fn ordinal(spec: &DistSpec, shapes: &[Shape]) -> Result<Shape, (usize, String)> 
     let out = match shapes[0] {
         s if s.is_scalar() => Shape::Int,
         Shape::Vector(n) | Shape::Ints(n) => Shape::Ints(n),
-        s => return Err((0, format!("`eta` of `{}_rng` must be a real or a vector (one per draw), found {s}", spec.name))),
+        s => {
+            return Err((
+                0,
+                format!(
+                    "`eta` of `{}_rng` must be a real or a vector (one per draw), found {s}",
+                    spec.name
+                ),
+            ))
+        }
     };
     match shapes[1] {
         Shape::Vector(k) if k >= 1 => Ok(out),
-        s => Err((1, format!("the cutpoints `c` of `{}_rng` must be a vector of at least one entry, found {s}", spec.name))),
+        s => Err((
+            1,
+            format!(
+                "the cutpoints `c` of `{}_rng` must be a vector of at least one entry, found {s}",
+                spec.name
+            ),
+        )),
     }
 }
 
@@ -259,7 +299,10 @@ mod tests {
     fn univariate_containers_give_their_common_shape() {
         assert_eq!(shape("normal", &[Vector(3), Real]), Ok(Vector(3)));
         assert_eq!(shape("normal", &[Ints(3), Vector(3)]), Ok(Vector(3)));
-        assert_eq!(shape("exp_mod_normal", &[Matrix(2, 3), Real, Matrix(2, 3)]), Ok(Matrix(2, 3)));
+        assert_eq!(
+            shape("exp_mod_normal", &[Matrix(2, 3), Real, Matrix(2, 3)]),
+            Ok(Matrix(2, 3))
+        );
         assert_eq!(shape("binomial", &[Ints(4), Vector(4)]), Ok(Ints(4)));
         assert_eq!(shape("neg_binomial_2_log", &[Vector(5), Real]), Ok(Ints(5)));
     }
@@ -321,14 +364,28 @@ mod tests {
     #[test]
     fn lkj_needs_a_constant_positive_size() {
         let spec = lookup("lkj_corr_cholesky").unwrap();
-        assert_eq!(rng_shape(spec, &[(Int, Some(3.0)), (Real, None)]), Ok(Matrix(3, 3)));
+        assert_eq!(
+            rng_shape(spec, &[(Int, Some(3.0)), (Real, None)]),
+            Ok(Matrix(3, 3))
+        );
         let (i, m) = rng_shape(spec, &[(Int, None), (Real, None)]).unwrap_err();
         assert_eq!(i, 0);
         assert!(m.contains("known when the model is checked"), "{m}");
-        assert_eq!(rng_shape(spec, &[(Int, Some(0.0)), (Real, None)]).unwrap_err().0, 0);
-        assert_eq!(rng_shape(spec, &[(Real, Some(2.0)), (Real, None)]).unwrap_err().0, 0);
+        assert_eq!(
+            rng_shape(spec, &[(Int, Some(0.0)), (Real, None)]).unwrap_err().0,
+            0
+        );
+        assert_eq!(
+            rng_shape(spec, &[(Real, Some(2.0)), (Real, None)]).unwrap_err().0,
+            0
+        );
         let corr = lookup("lkj_corr").unwrap();
-        assert_eq!(rng_shape(corr, &[(Int, Some(2.0)), (Vector(2), None)]).unwrap_err().0, 1);
+        assert_eq!(
+            rng_shape(corr, &[(Int, Some(2.0)), (Vector(2), None)])
+                .unwrap_err()
+                .0,
+            1
+        );
     }
 
     #[test]

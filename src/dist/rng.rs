@@ -108,12 +108,17 @@ pub fn draw_truncated(
     out: &mut [f64],
     rng: &mut dyn RngCore,
 ) -> Result<(), String> {
-    let u = Uni::from_name(name).ok_or_else(|| format!("{name}_rng: only univariate distributions can be truncated"))?;
+    let u = Uni::from_name(name)
+        .ok_or_else(|| format!("{name}_rng: only univariate distributions can be truncated"))?;
     check_sizes(name, args, u.params().len(), out.len())?;
     for (b, which) in [(lo, "lower bound"), (hi, "upper bound")] {
         if let Some(b) = b {
             if b.values.len() != 1 && b.values.len() != out.len() {
-                return Err(format!("{name}_rng: the {which} has {} entries, but the result has {}", b.values.len(), out.len()));
+                return Err(format!(
+                    "{name}_rng: the {which} has {} entries, but the result has {}",
+                    b.values.len(),
+                    out.len()
+                ));
             }
         }
     }
@@ -133,7 +138,10 @@ pub fn draw_truncated(
 
 fn check_sizes(name: &str, args: &[RngArg<'_>], nparams: usize, n: usize) -> Result<(), String> {
     if args.len() != nparams {
-        return Err(format!("{name}_rng: takes {nparams} arguments, found {}", args.len()));
+        return Err(format!(
+            "{name}_rng: takes {nparams} arguments, found {}",
+            args.len()
+        ));
     }
     for (j, a) in args.iter().enumerate() {
         if a.values.len() != 1 && a.values.len() != n {
@@ -155,7 +163,12 @@ fn params_at<'b>(buf: &'b mut [f64; 3], args: &[RngArg<'_>], i: usize) -> &'b [f
     &buf[..args.len()]
 }
 
-fn draw_univariate(u: Uni, args: &[RngArg<'_>], out: &mut [f64], rng: &mut dyn RngCore) -> Result<(), String> {
+fn draw_univariate(
+    u: Uni,
+    args: &[RngArg<'_>],
+    out: &mut [f64],
+    rng: &mut dyn RngCore,
+) -> Result<(), String> {
     check_sizes(u.name(), args, u.params().len(), out.len())?;
     let mut p = [0.0; 3];
     for (i, o) in out.iter_mut().enumerate() {
@@ -243,14 +256,26 @@ use Domain::{Count, Finite, NonNegative, NotNan, Positive, Unit};
 /// Every univariate family: name, tag, parameters with their domains.
 const UNIVARIATE: &[(&str, Uni, &[(&str, Domain)])] = &[
     ("normal", Uni::Normal, &[("mu", Finite), ("sigma", Positive)]),
-    ("student_t", Uni::StudentT, &[("nu", Positive), ("mu", Finite), ("sigma", Positive)]),
+    (
+        "student_t",
+        Uni::StudentT,
+        &[("nu", Positive), ("mu", Finite), ("sigma", Positive)],
+    ),
     ("cauchy", Uni::Cauchy, &[("mu", Finite), ("sigma", Positive)]),
     ("laplace", Uni::Laplace, &[("mu", Finite), ("b", Positive)]),
     ("logistic", Uni::Logistic, &[("mu", Finite), ("s", Positive)]),
-    ("lognormal", Uni::Lognormal, &[("mu", Finite), ("sigma", Positive)]),
+    (
+        "lognormal",
+        Uni::Lognormal,
+        &[("mu", Finite), ("sigma", Positive)],
+    ),
     ("exponential", Uni::Exponential, &[("lambda", Positive)]),
     ("gamma", Uni::Gamma, &[("alpha", Positive), ("beta", Positive)]),
-    ("inv_gamma", Uni::InvGamma, &[("alpha", Positive), ("beta", Positive)]),
+    (
+        "inv_gamma",
+        Uni::InvGamma,
+        &[("alpha", Positive), ("beta", Positive)],
+    ),
     ("beta", Uni::Beta, &[("a", Positive), ("b", Positive)]),
     ("half_normal", Uni::HalfNormal, &[("sigma", Positive)]),
     ("half_cauchy", Uni::HalfCauchy, &[("sigma", Positive)]),
@@ -258,21 +283,57 @@ const UNIVARIATE: &[(&str, Uni, &[(&str, Domain)])] = &[
     ("bernoulli", Uni::Bernoulli, &[("theta", Unit)]),
     ("bernoulli_logit", Uni::BernoulliLogit, &[("alpha", NotNan)]),
     ("binomial", Uni::Binomial, &[("N", Count), ("theta", Unit)]),
-    ("binomial_logit", Uni::BinomialLogit, &[("N", Count), ("alpha", NotNan)]),
+    (
+        "binomial_logit",
+        Uni::BinomialLogit,
+        &[("N", Count), ("alpha", NotNan)],
+    ),
     ("poisson", Uni::Poisson, &[("lambda", NonNegative)]),
     ("poisson_log", Uni::PoissonLog, &[("alpha", NotNan)]),
-    ("neg_binomial_2", Uni::NegBinomial2, &[("mu", Positive), ("phi", Positive)]),
-    ("neg_binomial_2_log", Uni::NegBinomial2Log, &[("eta", Finite), ("phi", Positive)]),
-    ("beta_binomial", Uni::BetaBinomial, &[("N", Count), ("alpha", Positive), ("beta", Positive)]),
-    ("weibull", Uni::Weibull, &[("alpha", Positive), ("sigma", Positive)]),
+    (
+        "neg_binomial_2",
+        Uni::NegBinomial2,
+        &[("mu", Positive), ("phi", Positive)],
+    ),
+    (
+        "neg_binomial_2_log",
+        Uni::NegBinomial2Log,
+        &[("eta", Finite), ("phi", Positive)],
+    ),
+    (
+        "beta_binomial",
+        Uni::BetaBinomial,
+        &[("N", Count), ("alpha", Positive), ("beta", Positive)],
+    ),
+    (
+        "weibull",
+        Uni::Weibull,
+        &[("alpha", Positive), ("sigma", Positive)],
+    ),
     ("gumbel", Uni::Gumbel, &[("mu", Finite), ("beta", Positive)]),
     ("pareto", Uni::Pareto, &[("y_min", Positive), ("alpha", Positive)]),
-    ("skew_normal", Uni::SkewNormal, &[("xi", Finite), ("omega", Positive), ("alpha", Finite)]),
-    ("von_mises", Uni::VonMises, &[("mu", Finite), ("kappa", NonNegative)]),
+    (
+        "skew_normal",
+        Uni::SkewNormal,
+        &[("xi", Finite), ("omega", Positive), ("alpha", Finite)],
+    ),
+    (
+        "von_mises",
+        Uni::VonMises,
+        &[("mu", Finite), ("kappa", NonNegative)],
+    ),
     ("chi_square", Uni::ChiSquare, &[("nu", Positive)]),
     ("inv_chi_square", Uni::InvChiSquare, &[("nu", Positive)]),
-    ("scaled_inv_chi_square", Uni::ScaledInvChiSquare, &[("nu", Positive), ("s", Positive)]),
-    ("exp_mod_normal", Uni::ExpModNormal, &[("mu", Finite), ("sigma", Positive), ("lambda", Positive)]),
+    (
+        "scaled_inv_chi_square",
+        Uni::ScaledInvChiSquare,
+        &[("nu", Positive), ("s", Positive)],
+    ),
+    (
+        "exp_mod_normal",
+        Uni::ExpModNormal,
+        &[("mu", Finite), ("sigma", Positive), ("lambda", Positive)],
+    ),
 ];
 
 /// A uniform draw in (0, 1).
@@ -326,7 +387,15 @@ impl Uni {
         use Uni::*;
         matches!(
             self,
-            Bernoulli | BernoulliLogit | Binomial | BinomialLogit | Poisson | PoissonLog | NegBinomial2 | NegBinomial2Log | BetaBinomial
+            Bernoulli
+                | BernoulliLogit
+                | Binomial
+                | BinomialLogit
+                | Poisson
+                | PoissonLog
+                | NegBinomial2
+                | NegBinomial2Log
+                | BetaBinomial
         )
     }
 
@@ -335,7 +404,10 @@ impl Uni {
         let name = self.name();
         for (&(pname, d), &v) in self.params().iter().zip(p) {
             if !d.holds(v) {
-                return Err(format!("{name}_rng: {pname} is {v}, but must be {}", d.describe()));
+                return Err(format!(
+                    "{name}_rng: {pname} is {v}, but must be {}",
+                    d.describe()
+                ));
             }
         }
         match self {
@@ -343,7 +415,10 @@ impl Uni {
                 "{name}_rng: upper is {}, but must be greater than lower ({})",
                 p[1], p[0]
             )),
-            Uni::Poisson if p[0] >= POISSON_MAX_RATE => Err(format!("{name}_rng: lambda is {}, but must be less than 2^30", p[0])),
+            Uni::Poisson if p[0] >= POISSON_MAX_RATE => Err(format!(
+                "{name}_rng: lambda is {}, but must be less than 2^30",
+                p[0]
+            )),
             Uni::PoissonLog if p[0].exp() >= POISSON_MAX_RATE => Err(format!(
                 "{name}_rng: exp(alpha) is {}, but must be less than 2^30",
                 p[0].exp()
@@ -358,10 +433,14 @@ impl Uni {
         Ok(match self {
             Uni::Normal => p[0] + p[1] * std_normal(rng),
             Uni::StudentT => {
-                let t: f64 = StudentT::new(p[0]).map_err(|e| sampler_error(name, e))?.sample(rng);
+                let t: f64 = StudentT::new(p[0])
+                    .map_err(|e| sampler_error(name, e))?
+                    .sample(rng);
                 p[1] + p[2] * t
             }
-            Uni::Cauchy => Cauchy::new(p[0], p[1]).map_err(|e| sampler_error(name, e))?.sample(rng),
+            Uni::Cauchy => Cauchy::new(p[0], p[1])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
             Uni::Laplace => {
                 let (a, b): (f64, f64) = (Exp1.sample(rng), Exp1.sample(rng));
                 p[0] + p[1] * (a - b)
@@ -375,11 +454,22 @@ impl Uni {
                 let e: f64 = Exp1.sample(rng);
                 e / p[0]
             }
-            Uni::Gamma => Gamma::new(p[0], 1.0 / p[1]).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::InvGamma => p[1] / Gamma::new(p[0], 1.0).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::Beta => Beta::new(p[0], p[1]).map_err(|e| sampler_error(name, e))?.sample(rng),
+            Uni::Gamma => Gamma::new(p[0], 1.0 / p[1])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
+            Uni::InvGamma => {
+                p[1] / Gamma::new(p[0], 1.0)
+                    .map_err(|e| sampler_error(name, e))?
+                    .sample(rng)
+            }
+            Uni::Beta => Beta::new(p[0], p[1])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
             Uni::HalfNormal => (p[0] * std_normal(rng)).abs(),
-            Uni::HalfCauchy => Cauchy::new(0.0, p[0]).map_err(|e| sampler_error(name, e))?.sample(rng).abs(),
+            Uni::HalfCauchy => Cauchy::new(0.0, p[0])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng)
+                .abs(),
             Uni::Uniform => p[0] + (p[1] - p[0]) * open01(rng),
             Uni::Bernoulli => f64::from(u8::from(open01(rng) < p[0])),
             Uni::BernoulliLogit => f64::from(u8::from(open01(rng) < inv_logit(p[0]))),
@@ -390,17 +480,38 @@ impl Uni {
             Uni::NegBinomial2 => neg_binomial_2(name, p[0], p[1], rng)?,
             Uni::NegBinomial2Log => neg_binomial_2(name, p[0].exp(), p[1], rng)?,
             Uni::BetaBinomial => {
-                let theta = Beta::new(p[1], p[2]).map_err(|e| sampler_error(name, e))?.sample(rng);
+                let theta = Beta::new(p[1], p[2])
+                    .map_err(|e| sampler_error(name, e))?
+                    .sample(rng);
                 binomial(p[0], theta, rng)?
             }
-            Uni::Weibull => Weibull::new(p[1], p[0]).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::Gumbel => Gumbel::new(p[0], p[1]).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::Pareto => Pareto::new(p[0], p[1]).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::SkewNormal => SkewNormal::new(p[0], p[1], p[2]).map_err(|e| sampler_error(name, e))?.sample(rng),
+            Uni::Weibull => Weibull::new(p[1], p[0])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
+            Uni::Gumbel => Gumbel::new(p[0], p[1])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
+            Uni::Pareto => Pareto::new(p[0], p[1])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
+            Uni::SkewNormal => SkewNormal::new(p[0], p[1], p[2])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
             Uni::VonMises => von_mises(p[0], p[1], rng),
-            Uni::ChiSquare => ChiSquared::new(p[0]).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::InvChiSquare => 1.0 / ChiSquared::new(p[0]).map_err(|e| sampler_error(name, e))?.sample(rng),
-            Uni::ScaledInvChiSquare => p[0] * p[1] * p[1] / ChiSquared::new(p[0]).map_err(|e| sampler_error(name, e))?.sample(rng),
+            Uni::ChiSquare => ChiSquared::new(p[0])
+                .map_err(|e| sampler_error(name, e))?
+                .sample(rng),
+            Uni::InvChiSquare => {
+                1.0 / ChiSquared::new(p[0])
+                    .map_err(|e| sampler_error(name, e))?
+                    .sample(rng)
+            }
+            Uni::ScaledInvChiSquare => {
+                p[0] * p[1] * p[1]
+                    / ChiSquared::new(p[0])
+                        .map_err(|e| sampler_error(name, e))?
+                        .sample(rng)
+            }
             Uni::ExpModNormal => {
                 let e: f64 = Exp1.sample(rng);
                 p[0] + p[1] * std_normal(rng) + e / p[2]
@@ -418,17 +529,23 @@ pub(crate) fn binomial(n: f64, theta: f64, rng: &mut dyn RngCore) -> Result<f64,
 /// Poisson(λ) for 0 ≤ λ < 2³⁰ (0 draws 0).
 fn poisson(name: &str, lambda: f64, rng: &mut dyn RngCore) -> Result<f64, String> {
     if lambda >= POISSON_MAX_RATE {
-        return Err(format!("{name}_rng: the Poisson rate is {lambda}, but must be less than 2^30"));
+        return Err(format!(
+            "{name}_rng: the Poisson rate is {lambda}, but must be less than 2^30"
+        ));
     }
     if lambda <= 0.0 {
         return Ok(0.0);
     }
-    Ok(Poisson::new(lambda).map_err(|e| sampler_error(name, e))?.sample(rng))
+    Ok(Poisson::new(lambda)
+        .map_err(|e| sampler_error(name, e))?
+        .sample(rng))
 }
 
 /// neg_binomial_2(μ, φ) as Poisson(λ) with λ ~ Gamma(φ, rate φ/μ) (mean μ, variance μ + μ²/φ).
 fn neg_binomial_2(name: &str, mu: f64, phi: f64, rng: &mut dyn RngCore) -> Result<f64, String> {
-    let lambda = Gamma::new(phi, mu / phi).map_err(|e| sampler_error(name, e))?.sample(rng);
+    let lambda = Gamma::new(phi, mu / phi)
+        .map_err(|e| sampler_error(name, e))?
+        .sample(rng);
     poisson(name, lambda, rng)
 }
 

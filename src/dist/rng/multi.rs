@@ -17,7 +17,12 @@ use rand_distr::{Beta, ChiSquared, Distribution, Gamma};
 const TOLERANCE: f64 = 1e-8;
 
 /// Draw a multivariate family's `name_rng(args)` into `out`.
-pub(super) fn draw(name: &str, args: &[RngArg<'_>], out: &mut [f64], rng: &mut dyn RngCore) -> Result<(), String> {
+pub(super) fn draw(
+    name: &str,
+    args: &[RngArg<'_>],
+    out: &mut [f64],
+    rng: &mut dyn RngCore,
+) -> Result<(), String> {
     match name {
         "multi_normal" | "multi_normal_cholesky" => {
             arity(name, args, 2)?;
@@ -84,23 +89,34 @@ fn one_out(name: &str, out: &[f64]) -> Result<(), String> {
     if out.len() == 1 {
         Ok(())
     } else {
-        Err(format!("{name}_rng: draws one int, but the result has {} entries", out.len()))
+        Err(format!(
+            "{name}_rng: draws one int, but the result has {} entries",
+            out.len()
+        ))
     }
 }
 
 fn scalar(name: &str, pname: &str, a: RngArg<'_>) -> Result<f64, String> {
     match a.values {
         [v] => Ok(*v),
-        v => Err(format!("{name}_rng: {pname} must be one number, found {} entries", v.len())),
+        v => Err(format!(
+            "{name}_rng: {pname} must be one number, found {} entries",
+            v.len()
+        )),
     }
 }
 
 fn matrix(name: &str, pname: &str, a: RngArg<'_>) -> Result<DMatrix<f64>, String> {
     if a.rows != a.cols || a.values.len() != a.rows * a.cols {
-        return Err(format!("{name}_rng: {pname} must be a square matrix, found {} × {}", a.rows, a.cols));
+        return Err(format!(
+            "{name}_rng: {pname} must be a square matrix, found {} × {}",
+            a.rows, a.cols
+        ));
     }
     if let Some(v) = a.values.iter().find(|v| !v.is_finite()) {
-        return Err(format!("{name}_rng: {pname} has an entry {v}, but its entries must be finite"));
+        return Err(format!(
+            "{name}_rng: {pname} has an entry {v}, but its entries must be finite"
+        ));
     }
     Ok(DMatrix::from_column_slice(a.rows, a.cols, a.values))
 }
@@ -170,11 +186,15 @@ fn multi_normal(
             out.len()
         ));
     }
-    let chi = nu.map(|nu| ChiSquared::new(nu).map_err(|e| format!("{name}_rng: {e}"))).transpose()?;
+    let chi = nu
+        .map(|nu| ChiSquared::new(nu).map_err(|e| format!("{name}_rng: {e}")))
+        .transpose()?;
     let mut z = nalgebra::DVector::zeros(k);
     for r in 0..n {
         z.iter_mut().for_each(|v| *v = std_normal(rng));
-        let scale = chi.as_ref().map_or(1.0, |c| (nu.expect("chi is built from nu") / c.sample(rng)).sqrt());
+        let scale = chi.as_ref().map_or(1.0, |c| {
+            (nu.expect("chi is built from nu") / c.sample(rng)).sqrt()
+        });
         let x = l * &z;
         for j in 0..k {
             let m = match mu.values.len() {
@@ -192,13 +212,21 @@ fn multi_normal(
 /// draws, without underflow at small α.
 fn dirichlet(alpha: &[f64], out: &mut [f64], rng: &mut dyn RngCore) -> Result<(), String> {
     if out.len() != alpha.len() {
-        return Err(format!("dirichlet_rng: alpha has {} entries, but the result has {}", alpha.len(), out.len()));
+        return Err(format!(
+            "dirichlet_rng: alpha has {} entries, but the result has {}",
+            alpha.len(),
+            out.len()
+        ));
     }
     for (o, &a) in out.iter_mut().zip(alpha) {
         if !(a.is_finite() && a > 0.0) {
-            return Err(format!("dirichlet_rng: alpha has an entry {a}, but must be positive and finite"));
+            return Err(format!(
+                "dirichlet_rng: alpha has an entry {a}, but must be positive and finite"
+            ));
         }
-        let g = Gamma::new(a + 1.0, 1.0).map_err(|e| format!("dirichlet_rng: {e}"))?.sample(rng);
+        let g = Gamma::new(a + 1.0, 1.0)
+            .map_err(|e| format!("dirichlet_rng: {e}"))?
+            .sample(rng);
         *o = g.ln() + open01(rng).ln() / a;
     }
     softmax_in_place(out);
@@ -215,11 +243,15 @@ fn softmax_in_place(x: &mut [f64]) {
 /// θ after checking it is a simplex (entries ≥ 0, sum within 1e-8 of 1).
 fn simplex<'a>(name: &str, theta: &'a [f64]) -> Result<&'a [f64], String> {
     if let Some(t) = theta.iter().find(|&&t| !(t >= 0.0 && t.is_finite())) {
-        return Err(format!("{name}_rng: theta has an entry {t}, but must be a simplex (entries in [0, 1])"));
+        return Err(format!(
+            "{name}_rng: theta has an entry {t}, but must be a simplex (entries in [0, 1])"
+        ));
     }
     let s: f64 = theta.iter().sum();
     if theta.is_empty() || (s - 1.0).abs() > TOLERANCE {
-        return Err(format!("{name}_rng: theta sums to {s}, but must be a simplex (sum 1)"));
+        return Err(format!(
+            "{name}_rng: theta sums to {s}, but must be a simplex (sum 1)"
+        ));
     }
     Ok(theta)
 }
@@ -276,10 +308,16 @@ fn multinomial(theta: &[f64], n: RngArg<'_>, out: &mut [f64], rng: &mut dyn RngC
     let theta = simplex(name, theta)?;
     let trials = scalar(name, "N", n)?;
     if !(trials.is_finite() && trials >= 0.0 && trials.fract() == 0.0) {
-        return Err(format!("{name}_rng: N is {trials}, but must be a non-negative integer"));
+        return Err(format!(
+            "{name}_rng: N is {trials}, but must be a non-negative integer"
+        ));
     }
     if out.len() != theta.len() {
-        return Err(format!("{name}_rng: theta has {} entries, but the result has {}", theta.len(), out.len()));
+        return Err(format!(
+            "{name}_rng: theta has {} entries, but the result has {}",
+            theta.len(),
+            out.len()
+        ));
     }
     let (mut left, mut mass) = (trials, 1.0);
     for (o, &t) in out.iter_mut().zip(theta) {
@@ -306,11 +344,16 @@ fn lkj(name: &str, args: &[RngArg<'_>], out: &mut [f64], rng: &mut dyn RngCore) 
         return Err(format!("{name}_rng: K is {kf}, but must be a positive integer"));
     }
     if !(eta.is_finite() && eta > 0.0) {
-        return Err(format!("{name}_rng: eta is {eta}, but must be positive and finite"));
+        return Err(format!(
+            "{name}_rng: eta is {eta}, but must be positive and finite"
+        ));
     }
     let k = kf as usize;
     if out.len() != k * k {
-        return Err(format!("{name}_rng: K is {k}, but the result has {} entries", out.len()));
+        return Err(format!(
+            "{name}_rng: K is {k}, but the result has {} entries",
+            out.len()
+        ));
     }
     let mut l = DMatrix::<f64>::zeros(k, k);
     // partial correlations level by level, as Stan draws them
@@ -365,10 +408,16 @@ fn wishart(name: &str, args: &[RngArg<'_>], out: &mut [f64], rng: &mut dyn RngCo
     let ls = lower_factor(name, "L_S", args[1], true)?;
     let k = ls.nrows();
     if !(nu.is_finite() && nu > k as f64 - 1.0) {
-        return Err(format!("{name}_rng: nu is {nu}, but must be finite and greater than K - 1 = {}", k as f64 - 1.0));
+        return Err(format!(
+            "{name}_rng: nu is {nu}, but must be finite and greater than K - 1 = {}",
+            k as f64 - 1.0
+        ));
     }
     if out.len() != k * k {
-        return Err(format!("{name}_rng: L_S is {k} × {k}, but the result has {} entries", out.len()));
+        return Err(format!(
+            "{name}_rng: L_S is {k} × {k}, but the result has {} entries",
+            out.len()
+        ));
     }
     let a = bartlett(name, nu, k, rng)?;
     let res = if name == "wishart_cholesky" {
@@ -398,7 +447,9 @@ fn ordinal(name: &str, args: &[RngArg<'_>], out: &mut [f64], rng: &mut dyn RngCo
         return Err(format!("{name}_rng: c must have at least one cutpoint"));
     }
     if let Some(v) = c.iter().find(|v| !v.is_finite()) {
-        return Err(format!("{name}_rng: c has an entry {v}, but its entries must be finite"));
+        return Err(format!(
+            "{name}_rng: c has an entry {v}, but its entries must be finite"
+        ));
     }
     if let Some(i) = c.windows(2).position(|w| w[1] <= w[0]) {
         return Err(format!(
@@ -410,7 +461,11 @@ fn ordinal(name: &str, args: &[RngArg<'_>], out: &mut [f64], rng: &mut dyn RngCo
         ));
     }
     if eta.values.len() != 1 && eta.values.len() != out.len() {
-        return Err(format!("{name}_rng: eta has {} entries, but the result has {}", eta.values.len(), out.len()));
+        return Err(format!(
+            "{name}_rng: eta has {} entries, but the result has {}",
+            eta.values.len(),
+            out.len()
+        ));
     }
     for (i, o) in out.iter_mut().enumerate() {
         let e = eta.at(i);

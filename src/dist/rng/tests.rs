@@ -107,10 +107,21 @@ fn multi_normal_with_a_matrix_mean_draws_one_row_each() {
     let mu = [0.0, 100.0, 0.0, 100.0]; // 2 × 2, rows (0, 0) and (100, 100)
     let sigma = [1e-12, 0.0, 0.0, 1e-12];
     let mut out = [0.0; 4];
-    draw("multi_normal", &[RngArg::matrix(&mu, 2, 2), RngArg::matrix(&sigma, 2, 2)], &mut out, &mut rng()).unwrap();
+    draw(
+        "multi_normal",
+        &[RngArg::matrix(&mu, 2, 2), RngArg::matrix(&sigma, 2, 2)],
+        &mut out,
+        &mut rng(),
+    )
+    .unwrap();
     assert!(out[0].abs() < 1e-3 && out[2].abs() < 1e-3 && (out[1] - 100.0).abs() < 1e-3);
     let bad = [1.0, 2.0, 0.0, 1.0];
-    let e = draw("multi_normal", &[RngArg::vector(&mu[..2]), RngArg::matrix(&bad, 2, 2)], &mut out[..2], &mut rng());
+    let e = draw(
+        "multi_normal",
+        &[RngArg::vector(&mu[..2]), RngArg::matrix(&bad, 2, 2)],
+        &mut out[..2],
+        &mut rng(),
+    );
     assert!(e.unwrap_err().contains("not symmetric"));
 }
 
@@ -118,8 +129,20 @@ fn multi_normal_with_a_matrix_mean_draws_one_row_each() {
 fn simplex_families_reject_a_theta_that_does_not_sum_to_one() {
     let theta = [0.5, 0.6];
     let mut out = [0.0; 2];
-    assert!(draw("categorical", &[RngArg::vector(&theta)], &mut out[..1], &mut rng()).is_err());
-    assert!(draw("multinomial", &[RngArg::vector(&theta), s(&3.0)], &mut out, &mut rng()).is_err());
+    assert!(draw(
+        "categorical",
+        &[RngArg::vector(&theta)],
+        &mut out[..1],
+        &mut rng()
+    )
+    .is_err());
+    assert!(draw(
+        "multinomial",
+        &[RngArg::vector(&theta), s(&3.0)],
+        &mut out,
+        &mut rng()
+    )
+    .is_err());
 }
 
 #[test]
@@ -127,7 +150,13 @@ fn multinomial_counts_add_up_to_n() {
     let theta = [0.2, 0.3, 0.5];
     let mut out = [0.0; 3];
     for _ in 0..20 {
-        draw("multinomial", &[RngArg::vector(&theta), s(&17.0)], &mut out, &mut rng()).unwrap();
+        draw(
+            "multinomial",
+            &[RngArg::vector(&theta), s(&17.0)],
+            &mut out,
+            &mut rng(),
+        )
+        .unwrap();
         assert_eq!(out.iter().sum::<f64>(), 17.0);
     }
 }
@@ -148,7 +177,13 @@ fn wishart_factors_are_lower_triangular_with_positive_diagonals() {
 fn ordinal_draws_need_increasing_cutpoints() {
     let c = [0.0, -1.0];
     let mut out = [0.0];
-    let e = draw("ordered_logistic", &[s(&0.0), RngArg::vector(&c)], &mut out, &mut rng()).unwrap_err();
+    let e = draw(
+        "ordered_logistic",
+        &[s(&0.0), RngArg::vector(&c)],
+        &mut out,
+        &mut rng(),
+    )
+    .unwrap_err();
     assert!(e.contains("not increasing"), "{e}");
 }
 
@@ -156,20 +191,52 @@ fn ordinal_draws_need_increasing_cutpoints() {
 fn truncated_draws_stay_in_the_interval_even_far_in_a_tail() {
     let mut out = [0.0; 300];
     let (lo, hi) = (10.0, 10.5);
-    draw_truncated("normal", &[s(&0.0), s(&1.0)], Some(s(&lo)), Some(s(&hi)), &mut out, &mut rng()).unwrap();
+    draw_truncated(
+        "normal",
+        &[s(&0.0), s(&1.0)],
+        Some(s(&lo)),
+        Some(s(&hi)),
+        &mut out,
+        &mut rng(),
+    )
+    .unwrap();
     assert!(out.iter().all(|&x| (lo..=hi).contains(&x)));
     draw_truncated("poisson", &[s(&3.0)], Some(s(&20.0)), None, &mut out, &mut rng()).unwrap();
     assert!(out.iter().all(|&x| x >= 20.0 && x.fract() == 0.0));
-    draw_truncated("von_mises", &[s(&0.0), s(&2.0)], Some(s(&-0.5)), Some(s(&0.5)), &mut out, &mut rng()).unwrap();
+    draw_truncated(
+        "von_mises",
+        &[s(&0.0), s(&2.0)],
+        Some(s(&-0.5)),
+        Some(s(&0.5)),
+        &mut out,
+        &mut rng(),
+    )
+    .unwrap();
     assert!(out.iter().all(|&x| (-0.5..=0.5).contains(&x)));
 }
 
 #[test]
 fn truncation_to_an_interval_without_mass_is_an_error() {
     let mut out = [0.0];
-    let e = draw_truncated("beta", &[s(&2.0), s(&2.0)], Some(s(&1.5)), None, &mut out, &mut rng()).unwrap_err();
+    let e = draw_truncated(
+        "beta",
+        &[s(&2.0), s(&2.0)],
+        Some(s(&1.5)),
+        None,
+        &mut out,
+        &mut rng(),
+    )
+    .unwrap_err();
     assert!(e.contains("no probability mass"), "{e}");
-    let e = draw_truncated("normal", &[s(&0.0), s(&1.0)], Some(s(&1.0)), Some(s(&0.0)), &mut out, &mut rng()).unwrap_err();
+    let e = draw_truncated(
+        "normal",
+        &[s(&0.0), s(&1.0)],
+        Some(s(&1.0)),
+        Some(s(&0.0)),
+        &mut out,
+        &mut rng(),
+    )
+    .unwrap_err();
     assert!(e.contains("empty"), "{e}");
     let e = draw_truncated("bernoulli", &[s(&0.0)], Some(s(&1.0)), None, &mut out, &mut rng()).unwrap_err();
     assert!(e.contains("too little mass"), "{e}");

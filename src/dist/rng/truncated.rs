@@ -60,7 +60,11 @@ fn rejection(u: Uni, p: &[f64], lo: f64, hi: f64, rng: &mut dyn RngCore) -> Resu
 /// (F(−∞) = 0, S(∞) = 0).
 fn ends(f: impl Fn(f64) -> (f64, f64), lo: f64, hi: f64) -> (f64, f64, f64, bool) {
     let (lfl, lsl) = if lo == NEG_INF { (NEG_INF, 0.0) } else { f(lo) };
-    let (lfh, lsh) = if hi == f64::INFINITY { (0.0, NEG_INF) } else { f(hi) };
+    let (lfh, lsh) = if hi == f64::INFINITY {
+        (0.0, NEG_INF)
+    } else {
+        f(hi)
+    };
     let upper = lsl < -LN_2;
     if upper {
         (lsh, lsl, log_diff_exp(lsl, lsh), true)
@@ -191,8 +195,10 @@ fn solve(g: impl Fn(f64) -> f64, t: f64, mut a: f64, mut b: f64) -> f64 {
 fn support(u: Uni, p: &[f64]) -> (f64, f64) {
     use Uni::*;
     match u {
-        Lognormal | Exponential | Gamma | InvGamma | HalfNormal | HalfCauchy | Weibull | ChiSquare | InvChiSquare
-        | ScaledInvChiSquare | Poisson | PoissonLog | NegBinomial2 | NegBinomial2Log => (0.0, f64::INFINITY),
+        Lognormal | Exponential | Gamma | InvGamma | HalfNormal | HalfCauchy | Weibull | ChiSquare
+        | InvChiSquare | ScaledInvChiSquare | Poisson | PoissonLog | NegBinomial2 | NegBinomial2Log => {
+            (0.0, f64::INFINITY)
+        }
         Beta => (0.0, 1.0),
         Uniform => (p[0], p[1]),
         Pareto => (p[0], f64::INFINITY),
@@ -250,7 +256,10 @@ pub(crate) fn log_cdfs(u: Uni, p: &[f64], x: f64) -> Option<(f64, f64)> {
         }
         Uniform if x <= p[0] => below,
         Uniform if x >= p[1] => (0.0, NEG_INF),
-        Uniform => (((x - p[0]) / (p[1] - p[0])).ln(), ((p[1] - x) / (p[1] - p[0])).ln()),
+        Uniform => (
+            ((x - p[0]) / (p[1] - p[0])).ln(),
+            ((p[1] - x) / (p[1] - p[0])).ln(),
+        ),
         Weibull if x <= 0.0 => below,
         Weibull => {
             let t = (x / p[1]).powf(p[0]);
@@ -277,7 +286,10 @@ pub(crate) fn log_cdfs(u: Uni, p: &[f64], x: f64) -> Option<(f64, f64)> {
         Binomial => (log_binomial_cdf(x, p[0], p[1]), log_binomial_ccdf(x, p[0], p[1])),
         BinomialLogit => {
             let theta = super::inv_logit(p[1]);
-            (log_binomial_cdf(x, p[0], theta), log_binomial_ccdf(x, p[0], theta))
+            (
+                log_binomial_cdf(x, p[0], theta),
+                log_binomial_ccdf(x, p[0], theta),
+            )
         }
         VonMises | Bernoulli | BernoulliLogit | BetaBinomial => return None,
     })
