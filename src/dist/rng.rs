@@ -253,8 +253,11 @@ pub(crate) enum Uni {
 
 use Domain::{Count, Finite, NonNegative, NotNan, Positive, Unit};
 
+/// A family's parameter names with their domains, in order.
+type Params = &'static [(&'static str, Domain)];
+
 /// Every univariate family: name, tag, parameters with their domains.
-const UNIVARIATE: &[(&str, Uni, &[(&str, Domain)])] = &[
+const UNIVARIATE: &[(&str, Uni, Params)] = &[
     ("normal", Uni::Normal, &[("mu", Finite), ("sigma", Positive)]),
     (
         "student_t",
@@ -366,7 +369,7 @@ impl Uni {
         UNIVARIATE.iter().find(|r| r.0 == name).map(|r| r.1)
     }
 
-    fn row(self) -> &'static (&'static str, Uni, &'static [(&'static str, Domain)]) {
+    fn row(self) -> &'static (&'static str, Uni, Params) {
         UNIVARIATE
             .iter()
             .find(|r| r.1 == self)
@@ -378,7 +381,7 @@ impl Uni {
         self.row().0
     }
 
-    fn params(self) -> &'static [(&'static str, Domain)] {
+    fn params(self) -> Params {
         self.row().2
     }
 

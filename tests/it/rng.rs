@@ -460,6 +460,9 @@ fn skew_normal_rng_matches_skew_normal() {
     });
 }
 
+/// A circular statistic: its name, f with E[f(X)] known, and that expectation.
+type CircularCheck = (&'static str, fn(f64) -> f64, f64);
+
 #[test]
 fn von_mises_rng_matches_its_circular_moments_and_cdf() {
     for (kappa, salt) in [(2.0, 1), (0.3, 2), (50.0, 3)] {
@@ -467,7 +470,7 @@ fn von_mises_rng_matches_its_circular_moments_and_cdf() {
         assert!(x.iter().all(|v| v.abs() <= PI));
         // E[cos X] = I₁(κ)/I₀(κ) = A, E[cos 2X] = I₂/I₀ = 1 − 2A/κ, E[sin X] = 0
         let a = log_bessel_i0_ratio(kappa).1;
-        let checks: [(&str, fn(f64) -> f64, f64); 3] = [
+        let checks: [CircularCheck; 3] = [
             ("cos", f64::cos, a),
             ("cos 2x", |v| (2.0 * v).cos(), 1.0 - 2.0 * a / kappa),
             ("sin", f64::sin, 0.0),
@@ -1165,9 +1168,12 @@ fn poisson_truncated_at_one_is_zero_truncated_poisson() {
     assert_chi2("poisson T[1, ]", &x, pmf, 1, 40);
 }
 
+/// A count family, its arguments and its pmf.
+type TruncatedCase = (&'static str, Vec<f64>, Box<dyn Fn(i64) -> f64>);
+
 #[test]
 fn counts_truncated_to_an_interval_follow_the_renormalised_pmf() {
-    let cases: [(&str, Vec<f64>, Box<dyn Fn(i64) -> f64>); 3] = [
+    let cases: [TruncatedCase; 3] = [
         ("binomial", vec![30.0, 0.4], Box::new(binomial_pmf(30.0, 0.4))),
         (
             "neg_binomial_2",

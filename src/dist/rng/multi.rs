@@ -171,7 +171,7 @@ fn multi_normal(
     if let Some(v) = mu.values.iter().find(|v| !v.is_finite()) {
         return Err(format!("{name}_rng: mu has an entry {v}, but must be finite"));
     }
-    let n = if k == 0 { 0 } else { out.len() / k };
+    let n = out.len().checked_div(k).unwrap_or(0);
     let fits = n * k == out.len()
         && match mu.values.len() {
             1 => true,

@@ -154,7 +154,7 @@ fn solve(g: impl Fn(f64) -> f64, t: f64, mut a: f64, mut b: f64) -> f64 {
     let mut w = 1.0;
     while a == NEG_INF {
         let x = ((if b.is_finite() { b.min(0.0) } else { 0.0 }) - w).max(-f64::MAX);
-        if g(x) <= t || x == -f64::MAX {
+        if g(x) <= t || x <= -f64::MAX {
             a = x;
         } else {
             b = x;
@@ -164,7 +164,7 @@ fn solve(g: impl Fn(f64) -> f64, t: f64, mut a: f64, mut b: f64) -> f64 {
     w = 1.0;
     while b == f64::INFINITY {
         let x = (a.max(0.0) + w).min(f64::MAX);
-        if g(x) >= t || x == f64::MAX {
+        if g(x) >= t || x >= f64::MAX {
             b = x;
         } else {
             a = x;
