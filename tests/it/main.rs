@@ -39,6 +39,7 @@ mod posteriordb;
 mod recovery;
 mod repl;
 mod report;
+mod rng;
 mod scale;
 mod split_mf;
 mod stdlib;
