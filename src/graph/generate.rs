@@ -147,12 +147,19 @@ pub(crate) fn draw_node<T: Scalar>(
             };
             let a: Vec<RngArg> = (0..nargs).map(at).collect();
             let rng = &mut columns.rngs[c];
-            let result = if r.lower || r.upper {
-                let lo = r.lower.then(|| at(nargs));
-                let hi = r.upper.then(|| at(r.ids.len() - 1));
-                draws::draw_truncated(r.dist, &a, lo, hi, col, rng)
+            let mut draw_into = |out: &mut [f64]| {
+                if r.lower || r.upper {
+                    let lo = r.lower.then(|| at(nargs));
+                    let hi = r.upper.then(|| at(r.ids.len() - 1));
+                    draws::draw_truncated(r.dist, &a, lo, hi, out, rng)
+                } else {
+                    draws::draw(r.dist, &a, out, rng)
+                }
+            };
+            let result = if r.each == n {
+                draw_into(col)
             } else {
-                draws::draw(r.dist, &a, col, rng)
+                repeated(col, shape, r.each, &mut draw_into)
             };
             if let Err(msg) = result {
                 col.fill(f64::NAN);
@@ -162,6 +169,27 @@ pub(crate) fn draw_node<T: Scalar>(
         }
     }
     out.into_iter().map(T::from).collect()
+}
+
+/// Fill `col` (a value of `shape`) by calls that draw `each` entries: the rows of a
+/// matrix of `each` columns, or consecutive entries.
+fn repeated(
+    col: &mut [f64],
+    shape: Shape,
+    each: usize,
+    draw: &mut dyn FnMut(&mut [f64]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut one = vec![0.0; each];
+    let rows = shape.rows();
+    let by_row = matches!(shape, Shape::Matrix(_, k) if k == each);
+    for i in 0..col.len() / each {
+        draw(&mut one)?;
+        for (j, &v) in one.iter().enumerate() {
+            let at = if by_row { i + j * rows } else { i * each + j };
+            col[at] = v;
+        }
+    }
+    Ok(())
 }
 
 /// Evaluate the outputs of `gen` at the columns of `w` (D×S) and θ, drawing with the

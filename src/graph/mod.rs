@@ -287,6 +287,10 @@ pub struct RngDraw {
     pub lower: bool,
     /// Whether an upper truncation bound ends `ids`.
     pub upper: bool,
+    /// Entries one call draws: the node's size, or less when a replicate repeats the call
+    /// (`y ~ categorical(theta)` on `ints[N]` draws N times; `Y ~ multi_normal(mu, Sigma)`
+    /// on a `matrix[N, K]` draws each of its N rows).
+    pub each: usize,
 }
 
 impl RngDraw {

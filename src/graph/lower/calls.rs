@@ -47,6 +47,7 @@ impl Lowerer<'_> {
             ids,
             lower: false,
             upper: false,
+            each: graph_shape(e.shape).size(),
         };
         Ok(self.g.rng(draw, graph_shape(e.shape)))
     }

@@ -134,6 +134,16 @@ impl Lowerer<'_> {
                 let Some(spec) = crate::check::dists::lookup(name) else {
                     return Err(self.internal(self.span(lhs), format!("`{name}` is not a distribution")));
                 };
+                // one call's result: the outcome's shape, or one draw of a family whose
+                // outcome repeats (a row of a matrix, an entry of `ints[N]`)
+                let arg_shapes: Vec<(crate::check::Shape, Option<f64>)> =
+                    args.iter().map(|a| (a.shape, a.value)).collect();
+                let each = crate::check::rng::rng_shape(spec, &arg_shapes)
+                    .map_or(shape.size(), |s| graph_shape(s).size())
+                    .min(shape.size());
+                if each == 0 || shape.size() % each != 0 {
+                    return Err(self.internal(self.span(lhs), "a replicate whose draws do not tile the outcome"));
+                }
                 let mut ids = ps;
                 ids.extend(bounds.0);
                 ids.extend(bounds.1);
@@ -142,6 +152,7 @@ impl Lowerer<'_> {
                     ids,
                     lower: bounds.0.is_some(),
                     upper: bounds.1.is_some(),
+                    each,
                 };
                 let rep = self.g.rng(draw, shape);
                 let size = graph_shape(root_shape).size();
