@@ -385,6 +385,8 @@ fn draw_ecdf_difference(area: &Area, sorted: &[f64]) -> Result<(), PlotError> {
         .y_desc("ECDF − uniform")
         .x_labels(6)
         .y_labels(5)
+        // + 0.0 turns −0 into 0, so the zero line is labelled "0.00".
+        .y_label_formatter(&|v| format!("{:.2}", v + 0.0))
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
