@@ -9,6 +9,7 @@
 use nalgebra::{DMatrix, DVector};
 use rand::RngCore;
 
+pub mod loo;
 pub mod mcmc;
 pub mod psis;
 pub mod w1;

@@ -9,6 +9,13 @@
 //! the fitted distribution's expected order statistics (PSIS proper); [`resample`] draws
 //! indices by those weights (Pareto-smoothed importance resampling, as Pathfinder does).
 //!
+//! Two conventions ([`Convention`]) differ in small details: [`Convention::Loo`], R's loo
+//! package with r_eff = 1 (the tail above; every grid point of the fit kept), used by [`smooth`]
+//! and [`pareto_k`]; and [`Convention::ArviZ`], `arviz_stats`' `psislw` (tail length
+//! ⌊3√(S/r_eff)⌋ when S·r_eff > 225, else ⌊S/5⌋; grid points of weight below 10 ε dropped
+//! from the posterior mean of θ), used by PSIS-LOO (`posterior::loo`) to agree with ArviZ to
+//! rounding.
+//!
 //! # Reference
 //! Vehtari, Simpson, Gelman, Yao, Gabry, "Pareto smoothed importance sampling", JMLR 25
 //! (2024); Zhang & Stephens, "A new and efficient estimation method for the generalized
@@ -54,7 +61,38 @@ pub fn posterior_khat(
 /// least 5 points) or a ratio is NaN or +∞. Ratios that are constant up to rounding (q equal
 /// to the posterior) give k̂ = 0.
 pub fn pareto_k(log_ratios: &[f64]) -> Option<f64> {
-    tail_fit(log_ratios).map(|t| t.khat)
+    tail_fit(log_ratios, Convention::Loo).map(|t| t.khat)
+}
+
+/// Whose details of PSIS to follow: the tail length M and the grid of the generalized Pareto
+/// fit. k̂ and the smoothed weights of the two agree up to the difference in M.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Convention {
+    /// R's loo package with r_eff = 1: M = ⌈min(S/5, 3√S)⌉, every grid point kept.
+    Loo,
+    /// `arviz_stats`' `psislw` (ArviZ 1.x): M = ⌊3√(S/r_eff)⌋ when S·r_eff > 225, else
+    /// ⌊S/5⌋; grid points whose normalised weight is below 10 ε are dropped.
+    ArviZ {
+        /// Relative efficiency of the draws (1 for independent draws).
+        r_eff: f64,
+    },
+}
+
+impl Convention {
+    /// The number M of largest ratios in the tail, for S ratios.
+    pub fn tail_len(self, s: usize) -> usize {
+        let s = s as f64;
+        let m = match self {
+            Convention::Loo => (0.2 * s).min(3.0 * s.sqrt()).ceil(),
+            Convention::ArviZ { r_eff } if s * r_eff > 225.0 => (3.0 * (s / r_eff).sqrt()).floor(),
+            Convention::ArviZ { .. } => (s / 5.0).floor(),
+        };
+        m as usize
+    }
+
+    fn drops_negligible_grid_points(self) -> bool {
+        matches!(self, Convention::ArviZ { .. })
+    }
 }
 
 /// The generalized Pareto fit to the largest ratios.
@@ -71,12 +109,11 @@ struct TailFit {
     sigma: f64,
 }
 
-fn tail_fit(log_ratios: &[f64]) -> Option<TailFit> {
+fn tail_fit(log_ratios: &[f64], convention: Convention) -> Option<TailFit> {
     if log_ratios.iter().any(|r| r.is_nan() || *r == f64::INFINITY) {
         return None;
     }
-    let s = log_ratios.len() as f64;
-    let m = (0.2 * s).min(3.0 * s.sqrt()).ceil() as usize;
+    let m = convention.tail_len(log_ratios.len());
     if m < 5 || m + 1 > log_ratios.len() {
         return None;
     }
@@ -100,7 +137,7 @@ fn tail_fit(log_ratios: &[f64]) -> Option<TailFit> {
         });
     }
     let x: Vec<f64> = tail.iter().map(|&i| (log_ratios[i] - top).exp() - base).collect();
-    let (k, theta_hat) = gpd_fit(&x);
+    let (k, theta_hat) = gpd_fit(&x, convention.drops_negligible_grid_points());
     let n = m as f64;
     Some(TailFit {
         tail,
@@ -131,12 +168,18 @@ impl Smoothed {
 /// Pareto-smoothed importance sampling (Vehtari et al. 2024, §3): the M largest ratios are
 /// replaced by the expected order statistics of the fitted generalized Pareto distribution
 /// (capped at the largest raw ratio), then all are normalised. NaN ratios count as −∞.
+/// The tail follows [`Convention::Loo`].
 pub fn smooth(log_ratios: &[f64]) -> Smoothed {
+    smooth_with(log_ratios, Convention::Loo)
+}
+
+/// [`smooth`] with the tail length and fit details of `convention`.
+pub fn smooth_with(log_ratios: &[f64], convention: Convention) -> Smoothed {
     let mut lw: Vec<f64> = log_ratios
         .iter()
         .map(|r| if r.is_nan() { f64::NEG_INFINITY } else { *r })
         .collect();
-    let fit = tail_fit(&lw);
+    let fit = tail_fit(&lw, convention);
     if let Some(t) = &fit {
         let m = t.tail.len() as f64;
         for (j, &i) in t.tail.iter().enumerate() {
@@ -182,8 +225,9 @@ fn gpd_quantile(p: f64, k: f64, sigma: f64) -> f64 {
 }
 
 /// Zhang & Stephens' estimate of the generalized Pareto shape k (k > 0 for heavy tails) and
-/// their θ̂ (σ̂ = −k/θ̂) from exceedances `x` (ascending, positive largest value).
-fn gpd_fit(x: &[f64]) -> (f64, f64) {
+/// their θ̂ (σ̂ = −k/θ̂) from exceedances `x` (ascending, positive largest value). With
+/// `drop_negligible`, θ̂ averages only the grid points of normalised weight ≥ 10 ε (ArviZ).
+fn gpd_fit(x: &[f64], drop_negligible: bool) -> (f64, f64) {
     let n = x.len();
     let grid = 30 + (n as f64).sqrt() as usize;
     let prior = 3.0;
@@ -205,7 +249,18 @@ fn gpd_fit(x: &[f64]) -> (f64, f64) {
         .map(|l| if l.is_finite() { *l } else { f64::NEG_INFINITY })
         .collect();
     let lse = super::log_sum_exp(&finite);
-    let theta_hat: f64 = thetas.iter().zip(&finite).map(|(t, l)| t * (l - lse).exp()).sum();
+    let theta_hat: f64 = if drop_negligible {
+        let kept: Vec<(f64, f64)> = thetas
+            .iter()
+            .zip(&finite)
+            .map(|(t, l)| (*t, (l - lse).exp()))
+            .filter(|(_, w)| *w >= 10.0 * f64::EPSILON)
+            .collect();
+        let total: f64 = kept.iter().map(|(_, w)| w).sum();
+        kept.iter().map(|(t, w)| t * (w / total)).sum()
+    } else {
+        thetas.iter().zip(&finite).map(|(t, l)| t * (l - lse).exp()).sum()
+    };
     let k = x.iter().map(|v| (-theta_hat * v).ln_1p()).sum::<f64>() / n as f64;
     (k, theta_hat)
 }
@@ -259,6 +314,31 @@ mod tests {
             .collect();
         let khat = pareto_k(&lr).unwrap();
         assert!(khat > KHAT_OK - 0.05 && khat < 0.95, "k̂ = {khat}");
+    }
+
+    #[test]
+    fn tail_lengths_follow_each_convention() {
+        assert_eq!(Convention::Loo.tail_len(1000), 95);
+        assert_eq!(Convention::Loo.tail_len(200), 40);
+        assert_eq!(Convention::ArviZ { r_eff: 1.0 }.tail_len(1000), 94);
+        assert_eq!(Convention::ArviZ { r_eff: 1.0 }.tail_len(200), 40);
+        assert_eq!(Convention::ArviZ { r_eff: 0.5 }.tail_len(1000), 134);
+    }
+
+    #[test]
+    fn the_conventions_differ_only_slightly_on_the_same_ratios() {
+        // q = N(0, 1), p = N(0, 2²): a heavy tail; M = 95 vs 94 moves k̂ a little.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+        let lr: Vec<f64> = (0..1000)
+            .map(|_| {
+                let z: f64 = StandardNormal.sample(&mut rng);
+                0.375 * z * z
+            })
+            .collect();
+        let loo = smooth_with(&lr, Convention::Loo);
+        let arviz = smooth_with(&lr, Convention::ArviZ { r_eff: 1.0 });
+        let (a, b) = (loo.khat.unwrap(), arviz.khat.unwrap());
+        assert!((a - b).abs() > 1e-9 && (a - b).abs() < 0.05, "{a} vs {b}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod csv;
 pub mod json;
+pub mod loo;
 pub mod mcmc;
 pub mod summary;
 pub mod svg;

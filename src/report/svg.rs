@@ -30,7 +30,7 @@ pub struct PlotError(String);
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-fn err<E: std::fmt::Display>(e: E) -> PlotError {
+pub(super) fn err<E: std::fmt::Display>(e: E) -> PlotError {
     PlotError(e.to_string())
 }
 
@@ -117,7 +117,7 @@ fn column(d: &DMatrix<f64>, j: usize) -> Vec<f64> {
 }
 
 /// Every k-th element so that at most `max` remain.
-fn thin<T: Copy>(x: &[T], max: usize) -> Vec<T> {
+pub(super) fn thin<T: Copy>(x: &[T], max: usize) -> Vec<T> {
     let step = x.len().div_ceil(max.max(1)).max(1);
     x.iter().step_by(step).copied().collect()
 }

@@ -23,6 +23,7 @@ mod high_dim;
 mod interrupt;
 mod laplace_no_mode;
 mod layers;
+mod loo;
 mod loops;
 mod lower;
 mod methods;
