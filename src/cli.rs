@@ -83,6 +83,20 @@ mvi run examples/logistic_rbf_banana.mvi --data examples/data/logistic_rbf_banan
 --methods laplace,mvi_mu,mvi_eig,mvi_lr,vi_diag"
     )]
     Compare(CompareArgs),
+    /// Fit a model and estimate its expected log predictive density by PSIS-LOO (as
+    /// `az.loo`), from the pointwise log-likelihood of every `~` on data.
+    #[command(
+        after_help = "Examples:\n  mvi loo examples/linear_regression.mvi --data examples/data/linear_regression.json\n  \
+mvi loo examples/eight_schools.mvi --data examples/data/eight_schools.json --method nuts --log-lik --output-dir out/"
+    )]
+    Loo(LooArgs),
+    /// Fit several models to the same data and rank them by PSIS-LOO (as `az.compare`:
+    /// elpd differences with their standard errors, stacking weights).
+    #[command(
+        name = "compare-models",
+        after_help = "Example:\n  mvi compare-models a.mvi b.mvi --data d.json --method nuts"
+    )]
+    CompareModels(CompareModelsArgs),
     /// An interactive session: load, fit, summarise, plot, and evaluate expressions over the
     /// posterior draws.
     #[command(
@@ -206,6 +220,46 @@ pub struct CompareArgs {
     pub fit: FitArgs,
 }
 
+/// Arguments of `loo`.
+#[derive(Debug, Args)]
+pub struct LooArgs {
+    /// The model and its data.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The inference method (overrides the model's `infer { method = … }`).
+    #[arg(long, short = 'm')]
+    pub method: Option<String>,
+    /// Also write `log_lik.csv` (draws × observations) into `--output-dir`.
+    #[arg(long, requires = "output_dir")]
+    pub log_lik: bool,
+    /// Options shared with `run`.
+    #[command(flatten)]
+    pub fit: FitArgs,
+}
+
+/// Arguments of `compare-models`.
+#[derive(Debug, Args)]
+pub struct CompareModelsArgs {
+    /// The `.mvi` model files (at least two), fitted to the same data.
+    #[arg(required = true, num_args = 2..)]
+    pub models: Vec<PathBuf>,
+    /// Data: a Stan-style JSON file, or `NAME=file.csv` for one variable (repeatable).
+    #[arg(long = "data", short = 'd', value_name = "FILE|NAME=FILE")]
+    pub data: Vec<String>,
+    /// The inference method for every model (overrides each model's `infer` block).
+    #[arg(long, short = 'm')]
+    pub method: Option<String>,
+    /// `infer` options for every model, e.g. `--set seed=3` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress display.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
 /// Run one parsed command line, printing results to stdout.
 ///
 /// # Errors
@@ -217,6 +271,8 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Diagnose(a) => cmd_diagnose(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Compare(a) => cmd_compare(&a),
+        Command::Loo(a) => cmd_loo(&a),
+        Command::CompareModels(a) => cmd_compare_models(&a),
         Command::Repl(a) => crate::repl::run_repl(&a),
         Command::Bench {
             which: BenchCommand::Paper(a),
@@ -418,6 +474,70 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     // (about a millisecond on a 100-step recursion); the OS takes the memory back at once.
     std::mem::forget((typed, joint, report));
     written
+}
+
+/// Fit with `loo = true`; the fit's report and its PSIS-LOO.
+fn fit_loo(
+    m: &ModelArgs,
+    method: Option<&str>,
+    set: &[String],
+    quiet: bool,
+) -> Result<(FitReport, run::loo::ModelLoo), Failure> {
+    let (typed, mut joint) = load_and_lower(m)?;
+    let mut set = set.to_vec();
+    set.push("loo=true".into());
+    let options = run_options(&typed, method, &set)?;
+    run::attach_after_fit(&typed, &mut joint, &options)?;
+    let flag = interrupt_flag();
+    let report = fit_one(&joint, &options, &run_info(m), quiet, &flag)?;
+    let loo = run::loo::model_loo(&typed, &report)?;
+    Ok((report, loo))
+}
+
+fn cmd_loo(a: &LooArgs) -> Result<(), Failure> {
+    if let Some(dir) = &a.fit.output_dir {
+        prepare_output_dir(dir)?;
+    }
+    let (report, loo) = fit_loo(&a.model, a.method.as_deref(), &fit_set(&a.fit), a.fit.quiet)?;
+    let written = match &a.fit.output_dir {
+        Some(dir) => write_outputs(dir, &report, &[]).and_then(|()| {
+            run::loo::write_loo_files(dir, &report, &loo, a.log_lik).map_err(|e| {
+                Failure::from(
+                    Diagnostic::plain(
+                        "mvi::cli::output_dir",
+                        format!("cannot write results to `{}`: {e}", dir.display()),
+                    )
+                    .with_help("check that the directory can be created and written"),
+                )
+            })
+        }),
+        None => Ok(()),
+    };
+    if a.fit.json {
+        out(&format!("{}\n", run::loo::render_loo_json(&report, &loo)));
+    } else {
+        out(&run::loo::render_loo_text(&report, &loo));
+    }
+    written
+}
+
+fn cmd_compare_models(a: &CompareModelsArgs) -> Result<(), Failure> {
+    let mut fits = Vec::new();
+    for model in &a.models {
+        let m = ModelArgs {
+            model: model.clone(),
+            data: a.data.clone(),
+        };
+        let (_, loo) = fit_loo(&m, a.method.as_deref(), &a.set, a.quiet)?;
+        fits.push((model.display().to_string(), loo));
+    }
+    let table = run::loo::compare_models(&fits)?;
+    if a.json {
+        out(&format!("{}\n", run::loo::render_comparison_json(&table)));
+    } else {
+        out(&run::loo::render_comparison_text(&fits, &table));
+    }
+    Ok(())
 }
 
 fn cmd_bench_paper(a: &crate::paper::PaperArgs) -> Result<(), Failure> {

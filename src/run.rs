@@ -6,6 +6,7 @@
 //! randomness comes from one generator seeded by `infer { seed }`, so the same inputs give
 //! the same report (apart from the wall time).
 
+pub mod loo;
 mod output;
 
 pub use output::{write_output_dir, write_output_dir_with_pairs, OUTPUT_FILES};
@@ -17,12 +18,12 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use crate::check::{infer_keys, memory};
+use crate::check::{TStmt, TypedModel};
 use crate::density::{Counting, Evals, LogDensity, Want};
 use crate::diagnostic::Diagnostic;
 use crate::graph::logjoint::Structure;
-use crate::check::{TStmt, TypedModel};
-use crate::graph::{self, generate, Reading};
 use crate::graph::predict::PredictSums;
+use crate::graph::{self, generate, Reading};
 use crate::graph::{LogJoint, Shape};
 use crate::infer::{registry, timing, InferOptions, Observer, OptionValue};
 use crate::posterior::{log_sum_exp, psis, Approximation, Posterior};
@@ -241,7 +242,11 @@ pub fn fit(
 ///
 /// # Errors
 /// `predictive` on a model with no `~` on data, with a span at the first `~` and a help line.
-pub fn attach_after_fit(typed: &TypedModel, joint: &mut LogJoint, options: &InferOptions) -> Result<(), Diagnostic> {
+pub fn attach_after_fit(
+    typed: &TypedModel,
+    joint: &mut LogJoint,
+    options: &InferOptions,
+) -> Result<(), Diagnostic> {
     if option_bool(options, "predictive") && joint.replicates.is_none() {
         let (mut reps, skipped) = graph::lower_observed(typed, Reading::Replicate)?;
         if reps.outputs.is_empty() {
@@ -257,7 +262,11 @@ pub fn attach_after_fit(typed: &TypedModel, joint: &mut LogJoint, options: &Infe
             })
             .collect();
         if let Some(gen) = &joint.generated {
-            if let Some(o) = reps.outputs.iter().find(|o| gen.outputs.iter().any(|g| g.name == o.name)) {
+            if let Some(o) = reps
+                .outputs
+                .iter()
+                .find(|o| gen.outputs.iter().any(|g| g.name == o.name))
+            {
                 return Err(Diagnostic::plain(
                     "mvi::run::name_clash",
                     format!("`{}` is both an output of `generated` and the replicate `--predictive` draws", o.name),
@@ -324,7 +333,12 @@ fn footprint(model: &LogJoint) -> memory::Footprint {
 /// The number of report columns of the parameters and the top-level `let`s (before those of
 /// `generated` and the replicates).
 fn declared_columns(model: &LogJoint) -> usize {
-    model.params.iter().chain(&model.reported).map(|p| p.shape.size()).sum()
+    model
+        .params
+        .iter()
+        .chain(&model.reported)
+        .map(|p| p.shape.size())
+        .sum()
 }
 
 /// The draws of a fit that ran away (an improper posterior, or a method that diverged)
@@ -487,7 +501,11 @@ fn assemble(
     let log_lik = model.log_lik.as_ref().map(|gen| {
         let _t = timing::span("report: pointwise log-likelihood");
         let out = generate::eval_generated(gen, post.theta.as_slice(), &w, 0);
-        let vars: Vec<(String, usize)> = gen.outputs.iter().map(|o| (o.name.clone(), o.shape.size())).collect();
+        let vars: Vec<(String, usize)> = gen
+            .outputs
+            .iter()
+            .map(|o| (o.name.clone(), o.shape.size()))
+            .collect();
         let n: usize = vars.iter().map(|v| v.1).sum();
         let mut values = DMatrix::zeros(w.ncols(), n);
         let mut c = 0;
@@ -501,9 +519,15 @@ fn assemble(
             (None, Some(lq), None) => Some(lp.iter().zip(lq).map(|(p, q)| p - q).collect()),
             _ => None,
         };
+        let observed = gen
+            .outputs
+            .iter()
+            .flat_map(|o| o.observed.iter().flatten().copied())
+            .collect();
         crate::report::LogLikDraws {
             vars,
             values,
+            observed,
             log_correction,
         }
     });

@@ -146,7 +146,11 @@ impl Checker {
             return self.report(d);
         }
         if matches!(self.ctx, Ctx::Predict | Ctx::Generated) && self.model_let_names.contains(n) {
-            let block = if self.ctx == Ctx::Predict { "predict" } else { "generated" };
+            let block = if self.ctx == Ctx::Predict {
+                "predict"
+            } else {
+                "generated"
+            };
             let d = self
                 .diag(
                     "mvi::check::model_let_in_predict",
@@ -608,7 +612,14 @@ impl Checker {
     }
 
     /// `dist_rng(args)`: a random draw, in `generated` only.
-    fn rng_call(&mut self, spec: &DistSpec, func: &Ident, args: &[Expr], conditional: bool, span: Span) -> R<TExpr> {
+    fn rng_call(
+        &mut self,
+        spec: &DistSpec,
+        func: &Ident,
+        args: &[Expr],
+        conditional: bool,
+        span: Span,
+    ) -> R<TExpr> {
         if !self.rng_allowed() {
             return self.fail(
                 "mvi::check::rng_outside_generated",
@@ -623,7 +634,10 @@ impl Checker {
         if conditional {
             return self.fail(
                 "mvi::check::bad_arguments",
-                format!("`{}` takes the distribution's arguments, with no outcome and no `|`", func.name),
+                format!(
+                    "`{}` takes the distribution's arguments, with no outcome and no `|`",
+                    func.name
+                ),
                 span,
                 "here",
                 format!("signature: {}", super::rng::rng_signature(spec)),

@@ -42,6 +42,9 @@ pub struct Output {
     pub shape: Shape,
     /// The node holding its value.
     pub value: NodeId,
+    /// For a pointwise log-likelihood, the observed values it scores, one per observation
+    /// (ArviZ's `observed_data`).
+    pub observed: Option<Vec<f64>>,
 }
 
 /// The outputs of a [`Generated`] graph at S draws.
@@ -60,7 +63,10 @@ impl GeneratedDraws {
         self.failures
             .iter()
             .map(|(d, (n, msg))| {
-                format!("{d}_rng failed at {n} draw{} (its values are NaN there): {msg}", plural(*n))
+                format!(
+                    "{d}_rng failed at {n} draw{} (its values are NaN there): {msg}",
+                    plural(*n)
+                )
             })
             .collect()
     }
@@ -104,9 +110,9 @@ fn column_seed(seed: u64, s: usize) -> u64 {
 
 /// The generated stream's seed for a run seeded with `seed`: apart from the fit's stream.
 pub fn stream_seed(seed: u64, purpose: &str) -> u64 {
-    purpose
-        .bytes()
-        .fold(column_seed(seed, 0x6765_6e), |h, b| column_seed(h, usize::from(b)))
+    purpose.bytes().fold(column_seed(seed, 0x6765_6e), |h, b| {
+        column_seed(h, usize::from(b))
+    })
 }
 
 /// The value of a random node at `cols` columns: each column draws with its own generator;
@@ -138,7 +144,11 @@ pub(crate) fn draw_node<T: Scalar>(
             let at = |k: usize| {
                 let (v, rows, cs, batched) = &args[k];
                 let size = rows * cs;
-                let values = if *batched { &v[c * size..(c + 1) * size] } else { &v[..] };
+                let values = if *batched {
+                    &v[c * size..(c + 1) * size]
+                } else {
+                    &v[..]
+                };
                 RngArg {
                     values,
                     rows: *rows,
@@ -217,7 +227,11 @@ pub fn eval_generated(gen: &Generated, theta: &[f64], w: &DMatrix<f64>, seed: u6
             (values, columns)
         })
         .collect();
-    let mut values: Vec<DMatrix<f64>> = gen.outputs.iter().map(|o| DMatrix::zeros(o.shape.size(), s)).collect();
+    let mut values: Vec<DMatrix<f64>> = gen
+        .outputs
+        .iter()
+        .map(|o| DMatrix::zeros(o.shape.size(), s))
+        .collect();
     let mut failures: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
     for (&c0, (vals, columns)) in starts.iter().zip(chunks) {
         for (all, v) in values.iter_mut().zip(vals) {

@@ -110,7 +110,9 @@ pub fn lower_observed(model: &TypedModel, reading: Reading) -> Result<(Generated
     let obs = l.observations.take().expect("set above");
     let nan = l.g.scalar(f64::NAN);
     let mut outputs = Vec::new();
+    let mut observed = Vec::new();
     for var in obs.vars {
+        observed.push(var.observed.clone());
         let entries: Vec<(NodeId, u32)> = var.entries.iter().map(|e| e.unwrap_or((nan, 0))).collect();
         let shape = match reading {
             Reading::Replicate => var.shape,
@@ -120,13 +122,18 @@ pub fn lower_observed(model: &TypedModel, reading: Reading) -> Result<(Generated
             Reading::Replicate => format!("{}_rep", var.name),
             Reading::LogLik => var.name,
         };
-        let v = l
-            .g
-            .assemble(shape, &entries)
-            .map_err(|e| l.internal(crate::syntax::span::Span::default(), e))?;
+        let v =
+            l.g.assemble(shape, &entries)
+                .map_err(|e| l.internal(crate::syntax::span::Span::default(), e))?;
         outputs.push((name, v));
     }
-    Ok((finish_generated(l.g, outputs), obs.skipped))
+    let mut gen = finish_generated(l.g, outputs);
+    if reading == Reading::LogLik {
+        for (o, values) in gen.outputs.iter_mut().zip(observed) {
+            o.observed = Some(values);
+        }
+    }
+    Ok((gen, obs.skipped))
 }
 
 /// A graph of per-draw outputs with only what they need: the log joint's target terms
@@ -154,6 +161,7 @@ fn finish_generated(mut g: Graph, outputs: Vec<(String, NodeId)>) -> Generated {
                 name: p.name,
                 shape: p.shape,
                 value: p.value,
+                observed: None,
             })
             .collect(),
         notes: Vec::new(),

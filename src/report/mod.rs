@@ -250,6 +250,8 @@ pub struct LogLikDraws {
     pub vars: Vec<(String, usize)>,
     /// draws × observations (every variable's observations, in order).
     pub values: DMatrix<f64>,
+    /// The observed outcomes, one per observation (ArviZ's `observed_data`).
+    pub observed: Vec<f64>,
     /// Per draw, log p̃(w | y) − log q(w) for draws of an approximation q (Magnusson et
     /// al.'s correction); `None` for exact posterior draws (MCMC) or a q with no density.
     pub log_correction: Option<Vec<f64>>,

@@ -21,12 +21,40 @@ const ITEM: &str =
 const TYPES: [&str; 5] = ["int", "real", "vector", "matrix", "ints"];
 /// Reserved words, which cannot be names.
 const RESERVED: [&str; 21] = [
-    "let", "fn", "for", "in", "if", "else", "return", "import", "target", "data", "hyper", "param", "model",
-    "predict", "generated", "infer", "ints", "int", "real", "vector", "matrix",
+    "let",
+    "fn",
+    "for",
+    "in",
+    "if",
+    "else",
+    "return",
+    "import",
+    "target",
+    "data",
+    "hyper",
+    "param",
+    "model",
+    "predict",
+    "generated",
+    "infer",
+    "ints",
+    "int",
+    "real",
+    "vector",
+    "matrix",
 ];
 /// Keywords that may start a top-level item, for "did you mean".
 const ITEM_KEYWORDS: [&str; 10] = [
-    "import", "fn", "data", "hyper", "param", "let", "model", "predict", "generated", "infer",
+    "import",
+    "fn",
+    "data",
+    "hyper",
+    "param",
+    "let",
+    "model",
+    "predict",
+    "generated",
+    "infer",
 ];
 
 /// Convert pest's error at the furthest position into an [`Error`].
@@ -84,9 +112,9 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         ident | lvalue => "a name",
         dist_name | dist_call => "a distribution",
         word => "a word",
-        kw_import | kw_fn | kw_data | kw_hyper | kw_param | kw_model | kw_predict | kw_generated | kw_infer
-        | import | fn_def | data_block | hyper_block | param_block | model_block | predict_block
-        | generated_block | infer_block => ITEM,
+        kw_import | kw_fn | kw_data | kw_hyper | kw_param | kw_model | kw_predict | kw_generated
+        | kw_infer | import | fn_def | data_block | hyper_block | param_block | model_block
+        | predict_block | generated_block | infer_block => ITEM,
         kw_let => "`let`",
         kw_for => "`for`",
         kw_in => "`in`",

@@ -33,7 +33,10 @@ fn data() -> String {
 /// Fit `src` on the conjugate data with `set` overrides (KEY=VALUE).
 fn fit(src: &str, set: &[(&str, &str)]) -> FitReport {
     let (typed, mut joint) = load(src, &data());
-    let set: Vec<(String, String)> = set.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    let set: Vec<(String, String)> = set
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect();
     let options = check::infer_options(&typed, &set).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
     run::attach_after_fit(&typed, &mut joint, &options).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
     run::fit(&joint, &options, &RunInfo::default(), &mut Silent)
@@ -73,7 +76,10 @@ fn generated_outputs_are_columns_after_the_parameters() {
         &[("draws", "200")],
     );
     let names: Vec<&str> = r.columns.iter().map(String::as_str).collect();
-    assert_eq!(names, ["mu", "y_rep.1", "y_rep.2", "y_rep.3", "y_rep.4", "y_rep.5", "y_rep.6", "m"]);
+    assert_eq!(
+        names,
+        ["mu", "y_rep.1", "y_rep.2", "y_rep.3", "y_rep.4", "y_rep.5", "y_rep.6", "m"]
+    );
     // m is computed from the same draws of y_rep, draw by draw
     for s in 0..r.n_draws() {
         let mean = (1..=6).map(|i| r.draws[(s, i)]).sum::<f64>() / 6.0;
@@ -112,7 +118,12 @@ fn branches_on_parameters_are_taken_draw_by_draw() {
         ),
         &[],
     );
-    let (mu, z, big, not_big) = (column(&r, "mu"), column(&r, "z"), column(&r, "big"), column(&r, "not_big"));
+    let (mu, z, big, not_big) = (
+        column(&r, "mu"),
+        column(&r, "z"),
+        column(&r, "big"),
+        column(&r, "not_big"),
+    );
     let mut taken = 0;
     for s in 0..mu.len() {
         let above = mu[s] > 0.4;
@@ -135,9 +146,15 @@ fn replicates_follow_the_posterior_predictive_of_a_conjugate_model() {
         let n = x.len() as f64;
         let want_var = v + 1.0;
         // 3 standard errors of the mean and of the variance (normal: var(s²) = 2σ⁴/(n − 1))
-        assert!((mean - m).abs() < 3.0 * (want_var / n).sqrt(), "y_rep.{i}: mean {mean} vs {m}");
+        assert!(
+            (mean - m).abs() < 3.0 * (want_var / n).sqrt(),
+            "y_rep.{i}: mean {mean} vs {m}"
+        );
         let se_var = (2.0 * want_var * want_var / (n - 1.0)).sqrt();
-        assert!((var - want_var).abs() < 3.0 * se_var, "y_rep.{i}: var {var} vs {want_var}");
+        assert!(
+            (var - want_var).abs() < 3.0 * se_var,
+            "y_rep.{i}: var {var} vs {want_var}"
+        );
     }
 }
 
@@ -196,7 +213,10 @@ model {
 #[test]
 fn loo_gives_one_log_likelihood_per_observation_at_each_draw() {
     let r = fit(CONJUGATE, &[("loo", "true"), ("draws", "300")]);
-    let ll = r.log_lik.as_ref().expect("loo = true keeps the pointwise log-likelihood");
+    let ll = r
+        .log_lik
+        .as_ref()
+        .expect("loo = true keeps the pointwise log-likelihood");
     assert_eq!(ll.vars, vec![("y".to_string(), Y.len())]);
     assert_eq!(ll.values.shape(), (300, Y.len()));
     let mu = column(&r, "mu");
@@ -219,7 +239,11 @@ fn predictive_on_a_model_without_observations_is_a_diagnostic() {
     let dir = std::env::temp_dir().join("mvi_predictive_no_obs");
     std::fs::create_dir_all(&dir).unwrap();
     let model = dir.join("prior_only.mvi");
-    std::fs::write(&model, "param {\n  mu: real\n}\nmodel {\n  mu ~ normal(0, 1)\n}\n").unwrap();
+    std::fs::write(
+        &model,
+        "param {\n  mu: real\n}\nmodel {\n  mu ~ normal(0, 1)\n}\n",
+    )
+    .unwrap();
     let out = mvi(&["run", model.to_str().unwrap(), "--predictive", "-q"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -14,10 +14,10 @@ mod data_files;
 mod densities;
 mod derivatives;
 mod examples;
-mod generated;
 /// The fit fixture that `arviz` and `report` share (tests/arviz/fixture.rs).
 #[path = "../arviz/fixture.rs"]
 mod fixture;
+mod generated;
 mod golden;
 mod high_dim;
 mod interrupt;

@@ -27,6 +27,9 @@ pub(crate) struct ObservedVar {
     /// [`Reading::Replicate`]: per entry of the data, the replicated entry (`None`: no `~`
     /// draws it). [`Reading::LogLik`]: per observation in statement order, its log density.
     pub entries: Vec<Option<(NodeId, u32)>>,
+    /// [`Reading::LogLik`]: the observed outcomes, one per observation (the first entry of
+    /// a multivariate outcome's row).
+    pub observed: Vec<f64>,
 }
 
 /// The state of a reading: what it found, and the `~` it could not replicate.
@@ -56,6 +59,7 @@ impl Observations {
                     name: name.to_string(),
                     shape,
                     entries: vec![None; size],
+                    observed: Vec::new(),
                 });
                 self.vars.len() - 1
             }
@@ -113,10 +117,15 @@ impl Lowerer<'_> {
                     None => self.wrap(lhs, |g| dist::pointwise(g, name, x, &ps))?,
                 };
                 let n = self.g.shape(ll).size();
+                let values = self.g.const_value(x).map(<[f64]>::to_vec).unwrap_or_default();
                 let var_name = data_root(lhs).map_or(text, |(n, _)| n.to_string());
                 let obs = self.observations.as_mut().expect("a reading is under way");
                 let var = obs.var(&var_name, Shape::Vector(0), 0);
                 var.entries.extend((0..n as u32).map(|i| Some((ll, i))));
+                // one value per observation: the outcome itself, or the first entry of each
+                // row of a multivariate one
+                var.observed
+                    .extend((0..n).map(|i| values.get(i).copied().unwrap_or(f64::NAN)));
                 var.shape = Shape::Vector(var.entries.len());
                 Ok(())
             }
@@ -142,7 +151,9 @@ impl Lowerer<'_> {
                     .map_or(shape.size(), |s| graph_shape(s).size())
                     .min(shape.size());
                 if each == 0 || shape.size() % each != 0 {
-                    return Err(self.internal(self.span(lhs), "a replicate whose draws do not tile the outcome"));
+                    return Err(
+                        self.internal(self.span(lhs), "a replicate whose draws do not tile the outcome")
+                    );
                 }
                 let mut ids = ps;
                 ids.extend(bounds.0);

@@ -95,7 +95,12 @@ impl Lowerer<'_> {
     /// `if` on a condition that varies by draw (`generated`): both branches are lowered, and
     /// every local either one changes becomes `cond ? then-value : else-value`, entry by
     /// entry per draw.
-    fn select_branches(&mut self, cond: &TExpr, then: &[TStmt], otherwise: &[TStmt]) -> Result<(), Diagnostic> {
+    fn select_branches(
+        &mut self,
+        cond: &TExpr,
+        then: &[TStmt],
+        otherwise: &[TStmt],
+    ) -> Result<(), Diagnostic> {
         let c = self.expr(cond)?;
         let before = self.scopes.clone();
         self.block(then)?;
