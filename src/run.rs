@@ -489,9 +489,21 @@ fn assemble(
     let (mut columns, mut draws) = constrained_draws(model, &post.theta, &w);
     drop(t);
     let mut generated_notes = Vec::new();
+    let mut replicated = Vec::new();
     for (gen, purpose) in [(&model.generated, "generated"), (&model.replicates, "replicates")] {
         let Some(gen) = gen else { continue };
         generated_notes.extend(gen.notes.iter().cloned());
+        if purpose == "replicates" {
+            let mut c = columns.len();
+            for o in &gen.outputs {
+                replicated.push(crate::report::Replicated {
+                    name: o.name.trim_end_matches("_rep").to_string(),
+                    observed: o.observed.clone().unwrap_or_default(),
+                    first_column: c,
+                });
+                c += o.shape.size();
+            }
+        }
         let _t = timing::span("report: generated quantities");
         let seed = generate::stream_seed(option_int(options, "seed", 0), purpose);
         let out = generate::eval_generated(gen, post.theta.as_slice(), &w, seed);
@@ -591,6 +603,7 @@ fn assemble(
         mcmc,
         reference: None,
         log_lik,
+        replicated,
     }
 }
 

@@ -43,7 +43,7 @@ pub struct Output {
     /// The node holding its value.
     pub value: NodeId,
     /// For a pointwise log-likelihood, the observed values it scores, one per observation
-    /// (ArviZ's `observed_data`).
+    /// (ArviZ's `observed_data`); for a replicate, the data it replicates.
     pub observed: Option<Vec<f64>>,
 }
 

@@ -128,10 +128,8 @@ pub fn lower_observed(model: &TypedModel, reading: Reading) -> Result<(Generated
         outputs.push((name, v));
     }
     let mut gen = finish_generated(l.g, outputs);
-    if reading == Reading::LogLik {
-        for (o, values) in gen.outputs.iter_mut().zip(observed) {
-            o.observed = Some(values);
-        }
+    for (o, values) in gen.outputs.iter_mut().zip(observed) {
+        o.observed = Some(values);
     }
     Ok((gen, obs.skipped))
 }

@@ -241,6 +241,27 @@ pub struct FitReport {
     /// The pointwise log-likelihood at every draw (`loo = true`), with the importance
     /// correction log p̃ − log q of an approximation.
     pub log_lik: Option<LogLikDraws>,
+    /// The replicated data variables (`predictive = true`), for posterior predictive checks.
+    pub replicated: Vec<Replicated>,
+}
+
+/// A data variable replicated at every draw: its values and where its replicates are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replicated {
+    /// The data variable's name (`y`; its columns are `y_rep.1`, …).
+    pub name: String,
+    /// The observed values, in the order of the replicate's columns.
+    pub observed: Vec<f64>,
+    /// The first of its columns in `draws`.
+    pub first_column: usize,
+}
+
+impl Replicated {
+    /// Whether the data are counts or labels (every value an integer): a rootogram rather
+    /// than densities.
+    pub fn discrete(&self) -> bool {
+        self.observed.iter().all(|v| v.fract() == 0.0)
+    }
 }
 
 /// Pointwise log-likelihoods at the draws of a fit, for LOO.

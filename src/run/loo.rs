@@ -15,7 +15,7 @@ use crate::check::{TExpr, TExprKind, TStmt, TypedModel};
 use crate::data::Value as DataValue;
 use crate::diagnostic::Diagnostic;
 use crate::fsutil::write_atomic;
-use crate::posterior::loo::{compare, psis_loo, CompareRow, Loo};
+use crate::posterior::loo::{compare, loo_pit, psis_loo, CompareRow, Loo};
 use crate::report::{self, FitReport, LogLikDraws};
 
 /// A model's PSIS-LOO with the observed values it scores (to check that compared models
@@ -181,16 +181,39 @@ pub fn render_log_lik_csv(ll: &LogLikDraws) -> String {
     out
 }
 
-/// Write `loo.json` (and `log_lik.csv` when asked) into `dir`, each atomically.
+/// Write `loo.json` (and `log_lik.csv` when asked, and `loo_pit.svg` when the fit has the
+/// replicates of its one observed variable) into `dir`, each atomically.
 ///
 /// # Errors
-/// An I/O error writing a file.
+/// An I/O error writing a file, or a plot that could not be drawn.
 pub fn write_loo_files(dir: &Path, report: &FitReport, m: &ModelLoo, log_lik: bool) -> io::Result<()> {
     write_atomic(&dir.join("loo.json"), render_loo_json(report, m).as_bytes())?;
     if let (true, Some(ll)) = (log_lik, &report.log_lik) {
         write_atomic(&dir.join("log_lik.csv"), render_log_lik_csv(ll).as_bytes())?;
     }
+    if let Some(pit) = loo_pit_values(report) {
+        let svg = report::loo::loo_pit_svg(&pit, &format!("LOO-PIT: {}", report.model_file))
+            .map_err(io::Error::other)?;
+        write_atomic(&dir.join("loo_pit.svg"), svg.as_bytes())?;
+    }
     Ok(())
+}
+
+/// The LOO-PIT values of a fit with `loo` and `predictive`, when its one observed variable
+/// is replicated entry for entry (a `~` on the whole variable, or on each entry in order).
+pub fn loo_pit_values(report: &FitReport) -> Option<Vec<f64>> {
+    let ll = report.log_lik.as_ref()?;
+    let [rep] = report.replicated.as_slice() else {
+        return None;
+    };
+    let [(name, n)] = ll.vars.as_slice() else {
+        return None;
+    };
+    if *name != rep.name || *n != rep.observed.len() || ll.observed != rep.observed {
+        return None;
+    }
+    let y_rep = report.draws.columns(rep.first_column, *n).into_owned();
+    Some(loo_pit(&rep.observed, &y_rep, &ll.values, ll.log_correction.as_deref(), 1.0, None))
 }
 
 /// The `az.compare` table of models fitted to the same data, best first.

@@ -37,6 +37,13 @@ pub fn write_output_dir_with_pairs(
         write_named(dir, "posterior.svg", posterior.as_bytes())?;
         let trace = report::render_trace_svg(report).map_err(io::Error::other)?;
         write_named(dir, "trace.svg", trace.as_bytes())?;
+        for r in &report.replicated {
+            let n = r.observed.len();
+            let y_rep = report.draws.columns(r.first_column, n).into_owned();
+            let title = format!("posterior predictive check: {}", r.name);
+            let svg = report::loo::ppc_svg(&r.observed, &y_rep, r.discrete(), &title).map_err(io::Error::other)?;
+            write_named(dir, &format!("ppc_{}.svg", r.name), svg.as_bytes())?;
+        }
     }
     Ok(())
 }

@@ -94,5 +94,6 @@ pub fn report(method: &str, n_draws: usize, seed: u64) -> FitReport {
         mcmc: None,
         reference: None,
         log_lik: None,
+        replicated: Vec::new(),
     }
 }

@@ -250,3 +250,103 @@ fn predictive_on_a_model_without_observations_is_a_diagnostic() {
     assert!(err.contains("mvi::run::no_observations"), "{err}");
     assert!(err.contains("this `~` is on a parameter"), "{err}");
 }
+
+/// `mvi loo --json` on the linear regression example with `method`, parsed.
+fn loo_json(method: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "loo",
+        "examples/linear_regression.mvi",
+        "--data",
+        "examples/data/linear_regression.json",
+        "--method",
+        method,
+        "--json",
+        "-q",
+    ];
+    args.extend(extra);
+    let out = mvi(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("mvi loo --json prints JSON")
+}
+
+#[test]
+fn corrected_loo_from_laplace_agrees_with_loo_from_nuts() {
+    let nuts = loo_json("nuts", &[]);
+    let laplace = loo_json("laplace", &[]);
+    let (e_nuts, se) = (nuts["loo"]["elpd_loo"].as_f64().unwrap(), nuts["loo"]["se"].as_f64().unwrap());
+    let e_laplace = laplace["loo"]["elpd_loo"].as_f64().unwrap();
+    assert_eq!(nuts["loo"]["corrected"], false);
+    assert_eq!(laplace["loo"]["corrected"], true);
+    assert_eq!(laplace["loo"]["n_obs"], 50);
+    assert!((e_laplace - e_nuts).abs() < 0.1 * se, "laplace {e_laplace} vs nuts {e_nuts} (se {se})");
+}
+
+#[test]
+fn loo_writes_loo_json_and_the_log_likelihood_csv() {
+    let dir = std::env::temp_dir().join("mvi_loo_files");
+    let _ = std::fs::remove_dir_all(&dir);
+    loo_json("laplace", &["--log-lik", "--output-dir", dir.to_str().unwrap(), "--set", "draws=200"]);
+    let csv = std::fs::read_to_string(dir.join("log_lik.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 201);
+    assert!(lines[0].starts_with("y.1,y.2,"));
+    assert_eq!(lines[1].split(',').count(), 50);
+    let loo: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("loo.json")).unwrap()).unwrap();
+    assert_eq!(loo["loo"]["n_draws"], 200);
+    assert!(dir.join("draws.csv").is_file());
+}
+
+#[test]
+fn compare_models_ranks_the_full_regression_first() {
+    let out = mvi(&[
+        "compare-models",
+        "examples/linear_regression.mvi",
+        "tests/data/loo_models/first_column.mvi",
+        "--data",
+        "examples/data/linear_regression.json",
+        "--json",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let models = v["models"].as_array().unwrap();
+    assert_eq!(models[0]["model"], "examples/linear_regression.mvi");
+    assert_eq!(models[0]["rank"], 0);
+    assert!(models[1]["elpd_diff"].as_f64().unwrap() > 100.0);
+    let w: f64 = models.iter().map(|m| m["weight"].as_f64().unwrap()).sum();
+    assert!((w - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn compare_models_of_different_data_is_a_diagnostic() {
+    let out = mvi(&[
+        "compare-models",
+        "examples/linear_regression.mvi",
+        "tests/data/loo_models/other_data.mvi",
+        "--data",
+        "examples/data/linear_regression.json",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mvi::run::different_data") && err.contains("help:"), "{err}");
+}
+
+#[test]
+fn loo_of_a_whole_vector_scored_at_once_says_how_to_split_it() {
+    let dir = std::env::temp_dir().join("mvi_loo_unsplit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("mvn.mvi");
+    std::fs::write(
+        &model,
+        "data {\n  y: vector[3]\n}\nparam {\n  mu: vector[3]\n}\nmodel {\n  mu ~ normal(0, 1)\n  \
+         y ~ multi_normal(mu, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])\n}\n",
+    )
+    .unwrap();
+    let data = dir.join("mvn.json");
+    std::fs::write(&data, r#"{"y": [0.1, 0.2, 0.3]}"#).unwrap();
+    let out = mvi(&["loo", model.to_str().unwrap(), "--data", data.to_str().unwrap(), "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mvi::run::loo_not_pointwise") && err.contains("one term for all of it"), "{err}");
+}

@@ -28,7 +28,7 @@ pub(crate) struct ObservedVar {
     /// draws it). [`Reading::LogLik`]: per observation in statement order, its log density.
     pub entries: Vec<Option<(NodeId, u32)>>,
     /// [`Reading::LogLik`]: the observed outcomes, one per observation (the first entry of
-    /// a multivariate outcome's row).
+    /// a multivariate outcome's row); [`Reading::Replicate`]: the data variable's values.
     pub observed: Vec<f64>,
 }
 
@@ -167,8 +167,11 @@ impl Lowerer<'_> {
                 };
                 let rep = self.g.rng(draw, shape);
                 let size = graph_shape(root_shape).size();
+                let data = self.name(root, lhs)?;
+                let values = self.g.const_value(data).map(<[f64]>::to_vec).unwrap_or_default();
                 let obs = self.observations.as_mut().expect("a reading is under way");
                 let var = obs.var(root, graph_shape(root_shape), size);
+                var.observed = values;
                 for (j, &p) in positions.iter().enumerate() {
                     if let Some(e) = var.entries.get_mut(p as usize) {
                         *e = Some((rep, j as u32));
