@@ -177,6 +177,10 @@ pub struct FitArgs {
     /// every posterior draw (the posterior predictive; as `predictive = true` in `infer`).
     #[arg(long)]
     pub predictive: bool,
+    /// Draw from the prior instead of the posterior (`nuts` on the model without its `~` on
+    /// data), with prior predictive replicates `<name>_rep` of the data.
+    #[arg(long, conflicts_with = "method")]
+    pub prior: bool,
     /// Pairs of columns to plot against each other in posterior.svg, e.g. `--pairs mu:tau`
     /// (repeatable; default: the first few parameters).
     #[arg(long, value_name = "NAME:NAME", requires = "output_dir")]
@@ -446,7 +450,15 @@ fn run_info(m: &ModelArgs) -> RunInfo {
 fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let t = timing::span("load: parse, check, data, lower");
     let (typed, mut joint) = load_and_lower(&a.model)?;
-    let options = run_options(&typed, a.method.as_deref(), &fit_set(&a.fit))?;
+    let mut set = fit_set(&a.fit);
+    let method = if a.fit.prior {
+        joint = run::prior_joint(&typed)?;
+        set.push("predictive=true".into());
+        Some("nuts")
+    } else {
+        a.method.as_deref()
+    };
+    let options = run_options(&typed, method, &set)?;
     run::attach_after_fit(&typed, &mut joint, &options)?;
     drop(t);
     // Output problems are found before the fit, not after it.
@@ -455,7 +467,10 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
         prepare_output_dir(dir)?;
     }
     let flag = interrupt_flag();
-    let report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+    let mut report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
+    if a.fit.prior {
+        report.notes.insert(0, run::PRIOR_NOTE.to_string());
+    }
     let t = timing::span("report: write and print");
     let written = match &a.fit.output_dir {
         Some(dir) => write_outputs(dir, &report, &pairs),

@@ -155,9 +155,12 @@ pub fn options_with_defaults(options: &InferOptions) -> Vec<(String, String)> {
         let text = match given.map(|e| &e.value) {
             Some(v) => option_text(v),
             None if spec.key == "method" => method.clone(),
-            None => infer_keys::default_for(spec, &method)
-                .unwrap_or("(one block per parameter)")
-                .to_string(),
+            None => match infer_keys::default_for(spec, &method) {
+                Some(d) => d.to_string(),
+                None if spec.key == "blocks" => "(one block per parameter)".to_string(),
+                // a switch that is off unless given (`predictive`, `loo`)
+                None => continue,
+            },
         };
         out.push((spec.key.to_string(), text));
     }
@@ -287,6 +290,31 @@ pub fn attach_after_fit(
         joint.log_lik = Some(ll);
     }
     Ok(())
+}
+
+/// What a report of prior draws says about them.
+pub const PRIOR_NOTE: &str = "prior draws: `nuts` on the prior alone (the model without its `~` \
+    on data), and `<name>_rep` are prior predictive draws of the data";
+
+/// The prior alone as a log joint, for prior predictive draws (`mvi run --prior`).
+///
+/// # Errors
+/// As [`graph::lower_prior`], and a model whose every `~` is on data (no prior to draw from),
+/// or none is.
+pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
+    if !typed.model.iter().any(|s| has_data_tilde(s)) {
+        return Err(nothing_observed(typed, "--prior"));
+    }
+    graph::lower_prior(typed)
+}
+
+fn has_data_tilde(s: &TStmt) -> bool {
+    match s {
+        TStmt::Tilde { lhs, .. } => lhs.stage == crate::check::Stage::Const,
+        TStmt::For { iterations, .. } => iterations.iter().flatten().any(has_data_tilde),
+        TStmt::If { then, otherwise, .. } => then.iter().chain(otherwise).any(has_data_tilde),
+        _ => false,
+    }
 }
 
 /// A diagnostic for a request that needs a `~` on data in a model that has none: at the

@@ -44,7 +44,22 @@ use crate::syntax::span::Span;
 /// `bernoulli_logit`), with the span of the outcome and a help line; an internal shape
 /// problem the checker should have ruled out, pointing at the expression.
 pub fn lower_model(model: &TypedModel) -> Result<LogJoint, Diagnostic> {
+    lower_joint(model, false)
+}
+
+/// The prior alone as a log joint: [`lower_model`] without the `~` statements on data and
+/// the `target += dist_lpdf(y | …)` whose outcome is data (the likelihood), for prior
+/// predictive draws (`mvi run --prior`).
+///
+/// # Errors
+/// As [`lower_model`].
+pub fn lower_prior(model: &TypedModel) -> Result<LogJoint, Diagnostic> {
+    lower_joint(model, true)
+}
+
+fn lower_joint(model: &TypedModel, prior_only: bool) -> Result<LogJoint, Diagnostic> {
     let mut main = Lowerer::new(model, false);
+    main.prior_only = prior_only;
     let (params, hypers) = main.declare_slots()?;
     main.lower_lets()?;
     let reported = main.reported_lets();
@@ -227,6 +242,8 @@ pub(crate) struct Lowerer<'m> {
     /// Reading the `model` block after a fit (replicates or pointwise log-likelihoods):
     /// what its `~` on data gave.
     pub(crate) observations: Option<observed::Observations>,
+    /// Lowering the prior alone: the likelihood's statements are left out.
+    pub(crate) prior_only: bool,
 }
 
 impl<'m> Lowerer<'m> {
@@ -240,6 +257,7 @@ impl<'m> Lowerer<'m> {
             call_site: None,
             loops: Vec::new(),
             observations: None,
+            prior_only: false,
         }
     }
 

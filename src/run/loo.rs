@@ -213,7 +213,14 @@ pub fn loo_pit_values(report: &FitReport) -> Option<Vec<f64>> {
         return None;
     }
     let y_rep = report.draws.columns(rep.first_column, *n).into_owned();
-    Some(loo_pit(&rep.observed, &y_rep, &ll.values, ll.log_correction.as_deref(), 1.0, None))
+    Some(loo_pit(
+        &rep.observed,
+        &y_rep,
+        &ll.values,
+        ll.log_correction.as_deref(),
+        1.0,
+        None,
+    ))
 }
 
 /// The `az.compare` table of models fitted to the same data, best first.

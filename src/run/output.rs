@@ -41,7 +41,8 @@ pub fn write_output_dir_with_pairs(
             let n = r.observed.len();
             let y_rep = report.draws.columns(r.first_column, n).into_owned();
             let title = format!("posterior predictive check: {}", r.name);
-            let svg = report::loo::ppc_svg(&r.observed, &y_rep, r.discrete(), &title).map_err(io::Error::other)?;
+            let svg =
+                report::loo::ppc_svg(&r.observed, &y_rep, r.discrete(), &title).map_err(io::Error::other)?;
             write_named(dir, &format!("ppc_{}.svg", r.name), svg.as_bytes())?;
         }
     }

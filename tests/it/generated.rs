@@ -273,25 +273,41 @@ fn loo_json(method: &str, extra: &[&str]) -> serde_json::Value {
 fn corrected_loo_from_laplace_agrees_with_loo_from_nuts() {
     let nuts = loo_json("nuts", &[]);
     let laplace = loo_json("laplace", &[]);
-    let (e_nuts, se) = (nuts["loo"]["elpd_loo"].as_f64().unwrap(), nuts["loo"]["se"].as_f64().unwrap());
+    let (e_nuts, se) = (
+        nuts["loo"]["elpd_loo"].as_f64().unwrap(),
+        nuts["loo"]["se"].as_f64().unwrap(),
+    );
     let e_laplace = laplace["loo"]["elpd_loo"].as_f64().unwrap();
     assert_eq!(nuts["loo"]["corrected"], false);
     assert_eq!(laplace["loo"]["corrected"], true);
     assert_eq!(laplace["loo"]["n_obs"], 50);
-    assert!((e_laplace - e_nuts).abs() < 0.1 * se, "laplace {e_laplace} vs nuts {e_nuts} (se {se})");
+    assert!(
+        (e_laplace - e_nuts).abs() < 0.1 * se,
+        "laplace {e_laplace} vs nuts {e_nuts} (se {se})"
+    );
 }
 
 #[test]
 fn loo_writes_loo_json_and_the_log_likelihood_csv() {
     let dir = std::env::temp_dir().join("mvi_loo_files");
     let _ = std::fs::remove_dir_all(&dir);
-    loo_json("laplace", &["--log-lik", "--output-dir", dir.to_str().unwrap(), "--set", "draws=200"]);
+    loo_json(
+        "laplace",
+        &[
+            "--log-lik",
+            "--output-dir",
+            dir.to_str().unwrap(),
+            "--set",
+            "draws=200",
+        ],
+    );
     let csv = std::fs::read_to_string(dir.join("log_lik.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 201);
     assert!(lines[0].starts_with("y.1,y.2,"));
     assert_eq!(lines[1].split(',').count(), 50);
-    let loo: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("loo.json")).unwrap()).unwrap();
+    let loo: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("loo.json")).unwrap()).unwrap();
     assert_eq!(loo["loo"]["n_draws"], 200);
     assert!(dir.join("draws.csv").is_file());
 }
@@ -329,7 +345,10 @@ fn compare_models_of_different_data_is_a_diagnostic() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("mvi::run::different_data") && err.contains("help:"), "{err}");
+    assert!(
+        err.contains("mvi::run::different_data") && err.contains("help:"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -345,8 +364,17 @@ fn loo_of_a_whole_vector_scored_at_once_says_how_to_split_it() {
     .unwrap();
     let data = dir.join("mvn.json");
     std::fs::write(&data, r#"{"y": [0.1, 0.2, 0.3]}"#).unwrap();
-    let out = mvi(&["loo", model.to_str().unwrap(), "--data", data.to_str().unwrap(), "-q"]);
+    let out = mvi(&[
+        "loo",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "-q",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("mvi::run::loo_not_pointwise") && err.contains("one term for all of it"), "{err}");
+    assert!(
+        err.contains("mvi::run::loo_not_pointwise") && err.contains("one term for all of it"),
+        "{err}"
+    );
 }

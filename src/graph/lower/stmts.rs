@@ -49,6 +49,7 @@ impl Lowerer<'_> {
                 Ok(())
             }
             TStmt::Assign { target, op, value } => self.assign(target, *op, value),
+            TStmt::Tilde { lhs, .. } if self.prior_only && lhs.stage == crate::check::Stage::Const => Ok(()),
             TStmt::Tilde {
                 lhs,
                 dist,
@@ -56,6 +57,7 @@ impl Lowerer<'_> {
                 trunc,
             } => self.tilde(lhs, dist, args, trunc.as_ref()),
             TStmt::Target(_) if self.observations.is_some() => Ok(()),
+            TStmt::Target(e) if self.prior_only && scores_data(e) => Ok(()),
             TStmt::Target(e) => {
                 let v = self.expr(e)?;
                 let v = if self.g.shape(v) == crate::graph::Shape::Scalar {
@@ -341,6 +343,11 @@ impl Lowerer<'_> {
             None => Err(self.internal(self.span(target), "an update of something other than a local")),
         }
     }
+}
+
+/// Whether `target += e` is a likelihood term: a density whose outcome is data.
+fn scores_data(e: &TExpr) -> bool {
+    matches!(&e.kind, TExprKind::Dist { args, .. } if args.first().is_some_and(|x| x.stage == crate::check::Stage::Const))
 }
 
 /// Whether two values of a local are the same nodes.
