@@ -191,6 +191,8 @@ fn infer_section(model: &TypedModel, out: &mut String) {
                 ),
                 "  (default)",
             ),
+            // a switch that is off unless given (`predictive`, `loo`)
+            (None, None) if matches!(key, "predictive" | "loo") => continue,
             (None, None) => ("—".into(), ""),
         };
         let _ = writeln!(out, "  {key} = {value}{note}");
