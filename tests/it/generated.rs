@@ -378,3 +378,49 @@ fn loo_of_a_whole_vector_scored_at_once_says_how_to_split_it() {
         "{err}"
     );
 }
+
+#[test]
+fn prior_draws_follow_the_prior_and_replicate_the_data_from_it() {
+    let dir = std::env::temp_dir().join("mvi_prior_draws");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = mvi(&[
+        "run",
+        "examples/linear_regression.mvi",
+        "--data",
+        "examples/data/linear_regression.json",
+        "--prior",
+        "--json",
+        "-q",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["method"], "nuts");
+    assert!(v["notes"].to_string().contains("prior draws"), "{}", v["notes"]);
+    // w ~ normal(0, tau) with tau = 1 in the data
+    let w1 = &v["parameters"]["w.1"];
+    assert!(w1["mean"].as_f64().unwrap().abs() < 0.1, "{w1}");
+    assert!((w1["sd"].as_f64().unwrap() - 1.0).abs() < 0.1, "{w1}");
+    assert!(v["parameters"]["y_rep.50"].is_object());
+    assert!(dir.join("ppc_y.svg").is_file());
+}
+
+#[test]
+fn predictive_with_an_output_dir_draws_the_check() {
+    let dir = std::env::temp_dir().join("mvi_ppc_svg");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = mvi(&[
+        "run",
+        "examples/poisson_regression.mvi",
+        "--data",
+        "examples/data/poisson_regression.json",
+        "--predictive",
+        "-q",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = std::fs::read_to_string(dir.join("ppc_y.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("frequency"), "{}", &svg[..200.min(svg.len())]);
+}
