@@ -226,3 +226,23 @@ def test_integer_data_stays_integer_in_arviz():
     assert tree.posterior_predictive["y"].dtype == np.int64
     assert tree.log_likelihood["y"].shape == (1, 1000, 40)
     assert fit.loo()["n_obs"] == 40
+
+
+def test_loo_of_a_whole_vector_term_raises_its_diagnostic():
+    model = mvi.Model(
+        """
+        data { N: int; y: vector[N] }
+        param { mu: vector[N] }
+        model {
+          mu ~ normal(0, 1)
+          y ~ multi_normal(mu, diag_matrix(rep_vector(1.0, N)))
+        }
+        infer { method = laplace; seed = 1 }
+        """
+    )
+    fit = model.fit(data={"N": 3, "y": np.array([0.1, 0.2, 0.3])}, loo=True)
+    assert fit.log_lik["y"].shape == (1000, 1)
+    with pytest.raises(mvi.ModelError, match="one term for all of it") as err:
+        fit.loo()
+    assert (err.value.code, err.value.line) == ("mvi::run::loo_not_pointwise", 6)
+    assert fit.to_arviz().log_likelihood["y"].dims == ("chain", "draw", "y_obs")
