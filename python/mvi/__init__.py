@@ -11,6 +11,10 @@ and ArviZ data.
     >>> fit.summary()
     >>> fit.to_arviz()
 
+``model.fit(data, predictive=True, loo=True)`` adds replicated data and pointwise
+log-likelihoods (``fit.loo()``, ArviZ's ``posterior_predictive``, ``log_likelihood`` and
+``observed_data``); :func:`compare_models` ranks models by PSIS-LOO.
+
 Many fits (per-group fits, cross-validation folds, simulation studies) go through
 :func:`fit_many`, on local threads or on a ``dask.distributed`` cluster; models and fits
 pickle, so they travel to worker processes and back.
@@ -29,7 +33,7 @@ import numpy as np
 from . import _mvi
 from ._mvi import ModelError
 
-__all__ = ["Model", "Fit", "ModelError", "compare", "fit_many", "__version__"]
+__all__ = ["Model", "Fit", "ModelError", "compare", "compare_models", "fit_many", "__version__"]
 __version__ = _mvi.__version__
 
 _METHODS_DEFAULT = ("laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full")
@@ -103,6 +107,9 @@ class Model:
         exactly as for a JSON data file (matrices are row by row). ``method`` overrides
         the model's ``infer { method = … }``; keyword arguments override other ``infer``
         options (``samples=500``, ``rank=2``, ``seed=3``), as ``--set`` does.
+        ``predictive=True`` (``--predictive``) adds the replicates ``<name>_rep`` of the
+        observed data to :attr:`Fit.draws`, and ``loo=True`` the pointwise
+        log-likelihoods that :meth:`Fit.loo` and ArviZ's ``log_likelihood`` group use.
 
         The fit releases the GIL (other threads run meanwhile); Ctrl-C stops it and raises
         ``KeyboardInterrupt``.
@@ -123,6 +130,36 @@ def _data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if hasattr(data, "columns") and hasattr(data, "to_numpy") and not isinstance(data, Mapping):
         return {str(c): data[c] for c in data.columns}
     return data
+
+
+def _column_major(block: np.ndarray, shape) -> np.ndarray:
+    """Columns ``(draws, entries)`` in CmdStan's order (column-major: ``W.1.1, W.2.1, …``) as
+    an array ``(draws, *shape)`` indexed ``[draw, row, column]``."""
+    arr = block.reshape((block.shape[0], *reversed(shape)))
+    if len(shape) > 1:
+        arr = arr.transpose((0, *range(len(shape), 0, -1)))
+    return np.ascontiguousarray(arr)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal values, NaN equal to NaN (an entry no ``~`` observes)."""
+    return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
+
+
+def _model_error(info: dict) -> ModelError:
+    """A :class:`ModelError` from its parts (the extension's ``message``, ``code``, ``line``,
+    ``column``, ``file``, ``diagnostics``; or a ``code``, ``message`` and ``help``)."""
+    message = info.get("message", "")
+    if "help" in info:
+        text = f"{info['code']}\n\n  × {message}\n  help: {info['help']}"
+        info = {"code": info["code"], "diagnostics": [(info["code"], message)]}
+    else:
+        text = message
+    err = ModelError(text)
+    err.code = info.get("code")
+    err.line, err.column, err.file = info.get("line"), info.get("column"), info.get("file")
+    err.diagnostics = list(info.get("diagnostics", []))
+    return err
 
 
 # NUTS's per-draw numbers: mvi's name (draws.csv's without the `__`), ArviZ's name, type.
@@ -158,15 +195,40 @@ class Fit:
         c0 = 0
         for name, shape in raw["blocks"]:
             size = int(np.prod(shape)) if shape else 1
-            block = flat[:, c0 : c0 + size]
+            draws[name] = _column_major(flat[:, c0 : c0 + size], shape)
             c0 += size
-            # columns are column-major (CmdStan's `W.1.1, W.2.1, …`): reverse, then transpose
-            arr = block.reshape((n, *reversed(shape)))
-            if len(shape) > 1:
-                arr = arr.transpose((0, *range(len(shape), 0, -1)))
-            draws[name] = np.ascontiguousarray(arr)
-        #: Draws of every parameter and reported ``let``, shaped ``(draws, *declared shape)``.
+        #: Draws of every parameter, reported ``let``, output of ``generated`` and (with
+        #: ``predictive=True``) replicate ``<name>_rep``, shaped ``(draws, *declared shape)``.
         self.draws: dict[str, np.ndarray] = draws
+        #: The outputs of the ``generated`` block (entries of :attr:`draws`).
+        self.generated: list[str] = list(raw.get("generated", []))
+        #: With ``predictive=True``: each replicate in :attr:`draws` and the data it
+        #: replicates (``{"y_rep": "y"}``).
+        self.replicates: dict[str, str] = dict(raw.get("replicates", []))
+        #: The data that replicates and log-likelihoods refer to, by name, with its declared
+        #: shape (integers for ``int`` and ``ints``); empty without ``predictive``/``loo``.
+        self.observed_data: dict[str, np.ndarray] = {
+            name: _column_major(np.frombuffer(values, dtype="<f8")[None, :], dims)[0].astype(
+                np.int64 if integer else np.float64
+            )
+            for name, (dims, values, integer) in raw.get("observed", {}).items()
+        }
+        ll = raw.get("log_lik")
+        #: With ``loo=True``: per observed data variable, its pointwise log-likelihood
+        #: ``(draws, observations)``; ``None`` otherwise.
+        self.log_lik: dict[str, np.ndarray] | None = None
+        #: With ``loo=True`` and draws of an approximation q: per draw log p̃ − log q, the
+        #: correction :meth:`loo` applies (Magnusson et al. 2019); ``None`` otherwise.
+        self.log_correction: np.ndarray | None = None
+        if ll is not None:
+            total = sum(k for _, k in ll["vars"])
+            values = np.frombuffer(ll["values"], dtype="<f8").reshape(total, n).T
+            self.log_lik, c0 = {}, 0
+            for name, k in ll["vars"]:
+                self.log_lik[name] = np.ascontiguousarray(values[:, c0 : c0 + k])
+                c0 += k
+            if ll["correction"] is not None:
+                self.log_correction = np.frombuffer(ll["correction"], dtype="<f8").copy()
         #: The names of the parameters (the other entries of :attr:`draws` are reported ``let``s).
         self.params: list[str] = list(raw["params"])
         #: Per draw: log p̃ on the unconstrained scale with the log-Jacobian (CmdStan's ``lp__``).
@@ -289,6 +351,38 @@ class Fit:
         )
         return frame
 
+    def loo(self) -> dict:
+        """PSIS-LOO of a fit made with ``loo=True``: the numbers ``mvi loo --json`` prints.
+
+        A dict with ``elpd_loo``, ``se``, ``p_loo``, ``lppd``, ``looic``, ``n_draws``,
+        ``n_obs``, ``n_high_k`` (observations with k̂ above ``good_k``), ``good_k``,
+        ``corrected`` (draws of an approximation, importance-corrected as Magnusson et
+        al. 2019), ``khat_correction``, and per observation as NumPy arrays ``elpd_i``,
+        ``p_loo_i`` and ``pareto_k``. Non-finite numbers are NaN. r_eff is 1.
+
+        Raises :class:`ModelError` for a fit made without ``loo=True``, or when a ``~``
+        scores a whole data vector as one observation (the diagnostic says how to split it).
+        """
+        if self._raw.get("loo_error") is not None:
+            raise _model_error(self._raw["loo_error"])
+        if self._raw.get("loo") is None:
+            raise _model_error(
+                {
+                    "code": "mvi::run::no_log_lik",
+                    "message": "the fit has no pointwise log-likelihood",
+                    "help": "fit with `loo=True`: `model.fit(data, loo=True)` (as `mvi loo` does)",
+                }
+            )
+        value = json.loads(self._raw["loo"])
+        pointwise = value.pop("pointwise")
+        out: dict[str, Any] = {}
+        for key, v in value.items():
+            floats = ("elpd_loo", "se", "p_loo", "lppd", "looic", "good_k")
+            out[key] = (np.nan if v is None else float(v)) if key in floats else v
+        for key, name in (("elpd", "elpd_i"), ("p_loo", "p_loo_i"), ("khat", "pareto_k")):
+            out[name] = np.array([np.nan if p[key] is None else p[key] for p in pointwise], dtype=float)
+        return out
+
     def to_json(self) -> str:
         """The text of ``fit.json`` as ``mvi run --output-dir`` writes it."""
         return self._raw["json"]
@@ -302,12 +396,20 @@ class Fit:
     def to_arviz(self):
         """The fit as ArviZ data (``xarray.DataTree``, arviz-base).
 
-        Groups: ``posterior`` (each parameter and reported ``let``; one chain, or the
-        sampler's chains for ``nuts``), and ``sample_stats`` with ``lp`` (log p̃ with the
-        log-Jacobian), ``log_p``, where q has a density ``log_q``, and for ``nuts`` the
-        sampler's numbers (:attr:`sampler_stats`: ``diverging``, ``energy``, ``tree_depth``, …
-        as ArviZ names them). The fit's method, options and numbers are attributes of the
-        tree and of both groups.
+        Groups: ``posterior`` (each parameter, reported ``let`` and output of
+        ``generated``; one chain, or the sampler's chains for ``nuts``), and
+        ``sample_stats`` with ``lp`` (log p̃ with the log-Jacobian), ``log_p``, where q has
+        a density ``log_q``, and for ``nuts`` the sampler's numbers (:attr:`sampler_stats`:
+        ``diverging``, ``energy``, ``tree_depth``, … as ArviZ names them). A fit made with
+        ``predictive=True`` adds ``posterior_predictive`` (each replicate ``y_rep`` under
+        its data's name ``y``, as PyMC and NumPyro name it); with ``loo=True``,
+        ``log_likelihood`` (per observed variable, ``(chain, draw, *observations)``); with
+        either, ``observed_data``. The fit's method, options and numbers are attributes of
+        the tree and of the sampled groups.
+
+        ``arviz_stats.loo(tree)`` estimates r_eff from the chains where ``mvi`` takes 1
+        (``arviz_stats.loo(tree, reff=1.0)`` gives :meth:`loo`'s numbers for ``nuts``); for
+        draws of an approximation, only :meth:`loo` applies the importance correction.
         """
         from arviz_base import from_dict
 
@@ -319,7 +421,7 @@ class Fit:
         def by_chain(arr):
             return arr.reshape((chains, arr.shape[0] // chains, *arr.shape[1:]))
 
-        posterior = {name: by_chain(arr) for name, arr in self.draws.items()}
+        posterior = {name: by_chain(arr) for name, arr in self.draws.items() if name not in self.replicates}
         stats = {"lp": by_chain(self.lp), "log_p": by_chain(self.log_p)}
         if self.log_q is not None:
             stats["log_q"] = by_chain(self.log_q)
@@ -340,14 +442,54 @@ class Fit:
                 attrs[key] = value
         for name, value in self.theta.items():
             attrs[f"theta.{name}"] = value
-        tree = from_dict(
-            {"posterior": posterior, "sample_stats": stats},
-            dims=dims,
-            index_origin=1,
-            attrs={"posterior": attrs, "sample_stats": attrs},
-        )
+        groups = {"posterior": posterior, "sample_stats": stats}
+        if self.replicates:
+            groups["posterior_predictive"] = {
+                obs: by_chain(self._replicate(rep, obs)) for rep, obs in self.replicates.items()
+            }
+        if self.observed_data:
+            groups["observed_data"] = dict(self.observed_data)
+        for name, arr in self.observed_data.items():
+            dims[name] = [f"{name}_dim_{i}" for i in range(arr.ndim)]
+        group_attrs = {g: attrs for g in groups if g != "observed_data"}
+        tree = from_dict(groups, dims=dims, index_origin=1, attrs=group_attrs)
+        if self.log_lik is not None:
+            log_lik, ll_dims = self._log_lik_arrays()
+            group = {name: by_chain(arr) for name, arr in log_lik.items()}
+            ll_tree = from_dict({"log_likelihood": group}, dims=ll_dims, index_origin=1, attrs={"log_likelihood": attrs})
+            tree["log_likelihood"] = ll_tree["log_likelihood"]
         tree.attrs.update(attrs)
         return tree
+
+    def _replicate(self, rep: str, obs: str) -> np.ndarray:
+        """A replicate's draws, as integers when its data are (and every entry is observed)."""
+        arr = self.draws[rep]
+        data = self.observed_data.get(obs)
+        if data is not None and data.dtype.kind == "i" and np.all(np.isfinite(arr)):
+            return arr.astype(np.int64)
+        return arr
+
+    def _log_lik_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+        """The pointwise log-likelihoods shaped and named as ArviZ wants them: in the shape of
+        the observed data when there is one term per entry (the dims of ``observed_data``,
+        so ``loo_pit`` pairs them), with the data's first dim when one per row, else a dim
+        ``<name>_obs``."""
+        observed = np.frombuffer(self._raw["log_lik"]["observed"], dtype="<f8")
+        arrays, dims, c0 = {}, {}, 0
+        for name, arr in self.log_lik.items():
+            k = arr.shape[1]
+            scored, c0 = observed[c0 : c0 + k], c0 + k
+            data = self.observed_data.get(name)
+            if data is not None and data.size == k and _same(data.flatten(order="F"), scored):
+                arrays[name] = _column_major(arr, data.shape)
+                dims[name] = [f"{name}_dim_{i}" for i in range(data.ndim)]
+            elif data is not None and data.ndim == 2 and data.shape[0] == k:
+                arrays[name] = arr
+                dims[name] = [f"{name}_dim_0"]
+            else:
+                arrays[name] = arr
+                dims[name] = [f"{name}_obs"]
+        return arrays, dims
 
 
 def compare(model: Model, data: Mapping[str, Any] | None = None, methods: Iterable[str] | None = None, **infer_options: Any):
@@ -388,6 +530,60 @@ def compare(model: Model, data: Mapping[str, Any] | None = None, methods: Iterab
     num = ["elbo", "elbo_se", "log_evidence", "khat", "test_lpd", "error_rate", "mse", "wall_time_s"]
     frame[num] = frame[num].astype(float)
     frame.attrs["table"] = raw["table"]
+    return frame
+
+
+def compare_models(
+    models: Mapping[str, "Model | Fit"] | Iterable["Model | Fit"],
+    data: Mapping[str, Any] | None = None,
+    method: str | None = None,
+    **infer_options: Any,
+):
+    """Rank models by PSIS-LOO, as ``mvi compare-models`` does; ArviZ's ``compare`` table.
+
+    ``models`` is a mapping of names to models (or to fits made with ``loo=True``), or a
+    list of them, named by their files (``model.name``; for a fit, its ``fit.json``'s
+    model). Each model is fitted to ``data`` with ``loo=True``, ``method`` and the
+    ``infer`` options, as :meth:`Model.fit` takes them. Returns a DataFrame indexed by
+    model name, best first, with ArviZ's columns ``rank`` (0 for the best), ``elpd_loo``,
+    ``p_loo``, ``elpd_diff``, ``weight`` (stacking), ``se``, ``dse`` and ``warning``
+    (some k̂ too high); ``frame.attrs["table"]`` is the text the CLI prints.
+
+    Raises :class:`ModelError` when a fit fails, has no LOO, or the models observe
+    different data.
+    """
+    import pandas as pd
+
+    if isinstance(models, Mapping):
+        named = list(models.items())
+    else:
+        named = [(m.name if isinstance(m, Model) else m._json["model"], m) for m in models]
+    names = [name for name, _ in named]
+    if len(set(names)) != len(names):
+        raise ValueError(f"models must have different names, but they are {names}: pass a dict of name → model")
+    if not named:
+        raise ValueError("compare_models needs at least one model")
+    options = dict(infer_options, loo=True)
+    inputs = []
+    for name, m in named:
+        if isinstance(m, Model):
+            fit = m.fit(data=data, method=method, **options)
+        elif isinstance(m, Fit):
+            fit = m
+        else:
+            raise TypeError(f"compare_models compares mvi.Model or mvi.Fit objects, not {type(m).__name__}")
+        fit.loo()  # a fit without LOO, or with a `~` that is not pointwise, raises here
+        ll = fit._raw["log_lik"]
+        inputs.append((str(name), fit.method, len(fit.lp), ll["values"], ll["observed"], ll["correction"]))
+    text_json, table = _mvi.compare_models(inputs)
+    rows = json.loads(text_json)["models"]
+    columns = ["rank", "elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse", "warning"]
+    frame = pd.DataFrame([{c: r[c] for c in columns} for r in rows], index=[r["model"] for r in rows], columns=columns)
+    floats = ["elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse"]
+    frame[floats] = frame[floats].astype(float)
+    frame["rank"] = frame["rank"].astype(int)
+    frame["warning"] = frame["warning"].astype(bool)
+    frame.attrs["table"] = table
     return frame
 
 

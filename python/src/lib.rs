@@ -6,8 +6,9 @@
 //!
 //! Every step calls the library functions the CLI calls: `check::check_source` (what
 //! `check::load_model` does after reading the files), `graph::lower_model`,
-//! `cli::run_options`/`cli::compare_options` for the options, `run::fit`, and the `report`
-//! renderers. NumPy arrays and pandas columns and tables of numbers reach the data set as
+//! `cli::run_options`/`cli::compare_options` for the options, `run::attach_after_fit` (the
+//! replicates of `predictive = true`, the log-likelihoods of `loo = true`), `run::fit`, the
+//! `report` renderers and `run::loo` ([`after_fit`]). NumPy arrays and pandas columns and tables of numbers reach the data set as
 //! buffers of numbers (`DataSet::add_array`), never as text; Python scalars and lists go
 //! through the JSON loader (`data::add_json_text`) as a Stan-style JSON text. Either way
 //! shapes, integers and constraints are checked exactly as for a `--data` file. A
@@ -15,6 +16,8 @@
 //! checking, the fit, rendering its reports) runs with the GIL released, so fits in several
 //! Python threads run side by side; Ctrl-C is noticed between iterations through the
 //! [`Observer`].
+
+mod after_fit;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -69,28 +72,62 @@ impl Source {
     }
 }
 
+/// What a `ModelError` carries, gathered without the GIL: the rendered message, the first
+/// diagnostic's code and place, and every (code, message).
+struct ErrorInfo {
+    message: String,
+    code: Option<&'static str>,
+    place: Option<(usize, usize)>,
+    file: Option<String>,
+    list: Vec<(String, String)>,
+}
+
+impl ErrorInfo {
+    fn new(diags: &[Diagnostic]) -> Self {
+        let message: String = diags
+            .iter()
+            .map(|d| d.render_plain(RENDER_WIDTH))
+            .collect::<Vec<_>>()
+            .join("");
+        let first = diags.first();
+        ErrorInfo {
+            message: message.trim_end().to_string(),
+            code: first.map(|d| d.code),
+            place: first.and_then(place_of),
+            file: first.map(|d| d.source_code.name().to_string()),
+            list: diags
+                .iter()
+                .map(|d| (d.code.to_string(), d.message.clone()))
+                .collect(),
+        }
+    }
+
+    /// As a dict (`message`, `code`, `line`, `column`, `file`, `diagnostics`), for an error
+    /// the Python layer raises later (`Fit.loo()`).
+    fn into_dict(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("message", self.message)?;
+        d.set_item("code", self.code)?;
+        d.set_item("line", self.place.map(|p| p.0))?;
+        d.set_item("column", self.place.map(|p| p.1))?;
+        d.set_item("file", self.file)?;
+        d.set_item("diagnostics", self.list)?;
+        Ok(d)
+    }
+}
+
 /// The diagnostics of a failure as a `ModelError`.
 fn model_error(py: Python<'_>, diags: &[Diagnostic]) -> PyErr {
-    let message: String = diags
-        .iter()
-        .map(|d| d.render_plain(RENDER_WIDTH))
-        .collect::<Vec<_>>()
-        .join("");
-    let err = ModelError::new_err(message.trim_end().to_string());
+    let info = ErrorInfo::new(diags);
+    let err = ModelError::new_err(info.message);
     let value = err.value(py);
-    let first = diags.first();
-    let place = first.and_then(place_of);
-    let list: Vec<(String, String)> = diags
-        .iter()
-        .map(|d| (d.code.to_string(), d.message.clone()))
-        .collect();
     // Setting attributes on a fresh exception instance cannot fail; an error here would
     // only lose the attributes, never the exception.
-    let _ = value.setattr("code", first.map(|d| d.code));
-    let _ = value.setattr("line", place.map(|p| p.0));
-    let _ = value.setattr("column", place.map(|p| p.1));
-    let _ = value.setattr("file", first.map(|d| d.source_code.name().to_string()));
-    let _ = value.setattr("diagnostics", list);
+    let _ = value.setattr("code", info.code);
+    let _ = value.setattr("line", info.place.map(|p| p.0));
+    let _ = value.setattr("column", info.place.map(|p| p.1));
+    let _ = value.setattr("file", info.file);
+    let _ = value.setattr("diagnostics", info.list);
     err
 }
 
@@ -449,15 +486,24 @@ struct FitOutput {
     log_q: Option<Vec<u8>>,
     /// NUTS's per-draw numbers (draws.csv's sampler columns); empty for other methods.
     sampler: Vec<(&'static str, Vec<u8>)>,
+    /// Generated outputs, replicates, observed data, log-likelihood and LOO.
+    after: after_fit::AfterFit,
 }
 
 impl FitOutput {
-    fn new(joint: &LogJoint, r: &FitReport) -> Self {
+    fn new(typed: &TypedModel, joint: &LogJoint, r: &FitReport) -> Self {
+        // the report's columns: parameters, reported lets, generated outputs, replicates
+        let outputs = [&joint.generated, &joint.replicates]
+            .into_iter()
+            .flatten()
+            .flat_map(|g| &g.outputs)
+            .map(|o| (o.name.clone(), o.shape.dims()));
         let blocks = joint
             .params
             .iter()
             .chain(&joint.reported)
             .map(|p| (p.name.clone(), p.shape.dims()))
+            .chain(outputs)
             .collect();
         FitOutput {
             json: report::render_fit_json(r),
@@ -471,6 +517,7 @@ impl FitOutput {
             log_p: f64_bytes(&r.log_p),
             log_q: r.log_q.as_deref().map(f64_bytes),
             sampler: r.mcmc.as_ref().map_or_else(Vec::new, sampler_columns),
+            after: after_fit::AfterFit::new(typed, joint, r),
         }
     }
 
@@ -491,6 +538,7 @@ impl FitOutput {
             sampler.set_item(name, PyBytes::new(py, &values))?;
         }
         d.set_item("sampler", sampler)?;
+        self.after.add_to(py, &d)?;
         Ok(d)
     }
 }
@@ -637,10 +685,12 @@ fn fit<'py>(
     let (result, signals) = py.detach(move || {
         let mut signals = signals;
         let result = (|| {
-            let (typed, joint) = load(&src, text)?;
+            let (typed, mut joint) = load(&src, text)?;
             let options: InferOptions = cli::run_options(&typed, method.as_deref(), &set)?;
+            // `predictive = true` and `loo = true` add their graphs, as `mvi run` does
+            run::attach_after_fit(&typed, &mut joint, &options)?;
             let (_, report) = run::fit(&joint, &options, &run_info(&src), &mut signals)?;
-            Ok::<_, Failure>(FitOutput::new(&joint, &report))
+            Ok::<_, Failure>(FitOutput::new(&typed, &joint, &report))
         })();
         (result, signals)
     });
@@ -731,5 +781,6 @@ fn _mvi(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_layout, m)?)?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(after_fit::compare_models, m)?)?;
     Ok(())
 }
