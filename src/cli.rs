@@ -177,10 +177,6 @@ pub struct FitArgs {
     /// every posterior draw (the posterior predictive; as `predictive = true` in `infer`).
     #[arg(long)]
     pub predictive: bool,
-    /// Draw from the prior instead of the posterior (`nuts` on the model without its `~` on
-    /// data), with prior predictive replicates `<name>_rep` of the data.
-    #[arg(long, conflicts_with = "method")]
-    pub prior: bool,
     /// Pairs of columns to plot against each other in posterior.svg, e.g. `--pairs mu:tau`
     /// (repeatable; default: the first few parameters).
     #[arg(long, value_name = "NAME:NAME", requires = "output_dir")]
@@ -196,6 +192,10 @@ pub struct RunArgs {
     /// The inference method (overrides the model's `infer { method = … }`).
     #[arg(long, short = 'm')]
     pub method: Option<String>,
+    /// Draw from the prior instead of the posterior (`nuts` on the model without its `~` on
+    /// data), with prior predictive replicates `<name>_rep` of the data.
+    #[arg(long, conflicts_with = "method")]
+    pub prior: bool,
     /// Options shared with `compare`.
     #[command(flatten)]
     pub fit: FitArgs,
@@ -451,7 +451,7 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let t = timing::span("load: parse, check, data, lower");
     let (typed, mut joint) = load_and_lower(&a.model)?;
     let mut set = fit_set(&a.fit);
-    let method = if a.fit.prior {
+    let method = if a.prior {
         joint = run::prior_joint(&typed)?;
         set.push("predictive=true".into());
         Some("nuts")
@@ -468,7 +468,7 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     }
     let flag = interrupt_flag();
     let mut report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
-    if a.fit.prior {
+    if a.prior {
         report.notes.insert(0, run::PRIOR_NOTE.to_string());
     }
     let t = timing::span("report: write and print");

@@ -110,7 +110,7 @@ fn column_seed(seed: u64, s: usize) -> u64 {
 
 /// The generated stream's seed for a run seeded with `seed`: apart from the fit's stream.
 pub fn stream_seed(seed: u64, purpose: &str) -> u64 {
-    purpose.bytes().fold(column_seed(seed, 0x6765_6e), |h, b| {
+    purpose.bytes().fold(column_seed(seed, 0x0067_656e), |h, b| {
         column_seed(h, usize::from(b))
     })
 }

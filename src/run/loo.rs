@@ -234,7 +234,7 @@ pub fn compare_models(fits: &[(String, ModelLoo)]) -> Result<Vec<CompareRow>, Di
             && m.observed
                 .iter()
                 .zip(&base.observed)
-                .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()));
+                .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
         if !same {
             return Err(Diagnostic::plain(
                 "mvi::run::different_data",

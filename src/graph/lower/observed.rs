@@ -150,7 +150,7 @@ impl Lowerer<'_> {
                 let each = crate::check::rng::rng_shape(spec, &arg_shapes)
                     .map_or(shape.size(), |s| graph_shape(s).size())
                     .min(shape.size());
-                if each == 0 || shape.size() % each != 0 {
+                if each == 0 || !shape.size().is_multiple_of(each) {
                     return Err(
                         self.internal(self.span(lhs), "a replicate whose draws do not tile the outcome")
                     );
