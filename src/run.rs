@@ -302,7 +302,7 @@ pub const PRIOR_NOTE: &str = "prior draws: `nuts` on the prior alone (the model 
 /// As [`graph::lower_prior`], and a model whose every `~` is on data (no prior to draw from),
 /// or none is.
 pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
-    if !typed.model.iter().any(|s| has_data_tilde(s)) {
+    if !typed.model.iter().any(has_data_tilde) {
         return Err(nothing_observed(typed, "--prior"));
     }
     graph::lower_prior(typed)
