@@ -422,5 +422,9 @@ fn predictive_with_an_output_dir_draws_the_check() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let svg = std::fs::read_to_string(dir.join("ppc_y.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("frequency"), "{}", &svg[..200.min(svg.len())]);
+    assert!(
+        svg.contains("<svg") && svg.contains("frequency"),
+        "{}",
+        &svg[..200.min(svg.len())]
+    );
 }
