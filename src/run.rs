@@ -311,6 +311,7 @@ pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
 fn has_data_tilde(s: &TStmt) -> bool {
     match s {
         TStmt::Tilde { lhs, .. } => lhs.stage == crate::check::Stage::Const,
+        TStmt::Target(e) => matches!(&e.kind, crate::check::TExprKind::Dist { form: crate::check::DistForm::Lpdf, args, .. } if args.first().is_some_and(|x| x.stage == crate::check::Stage::Const)),
         TStmt::For { iterations, .. } => iterations.iter().flatten().any(has_data_tilde),
         TStmt::If { then, otherwise, .. } => then.iter().chain(otherwise).any(has_data_tilde),
         _ => false,
@@ -322,8 +323,8 @@ fn has_data_tilde(s: &TStmt) -> bool {
 pub fn nothing_observed(typed: &TypedModel, what: &str) -> Diagnostic {
     let first = typed.model.iter().find_map(first_tilde);
     let msg = format!("{what} needs a `~` with data on its left, and the model has none");
-    let help = "write the likelihood as `y ~ dist(…)` with `y` declared in `data` (a `target += \
-                dist_lpdf(y | …)` is not recognised as an observation)";
+    let help = "write the likelihood as `y ~ dist(…)` or `target += dist_lpdf(y | …)` with `y` \
+                declared in `data`";
     match first {
         Some(span) => Diagnostic::error("mvi::run::no_observations", msg, typed.source.clone())
             .with_label(span, "this `~` is on a parameter")

@@ -56,7 +56,15 @@ impl Lowerer<'_> {
                 args,
                 trunc,
             } => self.tilde(lhs, dist, args, trunc.as_ref()),
-            TStmt::Target(_) if self.observations.is_some() => Ok(()),
+            // `target += dist_lpdf(y | …)` with data y is an observation, as `y ~ dist(…)`
+            TStmt::Target(e) if self.observations.is_some() => match &e.kind {
+                TExprKind::Dist {
+                    dist,
+                    form: crate::check::DistForm::Lpdf,
+                    args,
+                } if scores_data(e) => self.observed_tilde(&args[0], dist, &args[1..], None),
+                _ => Ok(()),
+            },
             TStmt::Target(e) if self.prior_only && scores_data(e) => Ok(()),
             TStmt::Target(e) => {
                 let v = self.expr(e)?;
