@@ -266,6 +266,16 @@ impl<'m> Lowerer<'m> {
         self.call_site.unwrap_or(e.span)
     }
 
+    /// The text of `e` as written in the model file (`fallback` where it is not there).
+    pub(crate) fn source_text(&self, e: &TExpr, fallback: &str) -> String {
+        self.model
+            .source
+            .inner()
+            .get(e.span.start as usize..e.span.end as usize)
+            .unwrap_or(fallback)
+            .to_string()
+    }
+
     /// An internal problem (a shape the checker should have rejected) at `span`.
     pub(crate) fn internal(&self, span: Span, err: impl std::fmt::Display) -> Diagnostic {
         Diagnostic::error(

@@ -103,13 +103,7 @@ impl Lowerer<'_> {
             ),
             None => (None, None),
         };
-        let text = self
-            .model
-            .source
-            .inner()
-            .get(lhs.span.start as usize..lhs.span.end as usize)
-            .unwrap_or(name)
-            .to_string();
+        let text = self.source_text(lhs, name);
         match reading {
             Some(Reading::LogLik) => {
                 let ll = match trunc {

@@ -167,13 +167,7 @@ impl Lowerer<'_> {
             return self.truncated_tilde(lhs, name, x, &ps, (lo, hi));
         }
         if self.predict {
-            let label = self
-                .model
-                .source
-                .inner()
-                .get(lhs.span.start as usize..lhs.span.end as usize)
-                .unwrap_or(name)
-                .to_string();
+            let label = self.source_text(lhs, name);
             let ll = self.wrap(lhs, |g| dist::pointwise(g, name, x, &ps))?;
             let q = self.wrap(lhs, |g| dist::quantity(g, name, x, &ps))?;
             self.g.add_pointwise(&label, ll, Some(q));
@@ -196,13 +190,7 @@ impl Lowerer<'_> {
         bounds: (Option<NodeId>, Option<NodeId>),
     ) -> Result<(), Diagnostic> {
         if self.predict {
-            let label = self
-                .model
-                .source
-                .inner()
-                .get(lhs.span.start as usize..lhs.span.end as usize)
-                .unwrap_or(name)
-                .to_string();
+            let label = self.source_text(lhs, name);
             let ll = self.wrap(lhs, |g| dist::truncated(g, name, x, ps, bounds, true))?;
             self.g.add_pointwise(&label, ll, None);
             return Ok(());
