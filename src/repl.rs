@@ -43,6 +43,22 @@ pub use editor::run_repl;
 /// Width at which diagnostics are rendered without colour.
 const PLAIN_WIDTH: usize = 100;
 
+/// A plot that could not be drawn.
+fn plot_error(e: &dyn std::fmt::Display) -> Diagnostic {
+    Diagnostic::plain("mvi::repl::plot", format!("cannot draw the plot: {e}"))
+}
+
+/// Write a plot atomically, or say why not.
+fn write_svg(path: &Path, svg: &str) -> Result<(), Vec<Diagnostic>> {
+    crate::fsutil::write_atomic(path, svg.as_bytes()).map_err(|e| {
+        vec![Diagnostic::plain(
+            "mvi::repl::plot",
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+        .with_help("check that the directory exists and can be written")]
+    })
+}
+
 /// The methods `:compare` fits when none are named (as `mvi compare`).
 pub const DEFAULT_COMPARE: &[&str] = &["laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full"];
 
@@ -73,6 +89,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         ":plot",
         "[FILE.svg]          write the last fit's marginals (default posterior.svg)",
+    ),
+    (
+        ":ppc",
+        "[FILE.svg]           fit with replicated data and draw the posterior predictive check (default ppc.svg)",
+    ),
+    (
+        ":loo",
+        "[FILE.svg]           fit, print PSIS-LOO, and draw the LOO-PIT check (default loo_pit.svg)",
     ),
     (":diagnose", "                check derivatives at a random point"),
     (":model", "                   print the current model text"),
@@ -243,6 +267,8 @@ impl Session {
             "summary" | "s" => Ok(report::render_summary(&self.last_fit()?.report)),
             "compare" => self.cmd_compare(arg),
             "plot" => self.cmd_plot(arg),
+            "ppc" => self.cmd_ppc(arg),
+            "loo" => self.cmd_loo(arg),
             "diagnose" => self.cmd_diagnose(),
             "model" => Ok(self.loaded()?.text.clone()),
             "help" | "h" | "?" => Ok(help_text()),
@@ -421,20 +447,67 @@ impl Session {
     }
     fn cmd_plot(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {
         let path = PathBuf::from(if arg.is_empty() { "posterior.svg" } else { arg });
-        let svg = report::render_posterior_svg(&self.last_fit()?.report).map_err(|e| {
-            vec![Diagnostic::plain(
-                "mvi::repl::plot",
-                format!("cannot draw the plot: {e}"),
-            )]
-        })?;
-        crate::fsutil::write_atomic(&path, svg.as_bytes()).map_err(|e| {
-            vec![Diagnostic::plain(
-                "mvi::repl::plot",
-                format!("cannot write `{}`: {e}", path.display()),
-            )
-            .with_help("check that the directory exists and can be written")]
-        })?;
+        let svg = report::render_posterior_svg(&self.last_fit()?.report).map_err(|e| vec![plot_error(&e)])?;
+        write_svg(&path, &svg)?;
         Ok(format!("wrote {}\n", path.display()))
+    }
+
+    /// Fit the current model with its options and `extra` ones (`predictive`, `loo`), the
+    /// graphs those need attached; the fit becomes the last one.
+    fn fit_after(&mut self, extra: &[(&str, &str)]) -> Result<(), Vec<Diagnostic>> {
+        let (typed, joint) = self.checked_or_err()?;
+        let mut overrides = self.overrides_with(self.method.as_deref());
+        overrides.extend(extra.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())));
+        let options = check::infer_options(typed, &overrides).map_err(|d| vec![d])?;
+        let mut joint = joint.clone();
+        run::attach_after_fit(typed, &mut joint, &options).map_err(|d| vec![d])?;
+        let path = self.loaded()?.path.clone();
+        let info = RunInfo {
+            model_file: path.display().to_string(),
+            data_files: self.data_args.clone(),
+        };
+        self.interrupt.store(false, Ordering::SeqCst);
+        let mut progress = Progress::new(false, self.interrupt.clone());
+        let result = run::fit(&joint, &options, &info, &mut progress);
+        progress.finish();
+        let (posterior, report) = result.map_err(|d| vec![d])?;
+        self.last = Some(LastFit { posterior, report });
+        Ok(())
+    }
+
+    fn cmd_ppc(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {
+        let path = PathBuf::from(if arg.is_empty() { "ppc.svg" } else { arg });
+        self.fit_after(&[("predictive", "true")])?;
+        let r = &self.last_fit()?.report;
+        let Some(rep) = r.replicated.first() else {
+            return Ok(fit_line(r));
+        };
+        let y_rep = r.draws.columns(rep.first_column, rep.observed.len()).into_owned();
+        let title = format!("posterior predictive check: {}", rep.name);
+        let svg = report::loo::ppc_svg(&rep.observed, &y_rep, rep.discrete(), &title)
+            .map_err(|e| vec![plot_error(&e)])?;
+        write_svg(&path, &svg)?;
+        Ok(format!(
+            "{}wrote {} ({} replicated)\n",
+            fit_line(r),
+            path.display(),
+            rep.name
+        ))
+    }
+
+    fn cmd_loo(&mut self, arg: &str) -> Result<String, Vec<Diagnostic>> {
+        let path = PathBuf::from(if arg.is_empty() { "loo_pit.svg" } else { arg });
+        self.fit_after(&[("loo", "true"), ("predictive", "true")])?;
+        let typed = &self.checked_or_err()?.0;
+        let r = &self.last_fit()?.report;
+        let m = run::loo::model_loo(typed, r).map_err(|d| vec![d])?;
+        let mut out = run::loo::render_loo_text(r, &m);
+        if let Some(pit) = run::loo::loo_pit_values(r) {
+            let svg = report::loo::loo_pit_svg(&pit, "LOO-PIT").map_err(|e| vec![plot_error(&e)])?;
+            write_svg(&path, &svg)?;
+            let _ = writeln!(out, "wrote {}", path.display());
+        }
+        Ok(out)
     }
 
     fn cmd_diagnose(&mut self) -> Result<String, Vec<Diagnostic>> {

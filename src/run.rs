@@ -311,7 +311,9 @@ pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
 fn has_data_tilde(s: &TStmt) -> bool {
     match s {
         TStmt::Tilde { lhs, .. } => lhs.stage == crate::check::Stage::Const,
-        TStmt::Target(e) => matches!(&e.kind, crate::check::TExprKind::Dist { form: crate::check::DistForm::Lpdf, args, .. } if args.first().is_some_and(|x| x.stage == crate::check::Stage::Const)),
+        TStmt::Target(e) => {
+            matches!(&e.kind, crate::check::TExprKind::Dist { form: crate::check::DistForm::Lpdf, args, .. } if args.first().is_some_and(|x| x.stage == crate::check::Stage::Const))
+        }
         TStmt::For { iterations, .. } => iterations.iter().flatten().any(has_data_tilde),
         TStmt::If { then, otherwise, .. } => then.iter().chain(otherwise).any(has_data_tilde),
         _ => false,

@@ -28,7 +28,7 @@ use rand_distr::{
 use std::f64::consts::PI;
 
 /// One argument of a `_rng` call at one draw: its entries column-major, with rows × cols (a
-/// scalar is 1×1, vector[n] n×1, matrix r×c; ints are f64 holding integers).
+/// scalar is 1×1, `vector[n]` n×1, matrix r×c; ints are f64 holding integers).
 #[derive(Debug, Clone, Copy)]
 pub struct RngArg<'a> {
     /// The entries, column-major.

@@ -2,7 +2,7 @@
 //! replicated data and the pointwise log-likelihoods of LOO.
 //!
 //! Input: a [`Generated`] graph (same w and θ as the log joint, with random draws
-//! [`Op::Rng`] and selections for branches on draws) and a D×S block of draws. Output: per
+//! [`Op::Rng`](super::Op::Rng) and selections for branches on draws) and a D×S block of draws. Output: per
 //! output its values at every draw ([`GeneratedDraws`]), and per distribution the draws whose
 //! arguments were invalid (their values are NaN). Draw s uses its own generator, seeded from
 //! the run's seed and s alone, and the graph's random nodes draw from it in node order: the

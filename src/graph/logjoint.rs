@@ -85,7 +85,7 @@ pub struct LogJoint {
     /// The `generated` block's graph (same w and θ), its top-level `let`s the outputs.
     pub generated: Option<super::generate::Generated>,
     /// Replicated data for `--predictive` (`y_rep` for each observed `~`), built on request
-    /// ([`super::lower::lower_replicates`]).
+    /// ([`super::lower::lower_observed`]).
     pub replicates: Option<super::generate::Generated>,
     /// The pointwise log-likelihood of every `~` on data, for LOO (`loo = true`), built on
     /// request.

@@ -450,7 +450,7 @@ impl Stacking<'_> {
     }
 }
 
-/// LOO-PIT values: for observation n, Σ_s w̃_sn 1[y_rep,sn < y_n] plus, for replicates equal
+/// LOO-PIT values: for observation n, Σ_s w̃_sn 1\[y_rep,sn < y_n\] plus, for replicates equal
 /// to y_n (discrete outcomes), a point between that and Σ_s w̃_sn 1[y_rep,sn ≤ y_n]: uniform
 /// from `ties` when given (ArviZ's `loo_pit`, which uses a seeded generator), else the
 /// midpoint. w̃ are the PSIS-LOO weights of [`loo_log_weights`] (arguments as [`psis_loo`]);

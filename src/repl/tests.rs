@@ -307,3 +307,20 @@ fn a_command_typed_without_its_colon_is_named_as_one() {
     let out = s.eval_line("fit");
     assert!(!out.contains("commands start with"), "{out}");
 }
+
+#[test]
+fn ppc_and_loo_fit_and_draw_their_checks() {
+    let dir = std::env::temp_dir().join("mvi_repl_after_fit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s = linear_session();
+    let ppc = dir.join("ppc.svg");
+    let out = s.eval_line(&format!(":ppc {}", ppc.display()));
+    assert!(out.contains("wrote") && out.contains("(y replicated)"), "{out}");
+    assert!(std::fs::read_to_string(&ppc).unwrap().contains("<svg"));
+    let pit = dir.join("pit.svg");
+    let out = s.eval_line(&format!(":loo {}", pit.display()));
+    assert!(out.contains("elpd_loo") && out.contains("wrote"), "{out}");
+    assert!(pit.is_file());
+    // the summary after `:loo` is the last fit's, with the replicates
+    assert!(s.eval_line(":summary").contains("y_rep.1"));
+}

@@ -432,8 +432,14 @@ fn predictive_with_an_output_dir_draws_the_check() {
 #[test]
 fn a_target_increment_on_data_is_an_observation_like_a_tilde() {
     let with_target = CONJUGATE.replace("y ~ normal(mu, 1)", "target += normal_lpdf(y | mu, 1)");
-    let a = fit(CONJUGATE, &[("loo", "true"), ("predictive", "true"), ("draws", "100")]);
-    let b = fit(&with_target, &[("loo", "true"), ("predictive", "true"), ("draws", "100")]);
+    let a = fit(
+        CONJUGATE,
+        &[("loo", "true"), ("predictive", "true"), ("draws", "100")],
+    );
+    let b = fit(
+        &with_target,
+        &[("loo", "true"), ("predictive", "true"), ("draws", "100")],
+    );
     assert_eq!(a.log_lik, b.log_lik);
     assert_eq!(column(&a, "y_rep.3"), column(&b, "y_rep.3"));
 }
