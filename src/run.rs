@@ -578,7 +578,8 @@ fn assemble(
     let test_draws = option_int(options, "test_draws", 10_000).max(1) as usize;
     let predict = model.predict.as_ref().map(|_| {
         let _t = timing::span("predict");
-        run_predict(model, post, test_draws, rng)
+        let seed = generate::stream_seed(option_int(options, "seed", 0), "predict");
+        run_predict(model, post, test_draws, rng, seed)
     });
     let mut notes = post.notes.clone();
     if let Some(m) = &mcmc {
@@ -864,13 +865,13 @@ fn theta_values(model: &LogJoint, theta: &DVector<f64>) -> Vec<(String, f64)> {
 
 /// `predict` over `n` fresh posterior draws, drawn and reduced in blocks so that memory
 /// stays bounded: the joint test LPD (eq. 13), the pointwise lppd, and error rate or MSE.
-fn run_predict(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRng) -> PredictReport {
+fn run_predict(model: &LogJoint, post: &Posterior, n: usize, rng: &mut StdRng, seed: u64) -> PredictReport {
     let mut sums = PredictSums::default();
     while sums.draws() < n {
         let c = PREDICT_CHUNK.min(n - sums.draws());
         let w = post.draw(c, rng);
         let block = model
-            .predict(&post.theta, &w)
+            .predict_seeded(&post.theta, &w, seed, sums.draws())
             .expect("the model has a predict graph");
         sums.merge(block);
     }

@@ -215,10 +215,10 @@ impl Checker {
         self.block == Ctx::Generated
     }
 
-    /// Whether `dist_rng` may be called here: in `generated` and the functions it calls
-    /// (functions are checked where they are called).
+    /// Whether `dist_rng` may be called here: in `generated`, `predict` and the functions
+    /// they call (functions are checked where they are called).
     pub(super) fn rng_allowed(&self) -> bool {
-        self.block == Ctx::Generated
+        matches!(self.block, Ctx::Generated | Ctx::Predict)
     }
 
     pub(super) fn diag(&self, code: &'static str, msg: impl Into<String>) -> Diagnostic {

@@ -611,7 +611,7 @@ impl Checker {
         Err(self.report(d))
     }
 
-    /// `dist_rng(args)`: a random draw, in `generated` only.
+    /// `dist_rng(args)`: a random draw, in `generated` and `predict` only.
     fn rng_call(
         &mut self,
         spec: &DistSpec,
@@ -623,7 +623,10 @@ impl Checker {
         if !self.rng_allowed() {
             return self.fail(
                 "mvi::check::rng_outside_generated",
-                format!("`{}` draws at random, which only `generated` may do", func.name),
+                format!(
+                    "`{}` draws at random, which only `generated` and `predict` may do",
+                    func.name
+                ),
                 func.span,
                 "a random draw",
                 "the log density must be a function of the parameters alone: move the draw into a \

@@ -211,7 +211,7 @@ pub enum TExprKind {
         /// Outcome, then parameters.
         args: Vec<TExpr>,
     },
-    /// `dist_rng(args)`: a random draw (the `generated` block).
+    /// `dist_rng(args)`: a random draw (the `generated` and `predict` blocks).
     Rng {
         /// The distribution's base name (`normal`).
         dist: String,

@@ -227,8 +227,20 @@ impl LogJoint {
     ///
     /// Returns `None` when the model has no `predict` block.
     pub fn predict(&self, theta: &DVector<f64>, w: &DMatrix<f64>) -> Option<PredictSums> {
+        self.predict_seeded(theta, w, 0, 0)
+    }
+
+    /// [`LogJoint::predict`] with the random draws of `predict` (its `_rng` calls) from the
+    /// stream `seed`, the columns of `w` being its draws `first, first + 1, …`.
+    pub fn predict_seeded(
+        &self,
+        theta: &DVector<f64>,
+        w: &DMatrix<f64>,
+        seed: u64,
+        first: usize,
+    ) -> Option<PredictSums> {
         let g = self.predict.as_ref()?;
-        Some(super::predict::predict_sums(g, theta.as_slice(), w))
+        Some(super::predict::predict_sums(g, theta.as_slice(), w, seed, first))
     }
 }
 

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-use super::eval::{clean, forward_values, lift_consts, Tape, CHUNK};
+use super::eval::{clean, forward_random, lift_consts, Tape, CHUNK};
 use super::{Graph, NodeId, Observed, Op};
 use crate::autodiff::vmath;
 
@@ -137,8 +137,10 @@ impl PredictSums {
     }
 }
 
-/// The `predict` sums of graph `g` at the draws W (D×S′).
-pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
+/// The `predict` sums of graph `g` at the draws W (D×S′). Its random draws (`_rng` in
+/// `predict`) come from the stream `seed`, draw j of W being draw `first + j` of the stream
+/// ([`super::generate::Columns`]).
+pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>, seed: u64, first: usize) -> PredictSums {
     let consts = lift_consts::<f64>(g);
     let (d, s) = (g.dim, w.ncols());
     let starts: Vec<usize> = (0..s).step_by(CHUNK).collect();
@@ -147,7 +149,8 @@ pub fn predict_sums(g: &Graph, theta: &[f64], w: &DMatrix<f64>) -> PredictSums {
         .map(|&c0| {
             let c1 = (c0 + CHUNK).min(s);
             let cols = c1 - c0;
-            let mut tape = forward_values(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], cols);
+            let mut draws = super::generate::Columns::new(seed, first + c0, cols);
+            let mut tape = forward_random(g, &consts, theta, &w.as_slice()[c0 * d..c1 * d], cols, &mut draws);
             // the log-likelihoods are moved out of the tape (they are reduced in place)
             let lls: Vec<(usize, Vec<f64>)> = g
                 .pointwise

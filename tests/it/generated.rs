@@ -443,3 +443,33 @@ fn a_target_increment_on_data_is_an_observation_like_a_tilde() {
     assert_eq!(a.log_lik, b.log_lik);
     assert_eq!(column(&a, "y_rep.3"), column(&b, "y_rep.3"));
 }
+
+#[test]
+fn a_random_draw_in_predict_widens_the_held_out_predictive() {
+    // y_test ~ normal(mu + e, 1) with e ~ normal(0, 3) drawn per posterior draw: the held-out
+    // density is that of normal(mu, √10), so its test LPD is below the one without e
+    let src = |extra: &str| {
+        format!(
+            "{CONJUGATE}\ndata {{\n  y_test: vector[2]\n}}\npredict {{\n  y_test ~ normal(mu{extra}, 1)\n}}\n"
+        )
+    };
+    let json = format!(r#"{{"N": {}, "y": {Y:?}, "y_test": [0.4, 0.1]}}"#, Y.len());
+    let lpd = |s: &str| {
+        let (typed, joint) = load(s, &json);
+        let options = check::infer_options(&typed, &[("test_draws".into(), "20000".into())]).unwrap();
+        let (_, r) = run::fit(&joint, &options, &RunInfo::default(), &mut Silent).unwrap();
+        r.predict.expect("a predict block").lppd
+    };
+    let plain = lpd(&src(""));
+    let wide = lpd(&src(" + normal_rng(0, 3)"));
+    let (m, v) = posterior();
+    // the exact pointwise lppd of normal(m, √(v + 1 + 9)) at the two test points
+    let exact: f64 = [0.4, 0.1]
+        .iter()
+        .map(|y: &f64| {
+            -0.5 * (2.0 * std::f64::consts::PI * (v + 10.0)).ln() - (y - m).powi(2) / (2.0 * (v + 10.0))
+        })
+        .sum();
+    assert!(wide < plain - 1.0, "{wide} vs {plain}");
+    assert!((wide - exact).abs() < 0.05, "{wide} vs exact {exact}");
+}
