@@ -299,8 +299,7 @@ pub const PRIOR_NOTE: &str = "prior draws: `nuts` on the prior alone (the model 
 /// The prior alone as a log joint, for prior predictive draws (`mvi run --prior`).
 ///
 /// # Errors
-/// As [`graph::lower_prior`], and a model whose every `~` is on data (no prior to draw from),
-/// or none is.
+/// As [`graph::lower_prior`], and a model with no `~` on data (nothing to replicate).
 pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
     if !typed.model.iter().any(has_data_tilde) {
         return Err(nothing_observed(typed, "--prior"));
@@ -311,9 +310,7 @@ pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
 fn has_data_tilde(s: &TStmt) -> bool {
     match s {
         TStmt::Tilde { lhs, .. } => lhs.stage == crate::check::Stage::Const,
-        TStmt::Target(e) => {
-            matches!(&e.kind, crate::check::TExprKind::Dist { form: crate::check::DistForm::Lpdf, args, .. } if args.first().is_some_and(|x| x.stage == crate::check::Stage::Const))
-        }
+        TStmt::Target(e) => e.scores_data(),
         TStmt::For { iterations, .. } => iterations.iter().flatten().any(has_data_tilde),
         TStmt::If { then, otherwise, .. } => then.iter().chain(otherwise).any(has_data_tilde),
         _ => false,

@@ -236,6 +236,16 @@ pub enum TExprKind {
     Index(Box<TExpr>, Vec<TIndex>),
 }
 
+impl TExpr {
+    /// Whether this is a distribution function whose outcome is data (`normal_lpdf(y | mu,
+    /// sigma)`, `normal_lccdf(c | mu, sigma)` with `y`, `c` data): in `target += …`, a
+    /// likelihood term, as `y ~ normal(mu, sigma)` is.
+    pub fn scores_data(&self) -> bool {
+        matches!(&self.kind, TExprKind::Dist { args, .. }
+            if args.first().is_some_and(|x| x.stage == Stage::Const))
+    }
+}
+
 /// A typed statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TStmt {

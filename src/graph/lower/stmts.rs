@@ -62,10 +62,10 @@ impl Lowerer<'_> {
                     dist,
                     form: crate::check::DistForm::Lpdf,
                     args,
-                } if scores_data(e) => self.observed_tilde(&args[0], dist, &args[1..], None),
+                } if e.scores_data() => self.observed_tilde(&args[0], dist, &args[1..], None),
                 _ => Ok(()),
             },
-            TStmt::Target(e) if self.prior_only && scores_data(e) => Ok(()),
+            TStmt::Target(e) if self.prior_only && e.scores_data() => Ok(()),
             TStmt::Target(e) => {
                 let v = self.expr(e)?;
                 let v = if self.g.shape(v) == crate::graph::Shape::Scalar {
@@ -339,11 +339,6 @@ impl Lowerer<'_> {
             None => Err(self.internal(self.span(target), "an update of something other than a local")),
         }
     }
-}
-
-/// Whether `target += e` is a likelihood term: a density whose outcome is data.
-fn scores_data(e: &TExpr) -> bool {
-    matches!(&e.kind, TExprKind::Dist { args, .. } if args.first().is_some_and(|x| x.stage == crate::check::Stage::Const))
 }
 
 /// Whether two values of a local are the same nodes.
