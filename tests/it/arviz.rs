@@ -102,3 +102,43 @@ fn arviz_from_cmdstan_reads_draws_csv_with_the_means_of_fit_json() {
     assert!(out.status.success(), "ArviZ check failed:\n{}", text(&out));
     assert!(stdout.starts_with("ok 7 columns, 500 draws"), "{stdout}");
 }
+
+#[test]
+fn arviz_from_cmdstan_reads_the_replicates_as_the_posterior_predictive() {
+    let Some(python) = arviz_python() else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arviz-ppc");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = crate::common::mvi(&[
+        "run",
+        "examples/linear_regression.mvi",
+        "--data",
+        "examples/data/linear_regression.json",
+        "--predictive",
+        "--set",
+        "draws=300",
+        "-q",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let script = "import sys, arviz as az\n\
+        d = az.from_cmdstan(posterior=sys.argv[1], posterior_predictive='y_rep', \
+        observed_data=sys.argv[2], observed_data_var='y')\n\
+        print(sorted(d.groups()), d.posterior_predictive['y_rep'].shape, d.observed_data['y'].shape)\n";
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/linear_regression.json");
+    let out = run(Command::new(&python)
+        .args(["-c", script])
+        .arg(dir.join("draws.csv"))
+        .arg(data)
+        .env("PYTHONWARNINGS", "ignore"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ArviZ failed:\n{}", text(&out));
+    assert!(
+        stdout.contains("'observed_data'")
+            && stdout.contains("'posterior_predictive'")
+            && stdout.contains("(1, 300, 50) (50,)"),
+        "{stdout}"
+    );
+}
