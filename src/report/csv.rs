@@ -71,7 +71,33 @@ pub fn header_row(r: &FitReport) -> String {
         vec!["lp__", "log_p__", "log_q__"]
     };
     cols.extend(r.columns.iter().map(String::as_str));
-    cols.join(",")
+    let mut out = cols.join(",");
+    if let Some(ll) = log_lik(r) {
+        for j in 1..=ll.ncols() {
+            let _ = write!(out, ",log_lik.{j}");
+        }
+    }
+    out
+}
+
+/// The pointwise log-likelihood (`loo = true`) as CmdStan's `log_lik` columns after the
+/// others, where no output is already called `log_lik`: ArviZ's
+/// `from_cmdstan(log_likelihood="log_lik")` reads them.
+fn log_lik(r: &FitReport) -> Option<&nalgebra::DMatrix<f64>> {
+    let taken = r
+        .columns
+        .iter()
+        .any(|c| c == "log_lik" || c.starts_with("log_lik."));
+    r.log_lik.as_ref().filter(|_| !taken).map(|ll| &ll.values)
+}
+
+fn push_log_lik(out: &mut String, r: &FitReport, i: usize) {
+    if let Some(ll) = log_lik(r) {
+        for j in 0..ll.ncols() {
+            out.push(',');
+            out.push_str(&number(ll[(i, j)]));
+        }
+    }
 }
 
 fn push_row(out: &mut String, r: &FitReport, i: usize) {
@@ -90,6 +116,7 @@ fn push_row(out: &mut String, r: &FitReport, i: usize) {
             out.push(',');
             out.push_str(&number(r.draws[(i, j)]));
         }
+        push_log_lik(out, r, i);
         out.push('\n');
         return;
     }
@@ -103,6 +130,7 @@ fn push_row(out: &mut String, r: &FitReport, i: usize) {
         out.push(',');
         out.push_str(&number(r.draws[(i, j)]));
     }
+    push_log_lik(out, r, i);
     out.push('\n');
 }
 

@@ -104,20 +104,22 @@ fn arviz_from_cmdstan_reads_draws_csv_with_the_means_of_fit_json() {
 }
 
 #[test]
-fn arviz_from_cmdstan_reads_the_replicates_as_the_posterior_predictive() {
+fn arviz_from_cmdstan_reads_the_replicates_and_the_log_likelihood() {
     let Some(python) = arviz_python() else {
         return;
     };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arviz-ppc");
     let _ = std::fs::remove_dir_all(&dir);
     let out = crate::common::mvi(&[
-        "run",
+        "loo",
         "examples/linear_regression.mvi",
         "--data",
         "examples/data/linear_regression.json",
+        "--method",
+        "nuts",
         "--predictive",
         "--set",
-        "draws=300",
+        "draws=100",
         "-q",
         "--output-dir",
         dir.to_str().unwrap(),
@@ -125,8 +127,9 @@ fn arviz_from_cmdstan_reads_the_replicates_as_the_posterior_predictive() {
     assert!(out.status.success(), "{}", text(&out));
     let script = "import sys, arviz as az\n\
         d = az.from_cmdstan(posterior=sys.argv[1], posterior_predictive='y_rep', \
-        observed_data=sys.argv[2], observed_data_var='y')\n\
-        print(sorted(d.groups()), d.posterior_predictive['y_rep'].shape, d.observed_data['y'].shape)\n";
+        log_likelihood='log_lik', observed_data=sys.argv[2], observed_data_var='y')\n\
+        print(sorted(d.groups()), d.posterior_predictive['y_rep'].shape, d.observed_data['y'].shape)\n\
+        print('elpd', float(az.loo(d, reff=1.0).elpd_loo))\n";
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/linear_regression.json");
     let out = run(Command::new(&python)
         .args(["-c", script])
@@ -135,10 +138,22 @@ fn arviz_from_cmdstan_reads_the_replicates_as_the_posterior_predictive() {
         .env("PYTHONWARNINGS", "ignore"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "ArviZ failed:\n{}", text(&out));
+    // one CSV is one chain to from_cmdstan: the 4 chains' 100 draws in a row
     assert!(
         stdout.contains("'observed_data'")
             && stdout.contains("'posterior_predictive'")
-            && stdout.contains("(1, 300, 50) (50,)"),
+            && stdout.contains("'log_likelihood'")
+            && stdout.contains("(1, 400, 50) (50,)"),
         "{stdout}"
     );
+    // ArviZ's LOO of these nuts draws is mvi's (both with r_eff = 1)
+    let ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("loo.json")).unwrap()).unwrap();
+    let theirs: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("elpd "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let mine = ours["loo"]["elpd_loo"].as_f64().unwrap();
+    assert!((theirs - mine).abs() < 1e-6, "ArviZ {theirs} vs mvi {mine}");
 }
