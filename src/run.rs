@@ -347,12 +347,15 @@ fn footprint(model: &LogJoint) -> memory::Footprint {
     memory::Footprint {
         dim: model.dim(),
         theta_dim: model.graph.theta_dim,
-        columns: model
-            .params
-            .iter()
-            .chain(&model.reported)
-            .map(|p| p.shape.size())
-            .sum(),
+        // the report's columns, and per draw the outputs of `generated`, the replicates and
+        // the pointwise log-likelihoods
+        columns: declared_columns(model)
+            + [&model.generated, &model.replicates, &model.log_lik]
+                .into_iter()
+                .flatten()
+                .flat_map(|g| &g.outputs)
+                .map(|o| o.shape.size())
+                .sum::<usize>(),
         params: model.params.len(),
         predict: model.predict.is_some(),
     }
