@@ -539,7 +539,7 @@ fn assemble(
         let seed = generate::stream_seed(option_int(options, "seed", 0), purpose);
         let out = generate::eval_generated(gen, post.theta.as_slice(), &w, seed);
         generated_notes.extend(out.notes());
-        (columns, draws) = append_outputs(columns, draws, &gen.outputs, &out.values);
+        (columns, draws) = append_outputs(columns, draws, &gen.outputs, &out);
     }
     let log_lik = model.log_lik.as_ref().map(|gen| {
         let _t = timing::span("report: pointwise log-likelihood");
@@ -549,13 +549,7 @@ fn assemble(
             .iter()
             .map(|o| (o.name.clone(), o.shape.size()))
             .collect();
-        let n: usize = vars.iter().map(|v| v.1).sum();
-        let mut values = DMatrix::zeros(w.ncols(), n);
-        let mut c = 0;
-        for v in &out.values {
-            values.columns_mut(c, v.nrows()).copy_from(&v.transpose());
-            c += v.nrows();
-        }
+        let values = out.by_draw();
         // draws of q carry the correction; MCMC and importance-resampled draws are (close
         // to) posterior draws already
         let log_correction = match (&chains, &log_q, resampling) {
@@ -818,23 +812,20 @@ fn constrained_draws(
 }
 
 /// The report's columns and draws with per-draw outputs appended (CmdStan's names,
-/// `y_rep.3`); `values` holds each output's entries × draws.
+/// `y_rep.3`), their values those of `values`.
 fn append_outputs(
     mut columns: Vec<String>,
     draws: DMatrix<f64>,
     outputs: &[generate::Output],
-    values: &[DMatrix<f64>],
+    values: &generate::GeneratedDraws,
 ) -> (Vec<String>, DMatrix<f64>) {
     let c0 = columns.len();
     for o in outputs {
         columns.extend(crate::report::cmdstan_names(&o.name, &o.shape.dims()));
     }
+    let new = values.by_draw();
     let mut out = draws.resize_horizontally(columns.len(), 0.0);
-    let mut c = c0;
-    for v in values {
-        out.columns_mut(c, v.nrows()).copy_from(&v.transpose());
-        c += v.nrows();
-    }
+    out.columns_mut(c0, new.ncols()).copy_from(&new);
     (columns, out)
 }
 

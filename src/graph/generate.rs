@@ -58,6 +58,20 @@ pub struct GeneratedDraws {
 }
 
 impl GeneratedDraws {
+    /// Every output's entries side by side, one row per draw (draws × Σ output sizes), in
+    /// output order: the layout of draws.csv's columns.
+    pub fn by_draw(&self) -> DMatrix<f64> {
+        let s = self.values.first().map_or(0, DMatrix::ncols);
+        let n = self.values.iter().map(DMatrix::nrows).sum();
+        let mut out = DMatrix::zeros(s, n);
+        let mut c = 0;
+        for v in &self.values {
+            out.columns_mut(c, v.nrows()).copy_from(&v.transpose());
+            c += v.nrows();
+        }
+        out
+    }
+
     /// One note per distribution whose `_rng` failed at some draws.
     pub fn notes(&self) -> Vec<String> {
         self.failures

@@ -379,22 +379,33 @@ fn loo_of_a_whole_vector_scored_at_once_says_how_to_split_it() {
     );
 }
 
-#[test]
-fn prior_draws_follow_the_prior_and_replicate_the_data_from_it() {
-    let dir = std::env::temp_dir().join("mvi_prior_draws");
+/// `mvi run examples/<stem>.mvi` on its data with `flags`, into a fresh temporary directory
+/// `dir`; the run must succeed.
+fn run_example_into(dir: &str, stem: &str, flags: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(dir);
     let _ = std::fs::remove_dir_all(&dir);
-    let out = mvi(&[
+    let (model, data) = (
+        format!("examples/{stem}.mvi"),
+        format!("examples/data/{stem}.json"),
+    );
+    let mut args = vec![
         "run",
-        "examples/linear_regression.mvi",
+        model.as_str(),
         "--data",
-        "examples/data/linear_regression.json",
-        "--prior",
-        "--json",
+        data.as_str(),
         "-q",
         "--output-dir",
         dir.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(flags);
+    let out = mvi(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (out, dir)
+}
+
+#[test]
+fn prior_draws_follow_the_prior_and_replicate_the_data_from_it() {
+    let (out, dir) = run_example_into("mvi_prior_draws", "linear_regression", &["--prior", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["method"], "nuts");
     assert!(v["notes"].to_string().contains("prior draws"), "{}", v["notes"]);
@@ -408,19 +419,7 @@ fn prior_draws_follow_the_prior_and_replicate_the_data_from_it() {
 
 #[test]
 fn predictive_with_an_output_dir_draws_the_check() {
-    let dir = std::env::temp_dir().join("mvi_ppc_svg");
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = mvi(&[
-        "run",
-        "examples/poisson_regression.mvi",
-        "--data",
-        "examples/data/poisson_regression.json",
-        "--predictive",
-        "-q",
-        "--output-dir",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, dir) = run_example_into("mvi_ppc_svg", "poisson_regression", &["--predictive"]);
     let svg = std::fs::read_to_string(dir.join("ppc_y.svg")).unwrap();
     assert!(
         svg.contains("<svg") && svg.contains("frequency"),
