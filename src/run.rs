@@ -198,7 +198,12 @@ pub fn fit(
     if method_name(options) == "auto" {
         return auto::fit_auto(model, options, info, obs);
     }
-    let method = registry::build(options)?;
+    let method = match crate::infer::nuts::settings_and_init(options) {
+        Ok((settings, Some(init))) if method_name(options) == "nuts" => {
+            started_nuts(model, options, info, settings, init)?
+        }
+        _ => registry::build(options)?,
+    };
     if model.dim() == 0 {
         return Err(Diagnostic::plain(
             "mvi::infer::no_params",
@@ -244,6 +249,43 @@ pub fn fit(
         return Err(d);
     }
     Ok((post, report))
+}
+
+/// `nuts` started from a fit of `init` (`laplace`, `mvi_lr`, `pathfinder`): its mean and a
+/// factor of its covariance (Cholesky; the marginal sds when that fails).
+fn started_nuts(
+    model: &LogJoint,
+    options: &InferOptions,
+    info: &RunInfo,
+    settings: crate::infer::nuts::Settings,
+    init: &str,
+) -> Result<Box<dyn crate::infer::Method>, Diagnostic> {
+    // the options that apply to the method started from, under its name
+    let mut first = options.clone();
+    first.entries.retain(|e| {
+        e.key != "method"
+            && infer_keys::key_spec_for(&e.key, Some(init)).is_some_and(|s| s.methods.includes(init))
+    });
+    first.entries.push(crate::options::InferOption {
+        key: "method".into(),
+        value: OptionValue::Ident(init.into()),
+        span: None,
+    });
+    let (post, _) = fit(model, &first, info, &mut crate::infer::Silent)?;
+    let mean = post.mean();
+    let cov = post.cov();
+    let factor = match cov.clone().cholesky() {
+        Some(c) => c.l(),
+        None => DMatrix::from_diagonal(&cov.diagonal().map(|v| v.max(f64::MIN_POSITIVE).sqrt())),
+    };
+    Ok(Box::new(crate::infer::nuts::StartedNuts {
+        settings,
+        start: crate::infer::nuts::Start {
+            method: init.to_string(),
+            mean,
+            factor,
+        },
+    }))
 }
 
 /// Build what `options` ask of the model for after the fit: the replicates of

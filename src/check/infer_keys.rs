@@ -409,6 +409,13 @@ pub const KEYS: &[KeySpec] = &[
         meaning: "mass matrix adapted in warm-up: diagonal, or diagonal plus a low-rank correction for correlated posteriors",
     },
     KeySpec {
+        key: "init",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::Word(&["none", "laplace", "mvi_lr", "pathfinder"]),
+        default: Some("none"),
+        meaning: "start the chains from draws of this method's fit, with its covariance as the metric, and warm up for 500 iterations by default instead of 1000",
+    },
+    KeySpec {
         key: "draws",
         methods: Methods::All,
         kind: ValueKind::PositiveInt,

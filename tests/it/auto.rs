@@ -102,3 +102,50 @@ fn auto_refuses_an_option_that_only_some_of_its_methods_take() {
     assert!(text.contains("`rank` does not apply to method `auto`"), "{text}");
     assert!(text.contains("every method it may try"), "{text}");
 }
+
+/// y_i ~ normal(mu, 1), mu ~ normal(0, 10): the posterior of mu is normal with known mean
+/// and sd.
+#[test]
+fn nuts_started_from_an_approximation_samples_the_exact_posterior() {
+    let y = [0.1, -0.3, 0.8, 0.4, 1.0];
+    let data = format!(r#"{{"N": 5, "y": {y:?}}}"#);
+    let (typed, joint) = load(GAUSSIAN, &data);
+    let prec = 1.0 / 100.0 + 5.0;
+    let (mean, sd) = (y.iter().sum::<f64>() / prec, (1.0 / prec).sqrt());
+    for init in ["laplace", "mvi_lr", "pathfinder"] {
+        let set: Vec<(String, String)> = [("method", "nuts"), ("init", init), ("seed", "4")]
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
+        let options =
+            check::infer_options(&typed, &set).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
+        let r = run::fit(&joint, &options, &RunInfo::default(), &mut Silent)
+            .unwrap()
+            .1;
+        assert!(
+            r.notes[0].contains(&format!("draws of the `{init}` fit")),
+            "{:?}",
+            r.notes
+        );
+        assert_eq!(r.mcmc.as_ref().unwrap().warmup, 500);
+        let mu: Vec<f64> = r.draws.column(0).iter().copied().collect();
+        let m = mu.iter().sum::<f64>() / mu.len() as f64;
+        let s = (mu.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (mu.len() as f64 - 1.0)).sqrt();
+        // 4000 draws with an ESS of at least 1000: the mean within 5 se, the sd within 10 %
+        assert!(
+            (m - mean).abs() < 5.0 * sd / 1000f64.sqrt(),
+            "{init}: mean {m} vs {mean}"
+        );
+        assert!((s / sd - 1.0).abs() < 0.1, "{init}: sd {s} vs {sd}");
+    }
+    let set = vec![
+        ("method".to_string(), "nuts".to_string()),
+        ("init".to_string(), "nuts".to_string()),
+    ];
+    let d = check::infer_options(&typed, &set).expect_err("nuts cannot start from itself");
+    assert!(
+        d.render_plain(100).contains("`init` takes one of"),
+        "{}",
+        d.render_plain(100)
+    );
+}
