@@ -272,7 +272,8 @@ impl Checker {
             // a constrained type or bounds on a function's parameter would be ignored: the
             // value is checked where it is declared, as in Stan, whose functions take base types
             for (p, ty) in &f.def.params {
-                if ty.kind.is_some() || ty.lower.is_some() || ty.upper.is_some() {
+                let affine = ty.offset.is_some() || ty.multiplier.is_some();
+                if ty.kind.is_some() || ty.lower.is_some() || ty.upper.is_some() || affine {
                     let d = Diagnostic::error(
                         "mvi::check::constrained_fn_param",
                         format!(

@@ -721,6 +721,8 @@ mod tests {
                 base,
                 lower,
                 upper: None,
+                offset: None,
+                multiplier: None,
                 sizes,
                 kind: None,
                 span: sp(),

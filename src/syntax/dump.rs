@@ -133,6 +133,12 @@ impl Dumper {
         if let Some(u) = &t.upper {
             self.expr(depth + 1, "upper", u);
         }
+        if let Some(o) = &t.offset {
+            self.expr(depth + 1, "offset", o);
+        }
+        if let Some(m) = &t.multiplier {
+            self.expr(depth + 1, "multiplier", m);
+        }
         for s in &t.sizes {
             self.expr(depth + 1, "size", s);
         }

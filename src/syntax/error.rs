@@ -53,11 +53,11 @@ pub enum Error {
         /// The string up to the end of its line.
         span: Span,
     },
-    /// `lower` or `upper` given twice in one constraint.
+    /// `lower`, `upper`, `offset` or `multiplier` given twice in one constraint.
     DuplicateBound {
         /// The second occurrence.
         span: Span,
-        /// `lower` or `upper`.
+        /// `lower`, `upper`, `offset` or `multiplier`.
         key: &'static str,
     },
     /// A type with the wrong number of sizes (`vector[N, M]`, `real[3]`).
@@ -180,7 +180,11 @@ impl Error {
                 format!("`{key}` is given twice"),
                 *span,
                 "second one here".into(),
-                "a constraint has at most one `lower=` and one `upper=`".into(),
+                if matches!(*key, "lower" | "upper") {
+                    "a constraint has at most one `lower=` and one `upper=`".into()
+                } else {
+                    "an affine transform has at most one `offset=` and one `multiplier=`".into()
+                },
             ),
             Error::SizeCount {
                 span,

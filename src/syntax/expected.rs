@@ -147,7 +147,7 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         infer_value | infer_list => "a value (a number, a word or a list)",
         type_expr | base_type => "a type (`int`, `real`, `vector`, `matrix` or `ints`)",
         constraint => "`<`",
-        bound | bound_key => "`lower=` or `upper=`",
+        bound | bound_key => "`lower=`, `upper=`, `offset=` or `multiplier=`",
         sizes => "`[`",
         assign_op => "`~` or an assignment (`=`, `+=`, `-=`, `*=`, `/=`)",
         expr | nexpr | bound_expr | term | prefix_op | call | array | paren => "an expression",

@@ -138,7 +138,12 @@ fn build_fn(pair: Pair<'_, Rule>) -> Result<FnDef, Error> {
                 let ty = build_type(must(&p, Rule::type_expr), SizeRule::Optional)?;
                 params.push((n, ty));
             }
-            Rule::fn_ret => ret = Some(build_type(must(&p, Rule::type_expr), SizeRule::Optional)?),
+            Rule::fn_ret => {
+                ret = Some(Box::new(build_type(
+                    must(&p, Rule::type_expr),
+                    SizeRule::Optional,
+                )?))
+            }
             Rule::stmt_body => body = build_body(p)?,
             _ => {}
         }
@@ -213,9 +218,9 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         (_, Some(k)) => (BaseType::Vector, k.name(), 1),
         _ => (BaseType::Ints, "ints", 1),
     };
-    let (lower, upper) = match child(&pair, Rule::constraint) {
+    let [lower, upper, offset, multiplier] = match child(&pair, Rule::constraint) {
         Some(c) => build_constraint(c)?,
-        None => (None, None),
+        None => Default::default(),
     };
     let mut sizes = match child(&pair, Rule::sizes) {
         Some(s) => s
@@ -238,6 +243,8 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         base,
         lower,
         upper,
+        offset,
+        multiplier,
         sizes,
         kind,
         span,
@@ -264,27 +271,30 @@ fn check_sizes(
     }
 }
 
-type Bounds = (Option<Expr>, Option<Expr>);
+/// The keys a constraint may give, in the order [`build_constraint`] returns their values.
+const BOUND_KEYS: [&str; 4] = ["lower", "upper", "offset", "multiplier"];
+
+/// `lower=`, `upper=`, `offset=` and `multiplier=`, each if written.
+type Bounds = [Option<Expr>; 4];
 
 fn build_constraint(pair: Pair<'_, Rule>) -> Result<Bounds, Error> {
-    let (mut lower, mut upper) = (None, None);
+    let mut bounds: Bounds = Default::default();
     for b in pair.into_inner().filter(|p| p.as_rule() == Rule::bound) {
-        let key = must(&b, Rule::bound_key);
+        let key = must(&b, Rule::bound_key).as_str();
         let value = build_expr(must(&b, Rule::bound_expr))?;
-        let (slot, name) = if key.as_str() == "lower" {
-            (&mut lower, "lower")
-        } else {
-            (&mut upper, "upper")
-        };
-        if slot.is_some() {
+        let i = BOUND_KEYS
+            .iter()
+            .position(|k| *k == key)
+            .expect("the grammar's `bound_key` has these four keys");
+        if bounds[i].is_some() {
             return Err(Error::DuplicateBound {
                 span: span_of(&b),
-                key: name,
+                key: BOUND_KEYS[i],
             });
         }
-        *slot = Some(value);
+        bounds[i] = Some(value);
     }
-    Ok((lower, upper))
+    Ok(bounds)
 }
 
 // ------------------------------------------------------------------ statements

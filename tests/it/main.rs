@@ -1,6 +1,7 @@
 //! The integration tests, one crate so that the library is linked once: each module was a
 //! test binary of its own (run one with `cargo test --test it <module>::`).
 
+mod affine;
 mod arviz;
 mod bad_check;
 mod bad_syntax;
