@@ -367,7 +367,11 @@ impl Checker {
             let Some(v) = self.data.get(&d.name.name) else {
                 continue;
             };
-            let shape = value_shape(v);
+            let shape = match (d.ty.base, value_shape(v)) {
+                // held as a 1×n matrix (data::bind)
+                (crate::syntax::ast::BaseType::RowVector, Shape::Matrix(1, n)) => Shape::RowVector(n),
+                (_, s) => s,
+            };
             let value = v.as_scalar();
             self.globals.insert(
                 d.name.name.clone(),
@@ -630,7 +634,7 @@ impl Checker {
                 return Err(self.report(d));
             }
             BaseType::Int | BaseType::Real => 0,
-            BaseType::Vector | BaseType::Ints => 1,
+            BaseType::Vector | BaseType::RowVector | BaseType::Ints => 1,
             BaseType::Matrix => 2,
         };
         if ty.sizes.len() != want {
@@ -659,6 +663,7 @@ impl Checker {
             BaseType::Int => Shape::Int,
             BaseType::Real => Shape::Real,
             BaseType::Vector => Shape::Vector(sizes[0]),
+            BaseType::RowVector => Shape::RowVector(sizes[0]),
             BaseType::Ints => Shape::Ints(sizes[0]),
             BaseType::Matrix => Shape::Matrix(sizes[0], sizes[1]),
         })

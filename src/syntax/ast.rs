@@ -104,6 +104,8 @@ pub enum BaseType {
     Real,
     /// `vector[n]`
     Vector,
+    /// `row_vector[n]`: a 1×n row, Stan's `row_vector`.
+    RowVector,
     /// `matrix[n, m]`
     Matrix,
     /// `ints[n]`

@@ -56,6 +56,7 @@ fn base_name(b: BaseType) -> &'static str {
         BaseType::Int => "int",
         BaseType::Real => "real",
         BaseType::Vector => "vector",
+        BaseType::RowVector => "row_vector",
         BaseType::Matrix => "matrix",
         BaseType::Ints => "ints",
     }

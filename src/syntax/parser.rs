@@ -213,6 +213,7 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         ("int", _) => (BaseType::Int, "int", 0),
         ("real", _) => (BaseType::Real, "real", 0),
         ("vector", _) => (BaseType::Vector, "vector", 1),
+        ("row_vector", _) => (BaseType::RowVector, "row_vector", 1),
         ("matrix", _) => (BaseType::Matrix, "matrix", 2),
         (_, Some(k)) if k.is_matrix() => (BaseType::Matrix, k.name(), 1),
         (_, Some(k)) => (BaseType::Vector, k.name(), 1),

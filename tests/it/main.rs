@@ -42,6 +42,7 @@ mod recovery;
 mod repl;
 mod report;
 mod rng;
+mod row_vector;
 mod scale;
 mod split_mf;
 mod stdlib;
