@@ -240,6 +240,15 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         // `cov_matrix[K]` is a `matrix[K, K]`.
         sizes.extend(sizes.first().cloned());
     }
+    let mut base = base;
+    if let Some(dims) = child(&pair, Rule::array_sizes) {
+        let dims: Vec<Expr> = dims
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::nexpr)
+            .map(build_expr)
+            .collect::<Result<_, _>>()?;
+        base = array_base(span, base, kind, base_name, &dims, &mut sizes)?;
+    }
     Ok(TypeExpr {
         base,
         lower,
@@ -250,6 +259,38 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         kind,
         span,
     })
+}
+
+/// Stan's arrays as the types that hold them (the sizes become the array's dimensions, then
+/// the element's): `array[N] vector[K]` and `array[N] row_vector[K]` are an N × K matrix
+/// whose row n is element n, `array[N] real` a vector, `array[N] int` an `ints`, and
+/// `array[N, M] real` an N × M matrix. Others are [`Error::UnsupportedArray`].
+fn array_base(
+    span: Span,
+    base: BaseType,
+    kind: Option<TypeKind>,
+    base_name: &str,
+    dims: &[Expr],
+    sizes: &mut Vec<Expr>,
+) -> Result<BaseType, Error> {
+    let out = match (base, kind, dims.len(), sizes.len()) {
+        (BaseType::Vector | BaseType::RowVector, None, 1, 1) => Some(BaseType::Matrix),
+        (BaseType::Real, None, 1, 0) => Some(BaseType::Vector),
+        (BaseType::Int, None, 1, 0) => Some(BaseType::Ints),
+        (BaseType::Real, None, 2, 0) => Some(BaseType::Matrix),
+        _ => None,
+    };
+    let Some(out) = out else {
+        let n = if dims.len() == 1 { "N" } else { "N, …" };
+        return Err(Error::UnsupportedArray {
+            span,
+            what: format!("array[{n}] {base_name}"),
+        });
+    };
+    let mut all = dims.to_vec();
+    all.append(sizes);
+    *sizes = all;
+    Ok(out)
 }
 
 fn check_sizes(

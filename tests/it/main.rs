@@ -2,6 +2,7 @@
 //! test binary of its own (run one with `cargo test --test it <module>::`).
 
 mod affine;
+mod arrays;
 mod arviz;
 mod bad_check;
 mod bad_syntax;
