@@ -13,7 +13,7 @@ use nalgebra::{DMatrix, DVector};
 use crate::data::draws::DrawsTable;
 use crate::density::LogDensity;
 use crate::diagnostic::Diagnostic;
-use crate::graph::logjoint::{eval_nodes, Structure};
+use crate::graph::logjoint::{eval_nodes, ParamInfo, Structure};
 use crate::graph::transform::entry;
 use crate::graph::LogJoint;
 use crate::posterior::w1::w1;
@@ -102,15 +102,18 @@ pub(crate) fn unconstrain(
                     w.view_mut((p.offset, s), (u.len(), 1)).copy_from_slice(&u);
                 }
             }
+            Some(Structure::Affine) => {
+                // x = offset + multiplier · u: the value at u = 0 and u = 1 gives both
+                let (x0, x1) = (value_at(model, p, &w, 0.0), value_at(model, p, &w, 1.0));
+                for s in 0..n {
+                    for (k, x) in entries(cols, s).into_iter().enumerate() {
+                        let (v0, v1) = (x0[(k, s)], x1[(k, s)]);
+                        w[(p.offset + k, s)] = (x - v0) / (v1 - v0);
+                    }
+                }
+            }
             Some(Structure::Dependent { lower, upper }) => {
-                let theta = model.theta_init();
-                let size = p.shape.size();
-                let at = |w: &DMatrix<f64>, u: f64| -> DMatrix<f64> {
-                    let mut w = w.clone();
-                    w.rows_mut(p.offset, size).fill(u);
-                    eval_nodes(&model.graph, theta.as_slice(), &w, &[p.value]).remove(0)
-                };
-                let (x0, x1) = (at(&w, 0.0), at(&w, 1.0));
+                let (x0, x1) = (value_at(model, p, &w, 0.0), value_at(model, p, &w, 1.0));
                 let half = 1.0 / (1.0 + (-1.0f64).exp()) - 0.5;
                 for s in 0..n {
                     for (k, x) in entries(cols, s).into_iter().enumerate() {
@@ -287,6 +290,15 @@ impl Reference {
 }
 
 /// Marginal means and sds (divisor n − 1) of the columns of `w` (D × n).
+/// The value of parameter `p` at every column of `w` with its own coordinates set to `u`
+/// (the others as in `w`), at the initial θ.
+fn value_at(model: &LogJoint, p: &ParamInfo, w: &DMatrix<f64>, u: f64) -> DMatrix<f64> {
+    let theta = model.theta_init();
+    let mut w = w.clone();
+    w.rows_mut(p.offset, p.shape.size()).fill(u);
+    eval_nodes(&model.graph, theta.as_slice(), &w, &[p.value]).remove(0)
+}
+
 fn moments(w: &DMatrix<f64>) -> (DVector<f64>, DVector<f64>) {
     let n = w.ncols() as f64;
     let mean = w.column_mean();

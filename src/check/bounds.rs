@@ -1,10 +1,12 @@
 //! The constraint of a `param` or `hyper` declaration: a constrained type (`simplex[K]`,
-//! `cov_matrix[K]`, …; sized by `constrained`, built by `graph::transform`), constant bounds, or
-//! bounds that depend on hypers and earlier params (`real<lower=0, upper=1 - alpha1>`).
+//! `cov_matrix[K]`, …; sized by `constrained`, built by `graph::transform`), constant bounds,
+//! bounds that depend on hypers and earlier params (`real<lower=0, upper=1 - alpha1>`), or
+//! Stan's affine transform (`vector<offset=mu, multiplier=tau>[J]`).
 //!
 //! What lowering can rely on: a constrained type has K at least its minimum and no bounds;
-//! a dependent bound is a scalar or has the declared shape, and reads only data, hypers
-//! declared before it (for a hyper) or hypers and params declared before it (for a param).
+//! a dependent bound, offset or multiplier is a scalar or has the declared shape, and reads
+//! only data, hypers declared before it (for a hyper) or hypers and params declared before it
+//! (for a param); an affine transform has no bounds, and a constant multiplier is positive.
 
 use super::checker::{Checker, Ctx, R};
 use super::types::{Shape, TExpr};
@@ -24,8 +26,11 @@ impl Checker {
         if let Some(kind) = d.ty.kind {
             return self.typed_transform(d, kind, shape);
         }
+        if d.ty.offset.is_some() || d.ty.multiplier.is_some() {
+            return self.affine_transform(d, shape, later);
+        }
         for b in [&d.ty.lower, &d.ty.upper].into_iter().flatten() {
-            self.bound_order(d, b, later)?;
+            self.bound_order(d, b, later, "bound")?;
         }
         let lower = self.bound_expr(d, &d.ty.lower, shape)?;
         let upper = self.bound_expr(d, &d.ty.upper, shape)?;
@@ -49,16 +54,68 @@ impl Checker {
                 )
             }
             _ => {
-                let bounds = DependentBounds { lower, upper };
+                let bounds = DependentBounds {
+                    lower,
+                    upper,
+                    offset: None,
+                    multiplier: None,
+                };
                 return Ok((Transform::Dependent, Some(bounds), shape.len()));
             }
         };
         Ok((transform, None, shape.len()))
     }
 
+    /// Stan's affine transform x = offset + multiplier · u; either may be left out (offset 0,
+    /// multiplier 1). Stan does not combine it with bounds, and neither do we.
+    fn affine_transform(&mut self, d: &Decl, shape: Shape, later: &[String]) -> R<DeclTransform> {
+        if let Some(b) = d.ty.lower.as_ref().or(d.ty.upper.as_ref()) {
+            let diag = self
+                .diag(
+                    "mvi::check::bounds_with_affine",
+                    format!("`{}` has both bounds and an offset or multiplier", d.name.name),
+                )
+                .with_label(b.span, "this bound")
+                .with_help(
+                    "as in Stan, a declaration takes `<lower=…, upper=…>` or `<offset=…, multiplier=…>`, \
+                     not both: keep the bounds, or keep the affine transform and bound the value \
+                     it is computed from",
+                );
+            return Err(self.report(diag));
+        }
+        let keys = [(&d.ty.offset, "offset"), (&d.ty.multiplier, "multiplier")];
+        for (b, what) in keys {
+            if let Some(b) = b {
+                self.bound_order(d, b, later, what)?;
+            }
+        }
+        let offset = self.bound_expr(d, &d.ty.offset, shape)?;
+        let multiplier = self.bound_expr(d, &d.ty.multiplier, shape)?;
+        if let (Some(m), Some(e)) = (&multiplier, &d.ty.multiplier) {
+            if let Some(v) = m.value.filter(|v| m.shape.is_scalar() && *v <= 0.0) {
+                return self.fail(
+                    "mvi::check::multiplier_not_positive",
+                    format!("the multiplier of `{}` is {v}, not positive", d.name.name),
+                    e.span,
+                    "this multiplier",
+                    "the multiplier scales the unconstrained value (x = offset + multiplier · u) and \
+                     must be > 0, as in Stan",
+                );
+            }
+        }
+        let affine = DependentBounds {
+            lower: None,
+            upper: None,
+            offset,
+            multiplier,
+        };
+        Ok((Transform::Dependent, Some(affine), shape.len()))
+    }
+
     fn typed_transform(&mut self, d: &Decl, kind: TypeKind, shape: Shape) -> R<DeclTransform> {
         let name = kind.name();
-        if let Some(b) = d.ty.lower.as_ref().or(d.ty.upper.as_ref()) {
+        let written = [&d.ty.lower, &d.ty.upper, &d.ty.offset, &d.ty.multiplier];
+        if let Some(b) = written.into_iter().flatten().next() {
             let d = self
                 .diag(
                     "mvi::check::bounds_on_constrained_type",
@@ -110,8 +167,9 @@ impl Checker {
         Ok((Transform::Type(kind), None, e.free_of(graph_shape)))
     }
 
-    /// A bound that names the declared value itself or a hyper or param declared after it.
-    fn bound_order(&mut self, d: &Decl, b: &Expr, later: &[String]) -> R<()> {
+    /// A bound (or offset, or multiplier: `what`) that names the declared value itself or a
+    /// hyper or param declared after it.
+    fn bound_order(&mut self, d: &Decl, b: &Expr, later: &[String], what: &str) -> R<()> {
         let mut names = Vec::new();
         names_in(b, &mut names);
         let me = &d.name.name;
@@ -119,26 +177,27 @@ impl Checker {
             let diag = self
                 .diag(
                     "mvi::check::bound_refers_to_itself",
-                    format!("the bound of `{me}` depends on `{me}` itself"),
+                    format!("the {what} of `{me}` depends on `{me}` itself"),
                 )
                 .with_label(*span, "the value being bounded")
                 .with_label(d.name.span, "declared here")
-                .with_help(
-                    "a bound is computed before the value it bounds: use data, hypers, or params \
+                .with_help(format!(
+                    "a {what} is computed before the value it {}: use data, hypers, or params \
                      declared earlier",
-                );
+                    if what == "bound" { "bounds" } else { "transforms" }
+                ));
             return Err(self.report(diag));
         }
         if let Some((n, span)) = names.iter().find(|(n, _)| later.contains(n)) {
             let diag = self
                 .diag(
                     "mvi::check::bound_refers_to_later",
-                    format!("the bound of `{me}` depends on `{n}`, which is declared after it"),
+                    format!("the {what} of `{me}` depends on `{n}`, which is declared after it"),
                 )
                 .with_label(*span, format!("`{n}` is declared later"))
                 .with_label(d.name.span, format!("`{me}` is declared here"))
                 .with_help(format!(
-                    "bounds may use data, hypers, and params declared before them (hypers come \
+                    "{what}s may use data, hypers, and params declared before them (hypers come \
                      before params): declare `{n}` before `{me}`"
                 ));
             return Err(self.report(diag));

@@ -322,6 +322,7 @@ fn append_col(a: Shape, b: Shape) -> Result<Shape, String> {
     let cols = |s: Shape| match s {
         Shape::Matrix(r, c) => Some((Some(r), c)),
         Shape::Vector(r) | Shape::Ints(r) => Some((Some(r), 1)),
+        Shape::RowVector(_) => None,
         Shape::Real | Shape::Int => Some((None, 1)),
     };
     match (cols(a), cols(b)) {

@@ -272,7 +272,8 @@ impl Checker {
             // a constrained type or bounds on a function's parameter would be ignored: the
             // value is checked where it is declared, as in Stan, whose functions take base types
             for (p, ty) in &f.def.params {
-                if ty.kind.is_some() || ty.lower.is_some() || ty.upper.is_some() {
+                let affine = ty.offset.is_some() || ty.multiplier.is_some();
+                if ty.kind.is_some() || ty.lower.is_some() || ty.upper.is_some() || affine {
                     let d = Diagnostic::error(
                         "mvi::check::constrained_fn_param",
                         format!(
@@ -366,7 +367,11 @@ impl Checker {
             let Some(v) = self.data.get(&d.name.name) else {
                 continue;
             };
-            let shape = value_shape(v);
+            let shape = match (d.ty.base, value_shape(v)) {
+                // held as a 1×n matrix (data::bind)
+                (crate::syntax::ast::BaseType::RowVector, Shape::Matrix(1, n)) => Shape::RowVector(n),
+                (_, s) => s,
+            };
             let value = v.as_scalar();
             self.globals.insert(
                 d.name.name.clone(),
@@ -629,7 +634,7 @@ impl Checker {
                 return Err(self.report(d));
             }
             BaseType::Int | BaseType::Real => 0,
-            BaseType::Vector | BaseType::Ints => 1,
+            BaseType::Vector | BaseType::RowVector | BaseType::Ints => 1,
             BaseType::Matrix => 2,
         };
         if ty.sizes.len() != want {
@@ -658,6 +663,7 @@ impl Checker {
             BaseType::Int => Shape::Int,
             BaseType::Real => Shape::Real,
             BaseType::Vector => Shape::Vector(sizes[0]),
+            BaseType::RowVector => Shape::RowVector(sizes[0]),
             BaseType::Ints => Shape::Ints(sizes[0]),
             BaseType::Matrix => Shape::Matrix(sizes[0], sizes[1]),
         })

@@ -363,12 +363,20 @@ impl Checker {
         match broadcast(a.shape, b.shape) {
             Some(s) if top == TBinOp::Pow || top == TBinOp::ElemDiv => Ok((top, s.to_real())),
             Some(s) => Ok((top, s)),
-            None => Err(self.mismatch(
-                &format!("{word} values of different shapes"),
-                a,
-                b,
-                "elementwise operations need equal shapes, or a scalar on one side",
-            )),
+            None => {
+                let crossed = matches!(
+                    (a.shape, b.shape),
+                    (Shape::RowVector(_), Shape::Vector(_) | Shape::Ints(_))
+                        | (Shape::Vector(_) | Shape::Ints(_), Shape::RowVector(_))
+                );
+                let help = if crossed {
+                    "a row_vector and a vector differ in orientation: transpose one of them (`r'` \
+                     is a vector, `v'` a row)"
+                } else {
+                    "elementwise operations need equal shapes, or a scalar on one side"
+                };
+                Err(self.mismatch(&format!("{word} values of different shapes"), a, b, help))
+            }
         }
     }
 
@@ -382,15 +390,17 @@ impl Checker {
         match matmul(a.shape, b.shape, left_t) {
             Some(s) => Ok((TBinOp::MatMul, s)),
             None => {
-                // `A * Y[t]'` as in Stan, where a row is a row_vector
+                // `A * Y[t]'` as in Stan, where a matrix row is a row_vector
                 let right_t =
                     matches!(&b.kind, TExprKind::Transpose(x) if matches!(x.shape, Shape::Vector(_)));
                 let help = match (a.shape, b.shape) {
                     (Shape::Matrix(_, k), Shape::Matrix(1, n)) if right_t && k == n => "a vector is a column in mvi, \
-                        and so is a row taken from a matrix (`Y[t]`; there is no row_vector): drop the `'` to \
+                        and so is a row taken from a matrix (`Y[t]`, unlike Stan's row_vector): drop the `'` to \
                         multiply by it"
                         .to_string(),
                     (Shape::Vector(_) | Shape::Ints(_), Shape::Vector(_) | Shape::Ints(_)) => "for an elementwise product use `.*`; for a dot product `dot(a, b)` or `a' * b`".to_string(),
+                    (Shape::RowVector(_), Shape::RowVector(_)) => "for an elementwise product use `.*`; for a dot product transpose the right one (`a * b'`)".to_string(),
+                    (Shape::Matrix(..), Shape::RowVector(_)) => "a matrix multiplies a column `vector`: transpose the row (`A * r'`), or put it on the left (`r * A`)".to_string(),
                     _ => "in `A * B` the columns of `A` must equal the rows of `B`; use `.*` for an elementwise product".to_string(),
                 };
                 Err(self.mismatch("matrix product of incompatible shapes", a, b, &help))
@@ -461,6 +471,7 @@ impl Checker {
         let t = self.expr(x)?;
         let shape = match t.shape {
             Shape::Vector(n) | Shape::Ints(n) => Shape::Matrix(1, n),
+            Shape::RowVector(n) => Shape::Vector(n),
             Shape::Matrix(r, c) => Shape::Matrix(c, r),
             s => {
                 return self.fail(
@@ -859,7 +870,7 @@ impl Checker {
     fn index(&mut self, base: &Expr, idx: &[Index], span: Span) -> R<TExpr> {
         let tb = self.expr(base)?;
         let dims: Vec<usize> = match tb.shape {
-            Shape::Vector(n) | Shape::Ints(n) => vec![n],
+            Shape::Vector(n) | Shape::RowVector(n) | Shape::Ints(n) => vec![n],
             Shape::Matrix(r, c) => vec![r, c],
             s => {
                 return self.fail(
@@ -1041,6 +1052,8 @@ fn indexed_shape(base: Shape, nidx: usize, kept: &[usize]) -> Shape {
         (Shape::Ints(_), 1, [k]) => Shape::Ints(*k),
         (Shape::Vector(_), 1, []) => Shape::Real,
         (Shape::Vector(_), 1, [k]) => Shape::Vector(*k),
+        (Shape::RowVector(_), 1, []) => Shape::Real,
+        (Shape::RowVector(_), 1, [k]) => Shape::RowVector(*k),
         (Shape::Matrix(_, c), 1, []) => Shape::Vector(c),
         (Shape::Matrix(_, c), 1, [k]) => Shape::Matrix(*k, c),
         (Shape::Matrix(..), 2, []) => Shape::Real,

@@ -74,7 +74,8 @@ pub enum Transform {
     /// (`graph::transform`).
     Type(crate::syntax::ast::TypeKind),
     /// Bounds that depend on hypers or earlier params, the same transforms as constant
-    /// bounds with the bounds evaluated at the current point ([`Slot::dependent`]).
+    /// bounds with the bounds evaluated at the current point, or Stan's affine transform
+    /// x = offset + multiplier · u ([`Slot::dependent`]).
     Dependent,
 }
 
@@ -111,18 +112,43 @@ pub struct Slot {
     pub init: Option<Vec<f64>>,
     /// The initial value's expression (hypers only).
     pub init_expr: Option<TExpr>,
-    /// The bounds, for [`Transform::Dependent`].
+    /// The bounds or the affine transform, for [`Transform::Dependent`].
     pub dependent: Option<DependentBounds>,
 }
 
-/// Bounds that depend on hypers or earlier params (`real<lower=0, upper=1 - alpha1>`), as
-/// typed expressions lowered to graph nodes; each is a scalar or has the declared shape.
+impl Slot {
+    /// How reports name its transform: [`Transform::name`], or `affine` for the affine
+    /// transform (`<offset=…, multiplier=…>`).
+    pub fn transform_name(&self) -> &'static str {
+        if self.dependent.as_ref().is_some_and(DependentBounds::is_affine) {
+            "affine"
+        } else {
+            self.transform.name()
+        }
+    }
+}
+
+/// Bounds that depend on hypers or earlier params (`real<lower=0, upper=1 - alpha1>`), or
+/// Stan's affine transform (`vector<offset=mu, multiplier=tau>[J]`), as typed expressions
+/// lowered to graph nodes; each is a scalar or has the declared shape. Bounds and the affine
+/// transform are never given together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DependentBounds {
     /// `lower=`, if written.
     pub lower: Option<TExpr>,
     /// `upper=`, if written.
     pub upper: Option<TExpr>,
+    /// `offset=`, if written.
+    pub offset: Option<TExpr>,
+    /// `multiplier=`, if written.
+    pub multiplier: Option<TExpr>,
+}
+
+impl DependentBounds {
+    /// Whether this is the affine transform rather than bounds.
+    pub fn is_affine(&self) -> bool {
+        self.offset.is_some() || self.multiplier.is_some()
+    }
 }
 
 /// A `data` declaration after binding.

@@ -95,7 +95,7 @@ fn slot_row(p: &Slot, is_param: bool) -> [String; 5] {
         p.name.clone(),
         ty,
         constraint,
-        p.transform.name().to_string(),
+        p.transform_name().to_string(),
         last,
     ]
 }
@@ -217,7 +217,7 @@ pub fn dump_typed(model: &TypedModel) -> String {
             "hyper {}: {} {} θ[{}..{}] = {init}",
             h.name,
             h.shape,
-            h.transform.name(),
+            h.transform_name(),
             h.offset,
             h.offset + h.len
         );
@@ -228,7 +228,7 @@ pub fn dump_typed(model: &TypedModel) -> String {
             "param {}: {} {} w[{}..{}]",
             p.name,
             p.shape,
-            p.transform.name(),
+            p.transform_name(),
             p.offset,
             p.offset + p.len
         );

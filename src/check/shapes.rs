@@ -15,14 +15,18 @@ pub fn broadcast(a: Shape, b: Shape) -> Option<Shape> {
             x.to_real()
         }),
         (Ints(n), Ints(m)) if n == m => Some(Ints(n)),
+        (RowVector(n), RowVector(m)) if n == m => Some(RowVector(n)),
+        // `v'` is a 1×n matrix, which is what a row vector is
+        (RowVector(n), Matrix(1, m)) | (Matrix(1, m), RowVector(n)) if n == m => Some(RowVector(n)),
         (Vector(n) | Ints(n), Vector(m) | Ints(m)) if n == m => Some(Vector(n)),
         (Matrix(r, c), Matrix(r2, c2)) if r == r2 && c == c2 => Some(Matrix(r, c)),
         _ => None,
     }
 }
 
-/// The shape of the matrix product `a * b` (neither a scalar), if defined.
-/// `left_is_transposed_vector` makes `v' * w` a real, as Stan's row-vector product.
+/// The shape of the matrix product `a * b` (neither a scalar), if defined, with Stan's
+/// row-vector algebra: row_vector × vector is a real, vector × row_vector a matrix,
+/// row_vector × matrix a row_vector. `left_is_transposed_vector` makes `v' * w` a real too.
 pub fn matmul(a: Shape, b: Shape, left_is_transposed_vector: bool) -> Option<Shape> {
     use Shape::*;
     let a = a.to_real();
@@ -32,6 +36,10 @@ pub fn matmul(a: Shape, b: Shape, left_is_transposed_vector: bool) -> Option<Sha
         (Matrix(r, k), Matrix(k2, c)) if k == k2 => Some(Matrix(r, c)),
         (Matrix(r, k), Vector(k2)) if k == k2 => Some(Vector(r)),
         (Vector(n), Matrix(1, c)) => Some(Matrix(n, c)),
+        (RowVector(k), Vector(k2)) if k == k2 => Some(Real),
+        (Vector(n), RowVector(c)) => Some(Matrix(n, c)),
+        (RowVector(k), Matrix(k2, c)) if k == k2 => Some(RowVector(c)),
+        (Matrix(r, 1), RowVector(c)) => Some(Matrix(r, c)),
         _ => None,
     }
 }
@@ -59,5 +67,19 @@ mod tests {
             Some(Shape::Real)
         );
         assert_eq!(matmul(Shape::Vector(3), Shape::Vector(3), false), None);
+    }
+
+    #[test]
+    fn row_vectors_follow_stans_algebra() {
+        use Shape::*;
+        assert_eq!(matmul(RowVector(3), Vector(3), false), Some(Real));
+        assert_eq!(matmul(Vector(2), RowVector(3), false), Some(Matrix(2, 3)));
+        assert_eq!(matmul(RowVector(3), Matrix(3, 4), false), Some(RowVector(4)));
+        assert_eq!(matmul(Matrix(4, 3), RowVector(3), false), None);
+        assert_eq!(matmul(RowVector(3), RowVector(3), false), None);
+        assert_eq!(broadcast(RowVector(3), RowVector(3)), Some(RowVector(3)));
+        assert_eq!(broadcast(RowVector(3), Vector(3)), None);
+        assert_eq!(broadcast(Matrix(1, 3), RowVector(3)), Some(RowVector(3)));
+        assert_eq!(broadcast(Real, RowVector(3)), Some(RowVector(3)));
     }
 }

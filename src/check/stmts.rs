@@ -683,6 +683,7 @@ fn base_accepts(base: BaseType, s: Shape) -> bool {
         (BaseType::Int, Shape::Int)
             | (BaseType::Real, Shape::Int | Shape::Real)
             | (BaseType::Vector, Shape::Vector(_) | Shape::Ints(_))
+            | (BaseType::RowVector, Shape::RowVector(_))
             | (BaseType::Matrix, Shape::Matrix(..))
             | (BaseType::Ints, Shape::Ints(_))
     )
@@ -693,6 +694,7 @@ fn base_word(b: BaseType) -> &'static str {
         BaseType::Int => "an int",
         BaseType::Real => "a real",
         BaseType::Vector => "a vector",
+        BaseType::RowVector => "a row_vector",
         BaseType::Matrix => "a matrix",
         BaseType::Ints => "ints",
     }

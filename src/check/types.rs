@@ -16,6 +16,8 @@ pub enum Shape {
     Real,
     /// A column vector of this length.
     Vector(usize),
+    /// A row vector of this length (Stan's `row_vector`; a 1×n matrix in the graph).
+    RowVector(usize),
     /// A matrix with (rows, cols).
     Matrix(usize, usize),
     /// An integer array of this length.
@@ -37,7 +39,7 @@ impl Shape {
     pub fn len(self) -> usize {
         match self {
             Shape::Int | Shape::Real => 1,
-            Shape::Vector(n) | Shape::Ints(n) => n,
+            Shape::Vector(n) | Shape::RowVector(n) | Shape::Ints(n) => n,
             Shape::Matrix(r, c) => r * c,
         }
     }
@@ -63,6 +65,7 @@ impl fmt::Display for Shape {
             Shape::Int => write!(f, "int"),
             Shape::Real => write!(f, "real"),
             Shape::Vector(n) => write!(f, "vector[{n}]"),
+            Shape::RowVector(n) => write!(f, "row_vector[{n}]"),
             Shape::Matrix(r, c) => write!(f, "matrix[{r}, {c}]"),
             Shape::Ints(n) => write!(f, "ints[{n}]"),
         }

@@ -298,11 +298,17 @@ impl<'a> Binder<'a> {
                 return Ok(vec![])
             }
             BaseType::Int | BaseType::Real => "a single number",
-            BaseType::Vector | BaseType::Ints if v.dims.len() == 1 => return Ok(v.dims.clone()),
-            BaseType::Vector | BaseType::Ints if v.table && (v.dims[0] == 1 || v.dims[1] == 1) => {
+            BaseType::Vector | BaseType::RowVector | BaseType::Ints if v.dims.len() == 1 => {
+                return Ok(v.dims.clone())
+            }
+            BaseType::Vector | BaseType::RowVector | BaseType::Ints
+                if v.table && (v.dims[0] == 1 || v.dims[1] == 1) =>
+            {
                 return Ok(vec![v.values.len()])
             }
-            BaseType::Vector | BaseType::Ints => "a flat array (one row or one column in CSV)",
+            BaseType::Vector | BaseType::RowVector | BaseType::Ints => {
+                "a flat array (one row or one column in CSV)"
+            }
             BaseType::Matrix if v.dims.len() == 2 => return Ok(v.dims.clone()),
             // Stan writes a matrix with no rows as `[]`: its column count is the declared one.
             BaseType::Matrix if v.dims == [0] => return self.empty_matrix_dims(d),
@@ -605,6 +611,7 @@ fn base_name(b: BaseType) -> &'static str {
         BaseType::Int => "int",
         BaseType::Real => "real",
         BaseType::Vector => "vector",
+        BaseType::RowVector => "row_vector",
         BaseType::Matrix => "matrix",
         BaseType::Ints => "ints",
     }
@@ -644,6 +651,8 @@ fn to_value(base: BaseType, raw: &RawValue, dims: &[usize]) -> Value {
         BaseType::Int => Value::Int(xs.first().copied().unwrap_or(0.0) as i64),
         BaseType::Real => Value::Real(xs.first().copied().unwrap_or(0.0)),
         BaseType::Vector => Value::Vector(DVector::from_column_slice(xs)),
+        // a row vector is held as the 1×n matrix it is in the graph
+        BaseType::RowVector => Value::Matrix(DMatrix::from_row_slice(1, xs.len(), xs)),
         BaseType::Ints => Value::Ints(xs.iter().map(|&x| x as i64).collect()),
         BaseType::Matrix if raw.col_major => Value::Matrix(DMatrix::from_column_slice(dims[0], dims[1], xs)),
         BaseType::Matrix => Value::Matrix(DMatrix::from_row_slice(dims[0], dims[1], xs)),
@@ -721,6 +730,8 @@ mod tests {
                 base,
                 lower,
                 upper: None,
+                offset: None,
+                multiplier: None,
                 sizes,
                 kind: None,
                 span: sp(),

@@ -49,6 +49,8 @@ pub enum Structure {
     },
     /// A constrained type (`simplex[K]`, …).
     Type(super::transform::TypeKind),
+    /// Stan's affine transform x = offset + multiplier · u (`<offset=…, multiplier=…>`).
+    Affine,
 }
 
 impl ParamInfo {

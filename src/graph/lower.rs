@@ -188,6 +188,7 @@ pub fn graph_shape(s: TShape) -> Shape {
     match s {
         TShape::Int | TShape::Real => Shape::Scalar,
         TShape::Vector(n) | TShape::Ints(n) => Shape::Vector(n),
+        TShape::RowVector(n) => Shape::Matrix(1, n),
         TShape::Matrix(r, c) => Shape::Matrix(r, c),
     }
 }

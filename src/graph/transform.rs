@@ -10,6 +10,7 @@
 //! functions), so it is batched over the S columns of W and differentiated by the reverse
 //! sweep and by num-dual like any other node.
 
+mod affine;
 mod cholesky_corr;
 mod cholesky_cov;
 mod corr_matrix;
@@ -21,6 +22,7 @@ mod simplex;
 mod sum_to_zero;
 mod unit_vector;
 
+pub(crate) use affine::lower_affine;
 pub(crate) use dependent::lower_dependent;
 
 use super::{Error, Fun1, Fun2, Graph, NodeId, Op, Shape, GATHER_ZERO};

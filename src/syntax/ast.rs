@@ -64,8 +64,9 @@ pub struct FnDef {
     pub name: Ident,
     /// Parameters with their types (sizes may be left out: `vector`, `matrix`).
     pub params: Vec<(Ident, TypeExpr)>,
-    /// Declared return type, if any.
-    pub ret: Option<TypeExpr>,
+    /// Declared return type, if any (boxed: a type with its bounds is large, and most
+    /// functions leave it out).
+    pub ret: Option<Box<TypeExpr>>,
     /// The body; it ends with a `return`.
     pub body: Vec<Stmt>,
     /// The whole definition.
@@ -103,13 +104,16 @@ pub enum BaseType {
     Real,
     /// `vector[n]`
     Vector,
+    /// `row_vector[n]`: a 1×n row, Stan's `row_vector`.
+    RowVector,
     /// `matrix[n, m]`
     Matrix,
     /// `ints[n]`
     Ints,
 }
 
-/// A type as written: base, optional `<lower=…, upper=…>`, and size expressions
+/// A type as written: base, optional `<lower=…, upper=…>` or `<offset=…, multiplier=…>`, and
+/// size expressions
 /// (none for scalars or where sizes are left out, one for vectors and `ints`, two for matrices).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypeExpr {
@@ -119,6 +123,10 @@ pub struct TypeExpr {
     pub lower: Option<Expr>,
     /// `upper=` bound, if written.
     pub upper: Option<Expr>,
+    /// `offset=` of Stan's affine transform x = offset + multiplier · u, if written.
+    pub offset: Option<Expr>,
+    /// `multiplier=` of the affine transform, if written.
+    pub multiplier: Option<Expr>,
     /// Size expressions in brackets, if written. A constrained matrix type (`cov_matrix[K]`)
     /// is written with one size and stored with it twice, as `matrix[K, K]`.
     pub sizes: Vec<Expr>,

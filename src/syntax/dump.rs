@@ -56,6 +56,7 @@ fn base_name(b: BaseType) -> &'static str {
         BaseType::Int => "int",
         BaseType::Real => "real",
         BaseType::Vector => "vector",
+        BaseType::RowVector => "row_vector",
         BaseType::Matrix => "matrix",
         BaseType::Ints => "ints",
     }
@@ -132,6 +133,12 @@ impl Dumper {
         }
         if let Some(u) = &t.upper {
             self.expr(depth + 1, "upper", u);
+        }
+        if let Some(o) = &t.offset {
+            self.expr(depth + 1, "offset", o);
+        }
+        if let Some(m) = &t.multiplier {
+            self.expr(depth + 1, "multiplier", m);
         }
         for s in &t.sizes {
             self.expr(depth + 1, "size", s);

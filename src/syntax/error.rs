@@ -53,11 +53,11 @@ pub enum Error {
         /// The string up to the end of its line.
         span: Span,
     },
-    /// `lower` or `upper` given twice in one constraint.
+    /// `lower`, `upper`, `offset` or `multiplier` given twice in one constraint.
     DuplicateBound {
         /// The second occurrence.
         span: Span,
-        /// `lower` or `upper`.
+        /// `lower`, `upper`, `offset` or `multiplier`.
         key: &'static str,
     },
     /// A type with the wrong number of sizes (`vector[N, M]`, `real[3]`).
@@ -79,6 +79,13 @@ pub enum Error {
         base: &'static str,
         /// The block (`param`, `data`, `hyper`).
         block: &'static str,
+    },
+    /// An array type that has no `.mvi` form yet (`array[N] simplex[K]`, `array[N] matrix[R, C]`).
+    UnsupportedArray {
+        /// The type.
+        span: Span,
+        /// The array dimensions and element type as written, e.g. `array[N] simplex`.
+        what: String,
     },
     /// `|` in the arguments after `~` (`y ~ normal(y | 0, 1)`).
     BarInTilde {
@@ -109,6 +116,7 @@ impl Error {
             Error::DuplicateBound { .. } => "mvi::syntax::duplicate_bound",
             Error::SizeCount { .. } => "mvi::syntax::size_count",
             Error::MissingSize { .. } => "mvi::syntax::missing_size",
+            Error::UnsupportedArray { .. } => "mvi::syntax::unsupported_array",
             Error::BarInTilde { .. } => "mvi::syntax::bar_in_tilde",
             Error::AssignNotTilde { .. } => "mvi::syntax::assign_not_tilde",
         }
@@ -180,7 +188,11 @@ impl Error {
                 format!("`{key}` is given twice"),
                 *span,
                 "second one here".into(),
-                "a constraint has at most one `lower=` and one `upper=`".into(),
+                if matches!(*key, "lower" | "upper") {
+                    "a constraint has at most one `lower=` and one `upper=`".into()
+                } else {
+                    "an affine transform has at most one `offset=` and one `multiplier=`".into()
+                },
             ),
             Error::SizeCount {
                 span,
@@ -197,6 +209,15 @@ impl Error {
                      parameters and in declarations that carry a value",
                     example_sizes(base)
                 ),
+            ),
+            Error::UnsupportedArray { span, what } => (
+                format!("`{what}` is not supported"),
+                *span,
+                "this array type".into(),
+                "arrays of `real`, `int`, `vector` and `row_vector` are: `array[N] vector[K]` is an \
+                 N × K matrix whose row n is element n (`x[n]` a `vector[K]`), `array[N] real` a \
+                 `vector[N]`, `array[N] int` an `ints[N]` and `array[N, M] real` a `matrix[N, M]`"
+                    .into(),
             ),
             Error::BarInTilde { span } => (
                 "a distribution after `~` takes no `|`".into(),
@@ -290,6 +311,10 @@ mod tests {
                 span,
                 base: "vector",
                 block: "param",
+            },
+            Error::UnsupportedArray {
+                span,
+                what: "array[N] simplex".into(),
             },
             Error::BarInTilde { span },
             Error::AssignNotTilde {

@@ -145,9 +145,9 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         }
         infer_entry => "an option (`key = value`)",
         infer_value | infer_list => "a value (a number, a word or a list)",
-        type_expr | base_type => "a type (`int`, `real`, `vector`, `matrix` or `ints`)",
+        type_expr | base_type | array_sizes => "a type (`int`, `real`, `vector`, `matrix` or `ints`)",
         constraint => "`<`",
-        bound | bound_key => "`lower=` or `upper=`",
+        bound | bound_key => "`lower=`, `upper=`, `offset=` or `multiplier=`",
         sizes => "`[`",
         assign_op => "`~` or an assignment (`=`, `+=`, `-=`, `*=`, `/=`)",
         expr | nexpr | bound_expr | term | prefix_op | call | array | paren => "an expression",
@@ -270,7 +270,7 @@ fn help_for(positives: &[Rule], src: &str, pos: usize, found: &str) -> Help {
         Some("ranges are written `lo:hi`, e.g. `for i in 1:N`".into())
     } else if has(Rule::lparen) && has_only(positives, &[Rule::lparen]) {
         Some("a distribution takes its arguments in parentheses, e.g. `normal(0, 1)`".into())
-    } else if has(Rule::base_type) && is_word(found) {
+    } else if (has(Rule::base_type) || has(Rule::array_sizes) || has(Rule::type_expr)) && is_word(found) {
         Some("types are `int`, `real`, `vector[n]`, `matrix[n, m]` and `ints[n]`".into())
     } else if has(Rule::kw_data) && is_word(found) {
         did_you_mean(found)

@@ -94,7 +94,8 @@ fn declaration_help(positives: &[Rule]) -> Option<&'static str> {
         "write a type: `int`, `real`, `vector[n]`, `matrix[n, m]` or `ints[n]`, e.g. \
          `sigma: real<lower=0>`"
     } else if has(Rule::bound) || has(Rule::bound_key) {
-        "a constraint is `<lower=…>`, `<upper=…>` or both, e.g. `real<lower=0, upper=1>`"
+        "a constraint is `<lower=…>`, `<upper=…>` or both, e.g. `real<lower=0, upper=1>`, or an \
+         affine transform `<offset=…, multiplier=…>`"
     } else if has(Rule::rangle) {
         "close the constraint with `>`, e.g. `real<lower=0>`"
     } else if has(Rule::decl) {

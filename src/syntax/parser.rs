@@ -138,7 +138,12 @@ fn build_fn(pair: Pair<'_, Rule>) -> Result<FnDef, Error> {
                 let ty = build_type(must(&p, Rule::type_expr), SizeRule::Optional)?;
                 params.push((n, ty));
             }
-            Rule::fn_ret => ret = Some(build_type(must(&p, Rule::type_expr), SizeRule::Optional)?),
+            Rule::fn_ret => {
+                ret = Some(Box::new(build_type(
+                    must(&p, Rule::type_expr),
+                    SizeRule::Optional,
+                )?))
+            }
             Rule::stmt_body => body = build_body(p)?,
             _ => {}
         }
@@ -208,14 +213,15 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         ("int", _) => (BaseType::Int, "int", 0),
         ("real", _) => (BaseType::Real, "real", 0),
         ("vector", _) => (BaseType::Vector, "vector", 1),
+        ("row_vector", _) => (BaseType::RowVector, "row_vector", 1),
         ("matrix", _) => (BaseType::Matrix, "matrix", 2),
         (_, Some(k)) if k.is_matrix() => (BaseType::Matrix, k.name(), 1),
         (_, Some(k)) => (BaseType::Vector, k.name(), 1),
         _ => (BaseType::Ints, "ints", 1),
     };
-    let (lower, upper) = match child(&pair, Rule::constraint) {
+    let [lower, upper, offset, multiplier] = match child(&pair, Rule::constraint) {
         Some(c) => build_constraint(c)?,
-        None => (None, None),
+        None => Default::default(),
     };
     let mut sizes = match child(&pair, Rule::sizes) {
         Some(s) => s
@@ -234,14 +240,57 @@ fn build_type(pair: Pair<'_, Rule>, rule: SizeRule) -> Result<TypeExpr, Error> {
         // `cov_matrix[K]` is a `matrix[K, K]`.
         sizes.extend(sizes.first().cloned());
     }
+    let mut base = base;
+    if let Some(dims) = child(&pair, Rule::array_sizes) {
+        let dims: Vec<Expr> = dims
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::nexpr)
+            .map(build_expr)
+            .collect::<Result<_, _>>()?;
+        base = array_base(span, base, kind, base_name, &dims, &mut sizes)?;
+    }
     Ok(TypeExpr {
         base,
         lower,
         upper,
+        offset,
+        multiplier,
         sizes,
         kind,
         span,
     })
+}
+
+/// Stan's arrays as the types that hold them (the sizes become the array's dimensions, then
+/// the element's): `array[N] vector[K]` and `array[N] row_vector[K]` are an N × K matrix
+/// whose row n is element n, `array[N] real` a vector, `array[N] int` an `ints`, and
+/// `array[N, M] real` an N × M matrix. Others are [`Error::UnsupportedArray`].
+fn array_base(
+    span: Span,
+    base: BaseType,
+    kind: Option<TypeKind>,
+    base_name: &str,
+    dims: &[Expr],
+    sizes: &mut Vec<Expr>,
+) -> Result<BaseType, Error> {
+    let out = match (base, kind, dims.len(), sizes.len()) {
+        (BaseType::Vector | BaseType::RowVector, None, 1, 1) => Some(BaseType::Matrix),
+        (BaseType::Real, None, 1, 0) => Some(BaseType::Vector),
+        (BaseType::Int, None, 1, 0) => Some(BaseType::Ints),
+        (BaseType::Real, None, 2, 0) => Some(BaseType::Matrix),
+        _ => None,
+    };
+    let Some(out) = out else {
+        let n = if dims.len() == 1 { "N" } else { "N, …" };
+        return Err(Error::UnsupportedArray {
+            span,
+            what: format!("array[{n}] {base_name}"),
+        });
+    };
+    let mut all = dims.to_vec();
+    all.append(sizes);
+    *sizes = all;
+    Ok(out)
 }
 
 fn check_sizes(
@@ -264,27 +313,30 @@ fn check_sizes(
     }
 }
 
-type Bounds = (Option<Expr>, Option<Expr>);
+/// The keys a constraint may give, in the order [`build_constraint`] returns their values.
+const BOUND_KEYS: [&str; 4] = ["lower", "upper", "offset", "multiplier"];
+
+/// `lower=`, `upper=`, `offset=` and `multiplier=`, each if written.
+type Bounds = [Option<Expr>; 4];
 
 fn build_constraint(pair: Pair<'_, Rule>) -> Result<Bounds, Error> {
-    let (mut lower, mut upper) = (None, None);
+    let mut bounds: Bounds = Default::default();
     for b in pair.into_inner().filter(|p| p.as_rule() == Rule::bound) {
-        let key = must(&b, Rule::bound_key);
+        let key = must(&b, Rule::bound_key).as_str();
         let value = build_expr(must(&b, Rule::bound_expr))?;
-        let (slot, name) = if key.as_str() == "lower" {
-            (&mut lower, "lower")
-        } else {
-            (&mut upper, "upper")
-        };
-        if slot.is_some() {
+        let i = BOUND_KEYS
+            .iter()
+            .position(|k| *k == key)
+            .expect("the grammar's `bound_key` has these four keys");
+        if bounds[i].is_some() {
             return Err(Error::DuplicateBound {
                 span: span_of(&b),
-                key: name,
+                key: BOUND_KEYS[i],
             });
         }
-        *slot = Some(value);
+        bounds[i] = Some(value);
     }
-    Ok((lower, upper))
+    Ok(bounds)
 }
 
 // ------------------------------------------------------------------ statements

@@ -1,6 +1,8 @@
 //! The integration tests, one crate so that the library is linked once: each module was a
 //! test binary of its own (run one with `cargo test --test it <module>::`).
 
+mod affine;
+mod arrays;
 mod arviz;
 mod auto;
 mod bad_check;
@@ -43,6 +45,7 @@ mod recovery;
 mod repl;
 mod report;
 mod rng;
+mod row_vector;
 mod scale;
 mod split_mf;
 mod stdlib;

@@ -9,7 +9,7 @@ use super::{constraint_of, graph_shape, Lowerer};
 use crate::check::{Slot, Transform};
 use crate::diagnostic::Diagnostic;
 use crate::graph::logjoint::{eval_nodes, Structure};
-use crate::graph::transform::{entry, lower_dependent};
+use crate::graph::transform::{entry, lower_affine, lower_dependent};
 use crate::graph::{Constraint, NodeId, Op};
 use crate::syntax::span::Span;
 
@@ -17,6 +17,9 @@ use crate::syntax::span::Span;
 pub(super) fn structure(s: &Slot) -> Option<Structure> {
     match s.transform {
         Transform::Type(k) => Some(Structure::Type(k)),
+        Transform::Dependent if s.dependent.as_ref().is_some_and(|b| b.is_affine()) => {
+            Some(Structure::Affine)
+        }
         Transform::Dependent => {
             let b = s.dependent.as_ref();
             Some(Structure::Dependent {
@@ -41,27 +44,42 @@ impl Lowerer<'_> {
         r.map_err(|e| self.internal(Span::default(), e))
     }
 
-    /// The bound nodes of a slot with dependent bounds.
+    /// The bound nodes of a slot with dependent bounds (lower, upper), or its offset and
+    /// multiplier nodes for the affine transform.
     fn bound_nodes(&mut self, s: &Slot) -> Result<(Option<NodeId>, Option<NodeId>), Diagnostic> {
         let b = s
             .dependent
             .clone()
             .expect("check::bounds gives Transform::Dependent its bounds");
-        let lower = b.lower.as_ref().map(|e| self.expr(e)).transpose()?;
-        let upper = b.upper.as_ref().map(|e| self.expr(e)).transpose()?;
-        Ok((lower, upper))
+        let (first, second) = if b.is_affine() {
+            (&b.offset, &b.multiplier)
+        } else {
+            (&b.lower, &b.upper)
+        };
+        let first = first.as_ref().map(|e| self.expr(e)).transpose()?;
+        let second = second.as_ref().map(|e| self.expr(e)).transpose()?;
+        Ok((first, second))
+    }
+
+    /// Whether a slot's transform is the affine one (`offset=`, `multiplier=`).
+    fn is_affine(s: &Slot) -> bool {
+        s.dependent.as_ref().is_some_and(|b| b.is_affine())
     }
 
     fn dependent_value(&mut self, s: &Slot, hyper: bool) -> Result<NodeId, Diagnostic> {
-        let (lower, upper) = self.bound_nodes(s)?;
+        let (first, second) = self.bound_nodes(s)?;
         let op = if hyper {
             Op::Hyper { offset: s.offset }
         } else {
             Op::Param { offset: s.offset }
         };
         let u = self.g.push(op, graph_shape(s.shape));
-        let (x, lj) =
-            lower_dependent(&mut self.g, u, lower, upper).map_err(|e| self.internal(Span::default(), e))?;
+        let built = if Self::is_affine(s) {
+            lower_affine(&mut self.g, u, first, second)
+        } else {
+            lower_dependent(&mut self.g, u, first, second)
+        };
+        let (x, lj) = built.map_err(|e| self.internal(Span::default(), e))?;
         if let (Some(lj), false) = (lj, hyper) {
             self.g
                 .add_target(lj)
@@ -137,6 +155,9 @@ impl Lowerer<'_> {
         let lo = lower.map(|_| vals.next().expect("one value per bound"));
         let hi = upper.map(|_| vals.next().expect("one value per bound"));
         let at = |m: &Option<DMatrix<f64>>, i: usize| m.as_ref().map(|m| m[i.min(m.len() - 1)]);
+        if Self::is_affine(h) {
+            return self.affine_theta0(h, x, |i| (at(&lo, i), at(&hi, i)));
+        }
         let mut u = Vec::with_capacity(x.len());
         for (i, &xi) in x.iter().enumerate() {
             let c = Constraint {
@@ -164,6 +185,36 @@ impl Lowerer<'_> {
                     ));
             }
             u.push(c.unconstrain(xi));
+        }
+        Ok(u)
+    }
+
+    /// u = (x − offset) / multiplier for each entry, given entry i's offset and multiplier.
+    fn affine_theta0(
+        &self,
+        h: &Slot,
+        x: &[f64],
+        at: impl Fn(usize) -> (Option<f64>, Option<f64>),
+    ) -> Result<Vec<f64>, Diagnostic> {
+        let mut u = Vec::with_capacity(x.len());
+        for (i, &xi) in x.iter().enumerate() {
+            let (offset, multiplier) = at(i);
+            let (a, m) = (offset.unwrap_or(0.0), multiplier.unwrap_or(1.0));
+            if m.is_nan() || m <= 0.0 {
+                return Err(self
+                    .bad_init(
+                        h,
+                        format!(
+                            "the multiplier of `{}` is {m} at the initial values, not positive",
+                            h.name
+                        ),
+                    )
+                    .with_help(
+                        "its multiplier is computed from the initial values of the hypers \
+                         declared before it, and must be > 0 there",
+                    ));
+            }
+            u.push((xi - a) / m);
         }
         Ok(u)
     }
