@@ -215,3 +215,18 @@ fn priors_that_are_not_ancestral_fall_back_to_nuts_and_say_why() {
         );
     }
 }
+
+#[test]
+fn a_parameter_with_offset_and_multiplier_is_drawn_ancestrally() {
+    let src = HIERARCHICAL.replace(
+        "theta: vector[J]",
+        "theta: vector<offset=mu, multiplier=sigma>[J]",
+    );
+    let (sampler, r) = prior_fit(&src, &[("draws", "20000")]);
+    assert!(matches!(sampler, PriorSampler::Ancestral(_)), "{sampler:?}");
+    let (m, v) = mean_var(&column(&r, "theta.1"));
+    assert!(
+        (m - 1.0).abs() < 0.08 && (v - 5.0).abs() < 0.35,
+        "theta.1: {m} {v}"
+    );
+}

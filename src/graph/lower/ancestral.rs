@@ -10,7 +10,8 @@
 //! and parameters already drawn, and there is no other term on parameters (`target +=`).
 //! A parameter with constant bounds is drawn from its `~` truncated to them (Stan's density
 //! on a bounded parameter is its family restricted to the bounds); one with bounds that
-//! depend on other parameters is not (the restriction would reweight those parameters).
+//! depend on other parameters is not (the restriction would reweight those parameters); one
+//! with `offset`/`multiplier` is, as that transform maps ℝ onto ℝ.
 //! A constrained type is drawn only from the family defined on it (`simplex` from
 //! `dirichlet`, `cholesky_corr` from `lkj_corr_cholesky`, `corr_matrix` from `lkj_corr`,
 //! `cov_matrix` from `wishart` or `inv_wishart`).
@@ -185,6 +186,8 @@ impl Lowerer<'_> {
             Transform::Upper(b) => (None, Some(b)),
             Transform::LowerUpper(a, b) => (Some(a), Some(b)),
             Transform::Type(kind) if index.is_none() && draws_type(kind, dist) => (None, None),
+            // `offset`/`multiplier` maps ℝ onto ℝ: the `~` is drawn as it is
+            Transform::Dependent if slot.dependent.as_ref().is_some_and(|d| d.is_affine()) => (None, None),
             Transform::Type(kind) => {
                 return Err(self.not_ancestral(format!(
                     "`{name}` is a `{}` drawn by `{text} ~ {dist}(…)`, not from a family on that type",
