@@ -82,3 +82,59 @@ fn source_map_finds_the_stan_statement() {
     let stan = t.map.to_stan(Span::new(at, at + 3)).unwrap();
     assert_eq!(&src[stan.start as usize..stan.end as usize], "x ~ normal(0, 1);");
 }
+
+#[test]
+fn glms_and_stacked_rows_become_mvi_forms() {
+    let text = mvi(
+        "data { int N; array[N] int y; vector[N] a; vector[N] b; }
+         transformed data { matrix[N, 2] x = [a', b']'; matrix[2, N] xt = [a', b']; }
+         parameters { real alpha; vector[2] beta; }
+         model { y ~ bernoulli_logit_glm(x, alpha, beta); target += poisson_log_glm_lpmf(y | x, alpha, beta); }",
+    );
+    assert!(text.contains("let x = append_col(a, b)\n"), "{text}");
+    assert!(text.contains("let xt = append_row(a', b')\n"), "{text}");
+    assert!(text.contains("y ~ bernoulli_logit(alpha + x * beta)"), "{text}");
+    assert!(
+        text.contains("target += poisson_log_lpmf(y | alpha + x * beta)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn transformed_data_statements_that_can_be_lets_are_hoisted() {
+    let text = mvi("data { int K; matrix[3, K] X; }
+         transformed data { int Kc = K - 1; matrix[3, Kc] Xc; for (i in 2:K) Xc[:, i - 1] = X[:, i]; }
+         parameters { vector[Kc] b; }
+         model { b ~ normal(0, 1); target += sum(Xc * b); }");
+    assert!(
+        text.contains("\nlet Kc = K - 1\n\nparam {\n  b: vector[Kc]\n}"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "model {\n  let Xc = rep_matrix(0.0, 3, Kc)\n  for i in 2:K {\n    Xc[:, i - 1] = X[:, i]\n  }\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn integer_lets_are_written_out_in_parameter_sizes() {
+    let text = mvi("data { int K; } transformed data { int Kc = K - 1; }
+         parameters { vector[Kc] b; } model { b ~ normal(0, 1); }");
+    assert!(text.contains("  b: vector[(K - 1)]\n"), "{text}");
+}
+
+#[test]
+fn integer_arrays_stay_integer() {
+    let text = mvi(
+        "data { int N; } parameters { real p; }
+         model { p ~ normal(0, 1); }
+         generated quantities { array[N] int z; array[N] int o = rep_array(1, N); for (n in 1:N) z[n] = o[n] / 2; }",
+    );
+    assert!(text.contains("let z = (rep_vector(0.0, N) == 1)\n"), "{text}");
+    assert!(
+        text.contains("let o = (1 * (rep_vector(0.0, N) == 0))\n"),
+        "{text}"
+    );
+}

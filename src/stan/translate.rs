@@ -11,7 +11,7 @@
 //! the transformed parameters are still reported). A construct with no `.mvi` counterpart is
 //! an [`Unsupported`] naming it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use miette::NamedSource;
 
@@ -64,6 +64,8 @@ pub fn translate_program(p: &Program) -> R<(String, SourceMap)> {
         map: SourceMap::default(),
         indent: 0,
         user_fns: p.functions.iter().map(|f| f.name.name.clone()).collect(),
+        int_lets: HashMap::new(),
+        in_decl_type: false,
     };
     t.program(p)?;
     Ok((t.out, t.map))
@@ -179,6 +181,11 @@ struct Tr {
     map: SourceMap,
     indent: usize,
     user_fns: HashSet<String>,
+    /// Integer top-level `let`s of transformed data, by name: a declaration's sizes and
+    /// bounds cannot use a top-level `let`, so there they are written out.
+    int_lets: HashMap<String, Expr>,
+    /// Whether the text being written is a declaration's sizes or bounds.
+    in_decl_type: bool,
 }
 
 impl Tr {
@@ -197,49 +204,49 @@ impl Tr {
             self.fun_def(f)?;
         }
         self.data_block(&p.data)?;
-        let tdata_simple = is_simple(&p.tdata);
-        let tparams_simple = tdata_simple && is_simple(&p.tparams);
-        if tdata_simple {
-            self.top_lets(&p.tdata)?;
+        let (td_top, td_rest) = hoist(fold_items(&p.tdata), HashSet::new());
+        self.top_lets(&td_top)?;
+        for item in &td_top {
+            if let Item::Let(d, value, _) = item {
+                if d.ty == "int" && d.array_dims.is_empty() {
+                    self.int_lets.insert(d.name.name.clone(), (*value).clone());
+                }
+            }
         }
         self.param_block(&p.params)?;
-        if tparams_simple {
-            self.top_lets(&p.tparams)?;
-        }
+        let td_rest_names = defined_names(&td_rest);
+        let (tp_top, tp_rest) = hoist(fold_items(&p.tparams), td_rest_names.clone());
+        self.top_lets(&tp_top)?;
         self.w("model {\n");
         self.indent = 1;
-        if !tdata_simple {
-            self.stmts(&p.tdata, Ctx::Model)?;
-        }
-        if !tparams_simple {
-            self.stmts(&p.tparams, Ctx::Model)?;
-        }
+        self.items(&td_rest, Ctx::Model)?;
+        self.items(&tp_rest, Ctx::Model)?;
         self.stmts(&p.model, Ctx::Model)?;
         self.indent = 0;
         self.w("}\n");
-        let gq_needs_tdata = !tdata_simple && !p.gq.is_empty();
-        let has_generated = !p.gq.is_empty() || !tparams_simple && !p.tparams.is_empty();
-        if has_generated {
-            self.w("\ngenerated {\n");
-            self.indent = 1;
-            if gq_needs_tdata || !tdata_simple && !tparams_simple && !p.tparams.is_empty() {
-                self.stmts(&p.tdata, Ctx::Generated)?;
-            }
-            if !tparams_simple {
-                self.stmts(&p.tparams, Ctx::Generated)?;
-            }
-            self.stmts(&p.gq, Ctx::Generated)?;
-            self.indent = 0;
-            self.w("}\n");
+        if p.gq.is_empty() && tp_rest.is_empty() {
+            return Ok(());
         }
+        let mut later = HashSet::new();
+        p.gq.iter().for_each(|s| stmt_names(s, &mut later));
+        tp_rest.iter().for_each(|i| item_names(i, &mut later));
+        self.w("\ngenerated {\n");
+        self.indent = 1;
+        if !td_rest_names.is_disjoint(&later) {
+            self.items(&td_rest, Ctx::Generated)?;
+        }
+        self.items(&tp_rest, Ctx::Generated)?;
+        self.stmts(&p.gq, Ctx::Generated)?;
+        self.indent = 0;
+        self.w("}\n");
         Ok(())
     }
 
-    fn top_lets(&mut self, list: &[Stmt]) -> R<()> {
-        if list.is_empty() {
+    fn top_lets(&mut self, items: &[Item<'_>]) -> R<()> {
+        if items.is_empty() {
             return Ok(());
         }
-        self.stmts(list, Ctx::Top)?;
+        self.items(items, Ctx::Top)?;
         self.w("\n");
         Ok(())
     }
@@ -297,6 +304,13 @@ impl Tr {
     /// The `.mvi` type of a sized declaration: `vector<lower=0>[N]`, `ints[N]`,
     /// `array[N] simplex[K]`.
     fn decl_type(&mut self, d: &VarDecl) -> R<()> {
+        self.in_decl_type = true;
+        let written = self.decl_type_inner(d);
+        self.in_decl_type = false;
+        written
+    }
+
+    fn decl_type_inner(&mut self, d: &VarDecl) -> R<()> {
         let start = self.out.len();
         let dims = &d.array_dims;
         match (d.ty.as_str(), dims.len()) {
@@ -452,22 +466,15 @@ impl Tr {
     // ------------------------------------------------------------ statements
 
     fn stmts(&mut self, list: &[Stmt], ctx: Ctx) -> R<()> {
-        let mut folded: Vec<(usize, &VarDecl)> = Vec::new();
-        for (i, s) in list.iter().enumerate() {
-            if let Some(pos) = folded.iter().position(|(j, _)| *j == i) {
-                let (_, d) = folded.swap_remove(pos);
-                let StmtKind::Assign { rhs, .. } = &s.kind else {
-                    unreachable!("fold_target returns an assignment")
-                };
-                self.let_line(d, rhs, s.span)?;
-                continue;
-            }
-            match &s.kind {
-                StmtKind::Decl(d) if d.init.is_none() => match fold_target(list, i, &d.name.name) {
-                    Some(j) => folded.push((j, d)),
-                    None => self.default_let(d)?,
-                },
-                _ => self.stmt(s, ctx)?,
+        self.items(&fold_items(list), ctx)
+    }
+
+    fn items(&mut self, items: &[Item<'_>], ctx: Ctx) -> R<()> {
+        for item in items {
+            match item {
+                Item::Let(d, value, span) => self.let_line(d, value, *span)?,
+                Item::Zeros(d) => self.default_let(d)?,
+                Item::Stmt(s) => self.stmt(s, ctx)?,
             }
         }
         Ok(())
@@ -517,7 +524,13 @@ impl Tr {
         match (d.ty.as_str(), arr.len()) {
             ("int", 0) => self.w("0"),
             ("real", 0) => self.w("0.0"),
-            ("int" | "real", 1) => self.call_with("rep_vector(0.0", &[&arr[0]])?,
+            // An `ints` array of zeros: a comparison of vectors is one.
+            ("int", 1) => {
+                self.w("(");
+                self.call_with("rep_vector(0.0", &[&arr[0]])?;
+                self.w(" == 1)");
+            }
+            ("real", 1) => self.call_with("rep_vector(0.0", &[&arr[0]])?,
             ("int" | "real", 2) => self.call_with("rep_matrix(0.0", &[&arr[0], &arr[1]])?,
             (_, 0) if vector_like => self.call_with("rep_vector(0.0", &[&sz[0]])?,
             ("row_vector", 0) => self.call_with("rep_row_vector(0.0", &[&sz[0]])?,
@@ -550,10 +563,7 @@ impl Tr {
 
     fn stmt(&mut self, s: &Stmt, ctx: Ctx) -> R<()> {
         match &s.kind {
-            StmtKind::Decl(d) => {
-                let value = d.init.as_ref().expect("stmts folds declarations without a value");
-                self.let_line(d, value, s.span)
-            }
+            StmtKind::Decl(_) => unreachable!("fold_items turns every declaration into an item of its own"),
             StmtKind::Block(list) => self.stmts(list, ctx),
             StmtKind::Empty | StmtKind::Print => Ok(()),
             StmtKind::For { var, lo, hi, body } => self.for_stmt(s, var, lo, hi.as_ref(), body, ctx),
@@ -760,6 +770,11 @@ impl Tr {
             let d = self.out.len();
             match dist.name.as_str() {
                 "std_normal" => self.w("normal(0, 1"),
+                name if glm_family(name).is_some() && args.len() >= 3 => {
+                    self.w(glm_family(name).expect("checked in the guard"));
+                    self.w("(");
+                    self.args(&glm_args(args))?;
+                }
                 name => {
                     self.w(family_name(name));
                     self.w("(");
@@ -847,7 +862,13 @@ impl Tr {
                     "write the real and imaginary parts as two reals",
                 ))
             }
-            ExprKind::Var(name) => self.w(&mvi_name(name)),
+            ExprKind::Var(name) => match self.int_lets.get(name).filter(|_| self.in_decl_type) {
+                Some(value) => {
+                    let value = value.clone();
+                    self.expr(&value, P_ATOM)?;
+                }
+                None => self.w(&mvi_name(name)),
+            },
             ExprKind::Call { name, args, bar } => self.call(e.span, name, args, *bar)?,
             ExprKind::Unary(op, x) => {
                 if op != "+" {
@@ -873,6 +894,8 @@ impl Tr {
                 self.indices(idx)?;
             }
             ExprKind::Transpose(x) => match &x.kind {
+                // `[a', b']'` has the columns a and b.
+                ExprKind::RowVec(items) if all_transposed(items) => self.stack("append_col", items)?,
                 // `[a, b]'` is Stan's column vector, `.mvi`'s `[a, b]`.
                 ExprKind::RowVec(items) if !is_matrix_literal(items) => self.list(items)?,
                 _ => {
@@ -880,6 +903,13 @@ impl Tr {
                     self.w("'");
                 }
             },
+            // `[a', b']` has the rows a' and b'.
+            ExprKind::RowVec(items) if all_transposed(items) => {
+                let rows: Vec<Expr> = items.to_vec();
+                self.w("append_row(");
+                self.stack_rows(&rows)?;
+                self.w(")");
+            }
             ExprKind::RowVec(items) => {
                 self.list(items)?;
                 if !is_matrix_literal(items) {
@@ -887,6 +917,80 @@ impl Tr {
                 }
             }
             ExprKind::Array(items) => self.list(items)?,
+        }
+        Ok(())
+    }
+
+    /// `append_col(append_col(a, b), c)` of the vectors inside `[a', b', c']`.
+    fn stack(&mut self, f: &str, items: &[Expr]) -> R<()> {
+        let inner: Vec<&Expr> = items
+            .iter()
+            .map(|x| match &x.kind {
+                ExprKind::Transpose(v) => &**v,
+                _ => x,
+            })
+            .collect();
+        if let [only] = inner[..] {
+            // `[v']'` is the one-column matrix of v.
+            self.w("to_matrix(");
+            self.expr(only, 0)?;
+            self.w(", rows(");
+            self.expr(only, 0)?;
+            self.w("), 1)");
+            return Ok(());
+        }
+        for _ in 1..inner.len() {
+            self.w(f);
+            self.w("(");
+        }
+        self.expr(inner[0], 0)?;
+        for v in &inner[1..] {
+            self.w(", ");
+            self.expr(v, 0)?;
+            self.w(")");
+        }
+        Ok(())
+    }
+
+    /// The arguments of `append_row(…)` for the rows `[a', b', c']`, nested two at a time.
+    fn stack_rows(&mut self, rows: &[Expr]) -> R<()> {
+        match rows {
+            [] => Ok(()),
+            [one] => self.expr(one, 0),
+            [first, rest @ ..] if rest.len() == 1 => {
+                self.expr(first, 0)?;
+                self.w(", ");
+                self.expr(&rest[0], 0)
+            }
+            [init @ .., last] => {
+                self.w("append_row(");
+                self.stack_rows(init)?;
+                self.w("), ");
+                self.expr(last, 0)
+            }
+        }
+    }
+
+    /// Stan's `rep_array(x, n)`: an `ints` array for an integer literal x (as Stan's
+    /// `array[n] int`), a vector otherwise.
+    fn rep_array(&mut self, x: &Expr, n: &Expr) -> R<()> {
+        let int = match &x.kind {
+            ExprKind::Int(_) => true,
+            ExprKind::Unary(op, v) => op == "-" && matches!(v.kind, ExprKind::Int(_)),
+            _ => false,
+        };
+        if int {
+            self.w("(");
+            self.expr(x, P_UNARY)?;
+            self.w(" * (rep_vector(0.0, ");
+            self.expr(n, 0)?;
+            self.w(") == 0))");
+        } else {
+            self.w("rep_vector(");
+            self.expr(x, 0)?;
+            self.w(", ");
+            self.expr(n, 0)?;
+            self.w(")");
         }
         Ok(())
     }
@@ -967,6 +1071,25 @@ impl Tr {
                     "keep the terms in a local and add it with `target +=`",
                 ))
             }
+            // Stan's `rep_matrix(rv, m)` repeats a row vector as rows.
+            "rep_matrix" if args.len() == 2 && matches!(args[0].kind, ExprKind::Transpose(_)) => {
+                let ExprKind::Transpose(v) = &args[0].kind else {
+                    unreachable!("matched above")
+                };
+                self.w("rep_matrix(");
+                self.expr(v, 0)?;
+                self.w(", ");
+                self.expr(&args[1], 0)?;
+                self.w(")'");
+                return Ok(());
+            }
+            "rep_array" if args.len() == 2 => return self.rep_array(&args[0], &args[1]),
+            "rep_array" if args.len() == 3 => {
+                self.w("rep_matrix(");
+                self.args(args)?;
+                self.w(")");
+                return Ok(());
+            }
             "std_normal_lpdf" if args.len() == 1 => {
                 self.w("normal_lpdf(");
                 self.expr(&args[0], 0)?;
@@ -978,6 +1101,20 @@ impl Tr {
                 return Ok(());
             }
             _ => {}
+        }
+        if let Some((family, suffix)) = glm_density(n) {
+            if bar && args.len() >= 4 {
+                let mut rewritten = vec![args[0].clone()];
+                rewritten.extend(glm_args(&args[1..]));
+                self.w(family);
+                self.w(suffix);
+                self.w("(");
+                self.expr(&rewritten[0], 0)?;
+                self.w(" | ");
+                self.args(&rewritten[1..])?;
+                self.w(")");
+                return Ok(());
+            }
         }
         let (fname, density) = function_name(n);
         self.w(&fname);
@@ -1023,6 +1160,42 @@ fn type_text(t: &UnsizedType) -> String {
     }
 }
 
+/// The family of a Stan GLM distribution: `bernoulli_logit_glm` → `bernoulli_logit`.
+fn glm_family(stan: &str) -> Option<&'static str> {
+    Some(match stan {
+        "bernoulli_logit_glm" => "bernoulli_logit",
+        "poisson_log_glm" => "poisson_log",
+        "normal_id_glm" => "normal",
+        "neg_binomial_2_log_glm" => "neg_binomial_2_log",
+        _ => return None,
+    })
+}
+
+/// `bernoulli_logit_glm_lpmf` → (`bernoulli_logit`, `_lpmf`).
+fn glm_density(stan: &str) -> Option<(&'static str, &'static str)> {
+    ["_lpmf", "_lpdf"]
+        .into_iter()
+        .find_map(|suffix| Some((glm_family(stan.strip_suffix(suffix)?)?, suffix)))
+}
+
+/// A GLM's arguments `(x, alpha, beta, rest…)` as its family's `(alpha + x * beta, rest…)`.
+fn glm_args(args: &[Expr]) -> Vec<Expr> {
+    let (x, alpha, beta) = (&args[0], &args[1], &args[2]);
+    let product = Expr {
+        kind: ExprKind::Binary("*".into(), Box::new(x.clone()), Box::new(beta.clone())),
+        span: x.span.join(beta.span),
+    };
+    let linear = Expr {
+        kind: ExprKind::Binary("+".into(), Box::new(alpha.clone()), Box::new(product)),
+        span: x.span.join(beta.span),
+    };
+    std::iter::once(linear).chain(args[3..].iter().cloned()).collect()
+}
+
+fn all_transposed(items: &[Expr]) -> bool {
+    !items.is_empty() && items.iter().all(|x| matches!(x.kind, ExprKind::Transpose(_)))
+}
+
 /// `.mvi`'s name for a distribution family.
 fn family_name(stan: &str) -> &str {
     match stan {
@@ -1055,6 +1228,7 @@ fn function_name(stan: &str) -> (String, bool) {
     }
     let name = match stan {
         "fabs" => "abs",
+        "dot_product" => "dot",
         "binomial_coefficient_log" => "lchoose",
         other => other,
     };
@@ -1108,30 +1282,130 @@ fn expr_precedence(e: &Expr) -> u8 {
         ExprKind::Unary(op, _) if op != "+" => P_UNARY,
         ExprKind::Unary(_, x) => expr_precedence(x),
         ExprKind::Index(..) | ExprKind::Transpose(_) => P_POSTFIX,
-        ExprKind::RowVec(items) if !is_matrix_literal(items) => P_POSTFIX,
+        ExprKind::RowVec(items) if !is_matrix_literal(items) && !all_transposed(items) => P_POSTFIX,
         _ => P_ATOM,
     }
 }
 
-/// Whether every statement of a `transformed data` or `transformed parameters` block can
-/// be a top-level `let`: declarations with a value, or given one by a later `x = e;`.
-fn is_simple(list: &[Stmt]) -> bool {
-    let mut folded = Vec::new();
+/// A statement to write, with declarations resolved: a declaration given its value by a
+/// later `x = e;` is one `let` there.
+#[derive(Debug, Clone, Copy)]
+enum Item<'a> {
+    /// `let x = e` (from `T x = e;`, or `T x; … x = e;`), with the span to map it to.
+    Let(&'a VarDecl, &'a Expr, Span),
+    /// `let x = zeros` for a declaration whose entries are set later.
+    Zeros(&'a VarDecl),
+    /// Any other statement.
+    Stmt(&'a Stmt),
+}
+
+fn fold_items(list: &[Stmt]) -> Vec<Item<'_>> {
+    let mut folded: Vec<(usize, &VarDecl)> = Vec::new();
+    let mut out = Vec::new();
     for (i, s) in list.iter().enumerate() {
-        if folded.contains(&i) {
+        if let Some(pos) = folded.iter().position(|(j, _)| *j == i) {
+            let (_, d) = folded.swap_remove(pos);
+            let StmtKind::Assign { rhs, .. } = &s.kind else {
+                unreachable!("fold_target returns an assignment")
+            };
+            out.push(Item::Let(d, rhs, s.span));
             continue;
         }
         match &s.kind {
-            StmtKind::Decl(d) if d.init.is_some() => {}
-            StmtKind::Decl(d) => match fold_target(list, i, &d.name.name) {
-                Some(j) => folded.push(j),
-                None => return false,
+            StmtKind::Decl(d) => match (&d.init, fold_target(list, i, &d.name.name)) {
+                (Some(init), _) => out.push(Item::Let(d, init, s.span)),
+                (None, Some(j)) => folded.push((j, d)),
+                (None, None) => out.push(Item::Zeros(d)),
             },
-            StmtKind::Empty | StmtKind::Print => {}
-            _ => return false,
+            _ => out.push(Item::Stmt(s)),
         }
     }
-    true
+    out
+}
+
+/// Split the items of `transformed data` or `transformed parameters` into those that can be
+/// top-level `let`s (a value that reads no name set by a statement left behind, and a name
+/// nothing else assigns) and the rest, which run as statements. `blocked` are names set by
+/// statements of an earlier block that were left behind.
+fn hoist(items: Vec<Item<'_>>, mut blocked: HashSet<String>) -> (Vec<Item<'_>>, Vec<Item<'_>>) {
+    let mut assigned = HashMap::new();
+    for item in &items {
+        if let Item::Stmt(s) = item {
+            let mut set = HashSet::new();
+            stmt_defs(s, &mut set);
+            for name in set {
+                *assigned.entry(name).or_insert(0) += 1;
+            }
+        }
+    }
+    let (mut top, mut rest) = (Vec::new(), Vec::new());
+    for item in items {
+        let hoistable = match item {
+            Item::Let(d, value, _) => {
+                let mut reads = HashSet::new();
+                expr_names(value, &mut reads);
+                reads.is_disjoint(&blocked) && !assigned.contains_key(&d.name.name)
+            }
+            _ => false,
+        };
+        if hoistable {
+            top.push(item);
+        } else {
+            let mut defs = HashSet::new();
+            item_defs(&item, &mut defs);
+            blocked.extend(defs);
+            rest.push(item);
+        }
+    }
+    (top, rest)
+}
+
+/// Names declared or assigned by the items.
+fn defined_names(items: &[Item<'_>]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    items.iter().for_each(|i| item_defs(i, &mut out));
+    out
+}
+
+fn item_defs(item: &Item<'_>, out: &mut HashSet<String>) {
+    match item {
+        Item::Let(d, ..) | Item::Zeros(d) => {
+            out.insert(d.name.name.clone());
+        }
+        Item::Stmt(s) => stmt_defs(s, out),
+    }
+}
+
+fn item_names(item: &Item<'_>, out: &mut HashSet<String>) {
+    match item {
+        Item::Let(d, value, _) => {
+            out.insert(d.name.name.clone());
+            expr_names(value, out);
+        }
+        Item::Zeros(d) => {
+            out.insert(d.name.name.clone());
+        }
+        Item::Stmt(s) => stmt_names(s, out),
+    }
+}
+
+/// Names a statement declares or assigns (at any depth).
+fn stmt_defs(s: &Stmt, out: &mut HashSet<String>) {
+    match &s.kind {
+        StmtKind::Decl(d) => {
+            out.insert(d.name.name.clone());
+        }
+        StmtKind::Assign { lhs, .. } => {
+            out.insert(lhs.name.name.clone());
+        }
+        StmtKind::Block(list) => list.iter().for_each(|s| stmt_defs(s, out)),
+        StmtKind::For { body, .. } => stmt_defs(body, out),
+        StmtKind::If { then, els, .. } => {
+            stmt_defs(then, out);
+            els.iter().for_each(|s| stmt_defs(s, out));
+        }
+        _ => {}
+    }
 }
 
 /// The index of the statement after `i` that gives the declared `name` its value with
