@@ -5,11 +5,12 @@
 //! `transformed data` and `transformed parameters` top-level `let`s, `parameters` `param`,
 //! `model` `model` and `generated quantities` `generated`. A declaration without a value
 //! that a later `x = e;` gives its value becomes `let x = e` there; otherwise it starts from
-//! zeros of its shape and is updated entry by entry, as `.mvi` locals are. When `transformed
-//! data` or `transformed parameters` hold more than declarations (loops, branches, entry
-//! updates), their statements run at the start of `model` (and of `generated`, so that
-//! the transformed parameters are still reported). A construct with no `.mvi` counterpart is
-//! an [`Unsupported`] naming it.
+//! zeros of its shape and is updated entry by entry, as `.mvi` locals are. The statements of
+//! `transformed data` that cannot be top-level `let`s (loops, branches, entry updates) run in
+//! a function per variable, called by a top-level `let`; those of `transformed parameters`
+//! run at the start of `model`, and again in `generated` so that the transformed parameters
+//! are still reported. A construct with no `.mvi` counterpart is an [`Unsupported`] naming
+//! it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -66,6 +67,7 @@ pub fn translate_program(p: &Program) -> R<(String, SourceMap)> {
         user_fns: p.functions.iter().map(|f| f.name.name.clone()).collect(),
         int_lets: HashMap::new(),
         in_decl_type: false,
+        types: HashMap::new(),
     };
     t.program(p)?;
     Ok((t.out, t.map))
@@ -186,6 +188,9 @@ struct Tr {
     int_lets: HashMap<String, Expr>,
     /// Whether the text being written is a declaration's sizes or bounds.
     in_decl_type: bool,
+    /// The `.mvi` argument type (`vector`, `ints`, …) of each data name and top-level `let`
+    /// of transformed data, for the functions that compute the rest of transformed data.
+    types: HashMap<String, String>,
 }
 
 impl Tr {
@@ -204,22 +209,29 @@ impl Tr {
             self.fun_def(f)?;
         }
         self.data_block(&p.data)?;
-        let (td_top, td_rest) = hoist(fold_items(&p.tdata), HashSet::new());
+        for d in &p.data {
+            if let Some(ty) = decl_unsized(d) {
+                self.types.insert(d.name.name.clone(), ty);
+            }
+        }
+        let (td_top, td_rest) = hoist(fold_items(&p.tdata));
         self.top_lets(&td_top)?;
         for item in &td_top {
             if let Item::Let(d, value, _) = item {
+                if let Some(ty) = decl_unsized(d) {
+                    self.types.insert(d.name.name.clone(), ty);
+                }
                 if d.ty == "int" && d.array_dims.is_empty() {
                     self.int_lets.insert(d.name.name.clone(), (*value).clone());
                 }
             }
         }
+        self.tdata_functions(&td_rest)?;
         self.param_block(&p.params)?;
-        let td_rest_names = defined_names(&td_rest);
-        let (tp_top, tp_rest) = hoist(fold_items(&p.tparams), td_rest_names.clone());
+        let (tp_top, tp_rest) = hoist(fold_items(&p.tparams));
         self.top_lets(&tp_top)?;
         self.w("model {\n");
         self.indent = 1;
-        self.items(&td_rest, Ctx::Model)?;
         self.items(&tp_rest, Ctx::Model)?;
         self.stmts(&p.model, Ctx::Model)?;
         self.indent = 0;
@@ -227,18 +239,72 @@ impl Tr {
         if p.gq.is_empty() && tp_rest.is_empty() {
             return Ok(());
         }
-        let mut later = HashSet::new();
-        p.gq.iter().for_each(|s| stmt_names(s, &mut later));
-        tp_rest.iter().for_each(|i| item_names(i, &mut later));
         self.w("\ngenerated {\n");
         self.indent = 1;
-        if !td_rest_names.is_disjoint(&later) {
-            self.items(&td_rest, Ctx::Generated)?;
-        }
         self.items(&tp_rest, Ctx::Generated)?;
         self.stmts(&p.gq, Ctx::Generated)?;
         self.indent = 0;
         self.w("}\n");
+        Ok(())
+    }
+
+    /// The statements of `transformed data` that cannot be top-level `let`s (loops,
+    /// branches, entry updates) run in one function per variable they declare, which takes
+    /// the data it reads and returns that variable: `let Xc = tdata_Xc(X, K, N)`. The data
+    /// are then computed once, before the parameters, as Stan computes them.
+    fn tdata_functions(&mut self, rest: &[Item<'_>]) -> R<()> {
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let mut reads = HashSet::new();
+        rest.iter().for_each(|i| item_names(i, &mut reads));
+        let declared_inside = declared_names(rest);
+        let mut args: Vec<String> = reads
+            .into_iter()
+            .filter(|n| !declared_inside.contains(n))
+            .collect();
+        args.sort();
+        let mut typed_args = Vec::new();
+        for name in &args {
+            let Some(ty) = self.types.get(name) else {
+                let span = first_mention(rest, name).unwrap_or_default();
+                return Err(Unsupported::new(
+                    span,
+                    format!("`transformed data` statements that read `{name}` (an array of vectors or matrices) are"),
+                    "compute the value in the data file",
+                ));
+            };
+            typed_args.push(format!("{}: {ty}", mvi_name(name)));
+        }
+        let call_args: Vec<String> = args.iter().map(|n| mvi_name(n)).collect();
+        for item in rest {
+            let (Item::Let(d, ..) | Item::Zeros(d)) = item else {
+                continue;
+            };
+            let Some(ty) = decl_unsized(d) else {
+                return Err(Unsupported::new(
+                    d.span,
+                    "arrays of vectors or matrices computed in `transformed data` statements are",
+                    "compute the value in the data file",
+                ));
+            };
+            let name = mvi_name(&d.name.name);
+            let start = self.out.len();
+            self.w(&format!(
+                "fn tdata_{name}({}) -> {ty} {{\n",
+                typed_args.join(", ")
+            ));
+            self.indent = 1;
+            self.items(rest, Ctx::Fn)?;
+            self.w(&format!("  return {name}\n}}\n"));
+            self.indent = 0;
+            self.map.push(start, self.out.len(), d.span);
+            let start = self.out.len();
+            self.w(&format!("let {name} = tdata_{name}({})", call_args.join(", ")));
+            self.map.push(start, self.out.len(), d.span);
+            self.w("\n\n");
+            self.types.insert(d.name.name.clone(), ty);
+        }
         Ok(())
     }
 
@@ -1045,6 +1111,11 @@ impl Tr {
 
     fn call(&mut self, span: Span, name: &Ident, args: &[Expr], bar: bool) -> R<()> {
         let n = name.name.as_str();
+        let user = [("_lupdf", "_lpdf"), ("_lupmf", "_lpmf")]
+            .iter()
+            .find_map(|(u, l)| Some(format!("{}{l}", n.strip_suffix(u)?)))
+            .filter(|f| self.user_fns.contains(f));
+        let n = user.as_deref().unwrap_or(n);
         if self.user_fns.contains(n) {
             self.w(&mvi_name(n));
             self.w("(");
@@ -1219,6 +1290,13 @@ fn function_name(stan: &str) -> (String, bool) {
             }
         }
     }
+    // `_lupdf` drops constants that do not depend on the parameters: the posterior is the
+    // same with `_lpdf`.
+    for (unnormalised, normalised) in [("_lupdf", "_lpdf"), ("_lupmf", "_lpmf")] {
+        if let Some(family) = stan.strip_suffix(unnormalised) {
+            return (format!("{}{normalised}", family_name(family)), false);
+        }
+    }
     for suffix in ["_lpdf", "_lpmf", "_lcdf", "_lccdf", "_rng", "_cdf"] {
         if let Some(family) = stan.strip_suffix(suffix) {
             if family == "double_exponential" {
@@ -1325,9 +1403,9 @@ fn fold_items(list: &[Stmt]) -> Vec<Item<'_>> {
 
 /// Split the items of `transformed data` or `transformed parameters` into those that can be
 /// top-level `let`s (a value that reads no name set by a statement left behind, and a name
-/// nothing else assigns) and the rest, which run as statements. `blocked` are names set by
-/// statements of an earlier block that were left behind.
-fn hoist(items: Vec<Item<'_>>, mut blocked: HashSet<String>) -> (Vec<Item<'_>>, Vec<Item<'_>>) {
+/// nothing else assigns) and the rest, which run as statements.
+fn hoist(items: Vec<Item<'_>>) -> (Vec<Item<'_>>, Vec<Item<'_>>) {
+    let mut blocked = HashSet::new();
     let mut assigned = HashMap::new();
     for item in &items {
         if let Item::Stmt(s) = item {
@@ -1360,11 +1438,73 @@ fn hoist(items: Vec<Item<'_>>, mut blocked: HashSet<String>) -> (Vec<Item<'_>>, 
     (top, rest)
 }
 
-/// Names declared or assigned by the items.
-fn defined_names(items: &[Item<'_>]) -> HashSet<String> {
+/// Names the items declare (at any depth), and their loop variables.
+fn declared_names(items: &[Item<'_>]) -> HashSet<String> {
+    fn walk(s: &Stmt, out: &mut HashSet<String>) {
+        match &s.kind {
+            StmtKind::Decl(d) => {
+                out.insert(d.name.name.clone());
+            }
+            StmtKind::Block(list) => list.iter().for_each(|s| walk(s, out)),
+            StmtKind::For { var, body, .. } => {
+                out.insert(var.name.clone());
+                walk(body, out);
+            }
+            StmtKind::If { then, els, .. } => {
+                walk(then, out);
+                els.iter().for_each(|s| walk(s, out));
+            }
+            _ => {}
+        }
+    }
     let mut out = HashSet::new();
-    items.iter().for_each(|i| item_defs(i, &mut out));
+    for item in items {
+        match item {
+            Item::Let(d, ..) | Item::Zeros(d) => {
+                out.insert(d.name.name.clone());
+            }
+            Item::Stmt(s) => walk(s, &mut out),
+        }
+    }
     out
+}
+
+/// The span of the first item that mentions `name`.
+fn first_mention(items: &[Item<'_>], name: &str) -> Option<Span> {
+    items.iter().find_map(|item| {
+        let mut names = HashSet::new();
+        item_names(item, &mut names);
+        names.contains(name).then(|| match item {
+            Item::Let(_, _, span) => *span,
+            Item::Zeros(d) => d.span,
+            Item::Stmt(s) => s.span,
+        })
+    })
+}
+
+/// The `.mvi` type of a declaration without its sizes, as a function argument takes it:
+/// `vector` for `array[N] real`, `ints` for `array[N] int`; `None` for arrays of vectors.
+fn decl_unsized(d: &VarDecl) -> Option<String> {
+    let vector_like = matches!(
+        d.ty.as_str(),
+        "vector" | "simplex" | "ordered" | "positive_ordered" | "unit_vector" | "sum_to_zero_vector"
+    );
+    Some(
+        match (d.ty.as_str(), d.array_dims.len()) {
+            ("int", 0) => "int",
+            ("int", 1) => "ints",
+            ("real", 0) => "real",
+            ("real", 1) => "vector",
+            ("real", 2) => "matrix",
+            (_, 0) if vector_like => "vector",
+            ("row_vector", 0) => "row_vector",
+            ("matrix" | "cholesky_factor_cov" | "cholesky_factor_corr" | "cov_matrix" | "corr_matrix", 0) => {
+                "matrix"
+            }
+            _ => return None,
+        }
+        .to_string(),
+    )
 }
 
 fn item_defs(item: &Item<'_>, out: &mut HashSet<String>) {
@@ -1384,6 +1524,10 @@ fn item_names(item: &Item<'_>, out: &mut HashSet<String>) {
         }
         Item::Zeros(d) => {
             out.insert(d.name.name.clone());
+            d.array_dims
+                .iter()
+                .chain(&d.sizes)
+                .for_each(|e| expr_names(e, out));
         }
         Item::Stmt(s) => stmt_names(s, out),
     }

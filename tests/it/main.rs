@@ -43,6 +43,7 @@ mod report;
 mod rng;
 mod scale;
 mod split_mf;
+mod stan;
 mod stdlib;
 mod transforms;
 mod user_sweep;
