@@ -11,6 +11,7 @@ markdown table (program, checks, runs, accuracy, the construct that stops it) an
     python3 benches/stan_programs.py --check-only            # fast: translation and checking
     python3 benches/stan_programs.py --quick --timeout 300   # nuts with fewer draws
     python3 benches/stan_programs.py --only eight_schools    # programs whose name contains it
+    python3 benches/stan_programs.py --with-reference        # only those with reference draws
 
 Standard library only. Uses target/release/mvi unless --mvi says otherwise.
 """
@@ -37,10 +38,17 @@ SD_TOL_REL = 0.10
 
 def first_problem(stderr: str) -> str:
     """The diagnostic's message (miette's `× …` line), or the first non-empty line."""
-    for line in stderr.splitlines():
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
         s = line.strip()
         if s.startswith("×"):
-            return s.lstrip("× ").strip()
+            message = s.lstrip("× ").strip()
+            # miette wraps a long message onto lines that start with `│`
+            for more in lines[i + 1 :]:
+                if not more.strip().startswith("│"):
+                    break
+                message += " " + more.strip().lstrip("│").strip()
+            return message
     for line in stderr.splitlines():
         if line.strip():
             return line.strip()
@@ -192,6 +200,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="nuts with 300 warm-up iterations and 1000 draws")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per program and command")
     ap.add_argument("--only", default="", help="only programs whose folder name contains this")
+    ap.add_argument("--with-reference", action="store_true", help="only programs with reference draws")
     ap.add_argument("--summary", action="store_true", help="also print how many programs each problem stops")
     args = ap.parse_args()
     if not os.path.exists(args.mvi):
@@ -199,6 +208,8 @@ def main() -> int:
         return 2
     programs = sorted(p for p in (args.posteriordb / "programs").iterdir() if (p / "model.stan").exists())
     programs = [p for p in programs if args.only in p.name]
+    if args.with_reference:
+        programs = [p for p in programs if reference_of(args.posteriordb, p) is not None]
     rows = []
     for p in programs:
         rows.append(bench_one(args.mvi, args.posteriordb, p, args))

@@ -78,20 +78,22 @@ fn syntax_error(e: &pest::error::Error<Rule>, src: &str, file_name: &str) -> Dia
         ErrorVariant::ParsingError { positives, .. } => expected_words(positives),
         ErrorVariant::CustomError { message } => message.clone(),
     };
-    let found = src[pos..].chars().next().map_or_else(
-        || "the end of the file".to_string(),
-        |c| {
-            format!(
-                "`{}`",
-                if c == '\n' {
-                    "a newline".to_string()
-                } else {
-                    c.to_string()
-                }
-            )
-        },
-    );
-    let end = src[pos..].chars().next().map_or(pos, |c| pos + c.len_utf8());
+    // The word or character found there: `data`, `}`.
+    let rest = &src[pos..];
+    let word_len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let len = match rest.chars().next() {
+        None => 0,
+        Some(_) if word_len > 0 => word_len,
+        Some(c) => c.len_utf8(),
+    };
+    let found = match &rest[..len] {
+        "" => "the end of the file".to_string(),
+        "\n" => "a newline".to_string(),
+        text => format!("`{text}`"),
+    };
+    let end = pos + len;
     Diagnostic::error(
         "mvi::stan::syntax",
         format!("syntax error at line {line}, column {col}: expected {expected}"),

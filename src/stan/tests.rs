@@ -141,3 +141,9 @@ fn integer_arrays_stay_integer() {
         "{text}"
     );
 }
+
+#[test]
+fn integer_division_is_mvi_integer_division() {
+    let text = mvi("data { int N; } parameters { vector[N %/% 2] h; } model { h ~ normal(0, 1); }");
+    assert!(text.contains("h: vector[N / 2]"), "{text}");
+}

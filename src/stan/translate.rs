@@ -1084,13 +1084,9 @@ impl Tr {
     fn binary(&mut self, span: Span, op: &str, l: &Expr, r: &Expr) -> R<()> {
         let op = match op {
             ".^" => "^",
-            "%/%" => {
-                return Err(Unsupported::new(
-                    span,
-                    "integer division `%/%` is",
-                    "compute the quotient in the data (or as `(a - a % b) / b` on reals)",
-                ))
-            }
+            // Stan's `%/%` takes two integers, and `.mvi`'s `/` of two integers is integer
+            // division (as Stan's `/` is).
+            "%/%" => "/",
             "\\" => {
                 return Err(Unsupported::new(
                     span,

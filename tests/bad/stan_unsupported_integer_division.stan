@@ -1,7 +1,0 @@
-parameters {
-  real mu;
-}
-model {
-  int half = 7 %/% 2;
-  mu ~ normal(half, 1);
-}
