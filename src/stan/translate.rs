@@ -1470,11 +1470,12 @@ fn first_mention(items: &[Item<'_>], name: &str) -> Option<Span> {
     items.iter().find_map(|item| {
         let mut names = HashSet::new();
         item_names(item, &mut names);
-        names.contains(name).then(|| match item {
+        let span = match item {
             Item::Let(_, _, span) => *span,
             Item::Zeros(d) => d.span,
             Item::Stmt(s) => s.span,
-        })
+        };
+        names.contains(name).then_some(span)
     })
 }
 
