@@ -112,6 +112,11 @@ mvi sbc model.mvi --data d.json --method nuts --sims 100 --json"
         after_help = "Example:\n  mvi repl examples/linear_regression.mvi --data examples/data/linear_regression.json"
     )]
     Repl(crate::repl::ReplArgs),
+    /// Translate a Stan program to `.mvi` text (what `run`, `check` and the others do with a
+    /// `.stan` file before checking it).
+    #[command(after_help = "Examples:\n  mvi translate eight_schools_noncentered.stan\n  \
+mvi translate model.stan -o model.mvi")]
+    Translate(TranslateArgs),
     /// Benchmarks: `mvi bench paper` reproduces the MVI paper's tables II–VI.
     #[command(after_help = "Example:\n  mvi bench paper --quick --out paper-quick")]
     Bench {
@@ -145,11 +150,21 @@ pub enum DumpForm {
 /// A model file and its data.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The `.mvi` model file.
+    /// The `.mvi` model file (or a `.stan` program, translated first).
     pub model: PathBuf,
     /// Data: a Stan-style JSON file, or `NAME=file.csv` for one variable (repeatable).
     #[arg(long = "data", short = 'd', value_name = "FILE|NAME=FILE")]
     pub data: Vec<String>,
+}
+
+/// Arguments of `translate`.
+#[derive(Debug, Args)]
+pub struct TranslateArgs {
+    /// The `.stan` program.
+    pub model: PathBuf,
+    /// Write the `.mvi` text to this file instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Arguments of `diagnose`.
@@ -321,6 +336,7 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
         Command::CompareModels(a) => cmd_compare_models(&a),
         Command::Sbc(a) => cmd_sbc(&a),
         Command::Repl(a) => crate::repl::run_repl(&a),
+        Command::Translate(a) => cmd_translate(&a),
         Command::Bench {
             which: BenchCommand::Paper(a),
         } => cmd_bench_paper(&a),
@@ -369,13 +385,31 @@ fn load(m: &ModelArgs) -> Result<TypedModel, Failure> {
 
 fn load_and_lower(m: &ModelArgs) -> Result<(TypedModel, LogJoint), Failure> {
     let typed = load(m)?;
-    let joint = graph::lower_model(&typed)?;
+    let joint = lower(m, &typed)?;
     Ok((typed, joint))
+}
+
+/// Lower a checked model; a diagnostic about a translated Stan program points into the
+/// `.stan` file.
+fn lower(m: &ModelArgs, typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
+    graph::lower_model(typed).map_err(|d| {
+        let name = m.model.display().to_string();
+        if !crate::stan::is_stan_file(&name) {
+            return d;
+        }
+        match std::fs::read_to_string(&m.model)
+            .ok()
+            .and_then(|text| crate::stan::translate(&text, &name).ok())
+        {
+            Some(translation) => translation.to_stan(d),
+            None => d,
+        }
+    })
 }
 
 fn cmd_check(m: &ModelArgs) -> Result<(), Failure> {
     let typed = load(m)?;
-    graph::lower_model(&typed)?;
+    lower(m, &typed)?;
     out(&check::layout_report(&typed));
     Ok(())
 }
@@ -383,8 +417,12 @@ fn cmd_check(m: &ModelArgs) -> Result<(), Failure> {
 fn cmd_dump(form: DumpForm, m: &ModelArgs) -> Result<(), Failure> {
     match form {
         DumpForm::Ast => {
-            let text = std::fs::read_to_string(&m.model).map_err(|e| unreadable(&m.model, &e))?;
-            let program = crate::syntax::parse_program(&text, &m.model.display().to_string())?;
+            let mut text = std::fs::read_to_string(&m.model).map_err(|e| unreadable(&m.model, &e))?;
+            let name = m.model.display().to_string();
+            if crate::stan::is_stan_file(&name) {
+                text = crate::stan::translate(&text, &name)?.text;
+            }
+            let program = crate::syntax::parse_program(&text, &name)?;
             out(&crate::syntax::dump_ast(&program));
         }
         DumpForm::Typed => out(&check::dump_typed(&load(m)?)),
@@ -398,7 +436,23 @@ fn unreadable(path: &Path, e: &std::io::Error) -> Diagnostic {
         "mvi::cli::unreadable_model",
         format!("cannot read model file `{}`: {e}", path.display()),
     )
-    .with_help("check the path; model files end in `.mvi`")
+    .with_help("check the path; model files end in `.mvi` (or `.stan`)")
+}
+
+fn cmd_translate(a: &TranslateArgs) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&a.model).map_err(|e| unreadable(&a.model, &e))?;
+    let translation = crate::stan::translate(&text, &a.model.display().to_string())?;
+    match &a.output {
+        Some(path) => crate::fsutil::write_atomic(path, translation.text.as_bytes()).map_err(|e| {
+            Diagnostic::plain(
+                "mvi::cli::unwritable_output",
+                format!("cannot write `{}`: {e}", path.display()),
+            )
+            .with_help("check that the directory exists and is writable")
+        })?,
+        None => out(&translation.text),
+    }
+    Ok(())
 }
 
 fn cmd_diagnose(a: &DiagnoseArgs) -> Result<(), Failure> {

@@ -15,7 +15,8 @@
 //! `infer`), and modules that are one stage and use each other share a layer.
 //!
 //! 1. [`fsutil`]: files written atomically; it imports nothing from the crate.
-//! 2. [`syntax`], [`diagnostic`]: `.mvi` text to an AST with spans, and the one user-facing
+//! 2. [`syntax`], [`stan`], [`diagnostic`]: `.mvi` text to an AST with spans, Stan programs
+//!    translated to `.mvi` text with a map back to the `.stan` file, and the one user-facing
 //!    error type (a parse error is a `Diagnostic`, which points into the source).
 //! 3. [`constrained`], [`options`]: vocabularies the later stages share: the shape of a
 //!    value, Stan's constrained types and bounds in plain numbers, and the `infer` options.
@@ -58,5 +59,6 @@ pub mod reference;
 pub mod repl;
 pub mod report;
 pub mod run;
+pub mod stan;
 pub mod syntax;
 pub mod term;

@@ -218,7 +218,8 @@ impl Session {
         out
     }
 
-    /// Load the model at `path` (keeping the current data) and check it.
+    /// Load the model at `path` (keeping the current data) and check it; a `.stan` program is
+    /// translated to `.mvi` first.
     ///
     /// # Errors
     /// The file cannot be read, or the model does not check against the data; the text is
@@ -231,9 +232,18 @@ impl Session {
             )
             .with_help("check the path; model files end in `.mvi`")]
         })?;
+        // A Stan program is kept as its `.mvi` translation, which definitions typed at the
+        // prompt extend; it is named `model.stan.mvi`, the text its diagnostics show.
+        let name = path.display().to_string();
+        let (path, text) = if crate::stan::is_stan_file(&name) {
+            let translation = crate::stan::translate(&text, &name).map_err(|d| vec![d])?;
+            (PathBuf::from(format!("{name}.mvi")), translation.text)
+        } else {
+            (path.to_path_buf(), text)
+        };
         self.last = None;
         self.loaded = Some(Loaded {
-            path: path.to_path_buf(),
+            path,
             text,
             checked: None,
         });

@@ -58,7 +58,8 @@ class Model:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "Model":
-        """Read a ``.mvi`` file."""
+        """Read a ``.mvi`` file, or a Stan program (``.stan``), which is translated to ``.mvi``
+        (``mvi translate`` shows the text) and reported against the ``.stan`` file."""
         path = os.fspath(path)
         try:
             with open(path, encoding="utf-8") as f:

@@ -562,11 +562,19 @@ fn f64_bytes(x: &[f64]) -> Vec<u8> {
     x.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
-/// Check that a model text parses (syntax errors raise `ModelError` at `Model(...)`).
+/// Check that a model text parses (syntax errors raise `ModelError` at `Model(...)`); a
+/// `name` ending in `.stan` is a Stan program, which must parse and translate.
 #[pyfunction]
 #[pyo3(signature = (source, name))]
 fn parse(py: Python<'_>, source: String, name: String) -> PyResult<()> {
-    match py.detach(move || mvi::syntax::parse_program(&source, &name).err()) {
+    let parsed = move || {
+        if mvi::stan::is_stan_file(&name) {
+            mvi::stan::translate(&source, &name).err()
+        } else {
+            mvi::syntax::parse_program(&source, &name).err()
+        }
+    };
+    match py.detach(parsed) {
         Some(d) => Err(model_error(py, &[d])),
         None => Ok(()),
     }

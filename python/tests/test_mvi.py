@@ -368,3 +368,19 @@ def test_to_arviz_has_the_nuts_sampler_stats_of_draws_csv(cli, tmp_path):
     assert np.array_equal(tree["sample_stats"]["energy"].values.reshape(-1), stats["energy"])
     # the other methods have none
     assert mvi.Model(source).fit(method="laplace").sampler_stats == {}
+
+
+def test_from_file_reads_a_stan_program(tmp_path):
+    """A `.stan` file is translated and fitted; a syntax error in it is a ModelError."""
+    root = EXAMPLES.parent
+    stan = root / "tests" / "stan" / "kidiq-kidscore_momiq.stan"
+    with open(root / "benches" / "posteriordb" / "kidiq-kidscore_momiq" / "data.json") as f:
+        data = json.load(f)
+    fit = mvi.Model.from_file(stan).fit(data=data, method="laplace")
+    summary = fit.summary()
+    assert "beta.1" in summary.index and "sigma" in summary.index
+    bad = tmp_path / "bad.stan"
+    bad.write_text("parameters {\n  real mu\n}\n")
+    with pytest.raises(mvi.ModelError) as e:
+        mvi.Model.from_file(bad)
+    assert e.value.code == "mvi::stan::syntax"

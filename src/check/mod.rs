@@ -244,11 +244,27 @@ pub fn load_model(model_path: &Path, data_args: &[String]) -> Result<TypedModel,
 }
 
 /// Parse and check a model text with already-read data files; `model_dir` is where imports
-/// and `csv("…")` paths are looked up.
+/// and `csv("…")` paths are looked up. A `file_name` ending in `.stan` is a Stan program:
+/// it is translated to `.mvi` text first ([`crate::stan::translate`]), and diagnostics about
+/// that text point into the `.stan` file.
 ///
 /// # Errors
 /// As [`load_model`].
 pub fn check_source(
+    text: &str,
+    file_name: &str,
+    model_dir: &Path,
+    data: &crate::data::DataSet,
+) -> Result<TypedModel, Vec<Diagnostic>> {
+    if crate::stan::is_stan_file(file_name) {
+        let translation = crate::stan::translate(text, file_name).map_err(|d| vec![d])?;
+        return check_mvi_source(&translation.text, file_name, model_dir, data)
+            .map_err(|ds| ds.into_iter().map(|d| translation.to_stan(d)).collect());
+    }
+    check_mvi_source(text, file_name, model_dir, data)
+}
+
+fn check_mvi_source(
     text: &str,
     file_name: &str,
     model_dir: &Path,

@@ -48,6 +48,7 @@ mod rng;
 mod row_vector;
 mod scale;
 mod split_mf;
+mod stan;
 mod stdlib;
 mod transforms;
 mod user_sweep;

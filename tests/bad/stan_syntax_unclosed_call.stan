@@ -1,0 +1,6 @@
+parameters {
+  real mu;
+}
+model {
+  mu ~ normal(0, 1;
+}
