@@ -41,6 +41,7 @@ mod recovery;
 mod repl;
 mod report;
 mod rng;
+mod sbc;
 mod scale;
 mod split_mf;
 mod stdlib;
