@@ -97,6 +97,15 @@ mvi loo examples/eight_schools.mvi --data examples/data/eight_schools.json --met
         after_help = "Example:\n  mvi compare-models a.mvi b.mvi --data d.json --method nuts"
     )]
     CompareModels(CompareModelsArgs),
+    /// Simulation-based calibration of a method on a model: parameters drawn from the prior,
+    /// data from the model, a fit of each simulated data set, and the ranks of the true values
+    /// among the fit's draws, tested for uniformity.
+    #[command(
+        after_help = "Examples:\n  mvi sbc examples/eight_schools.mvi --data examples/data/eight_schools.json \
+--method vi_full --sims 200 --output-dir sbc-vi_full/\n  \
+mvi sbc model.mvi --data d.json --method nuts --sims 100 --json"
+    )]
+    Sbc(SbcArgs),
     /// An interactive session: load, fit, summarise, plot, and evaluate expressions over the
     /// posterior draws.
     #[command(
@@ -192,8 +201,9 @@ pub struct RunArgs {
     /// The inference method (overrides the model's `infer { method = … }`).
     #[arg(long, short = 'm')]
     pub method: Option<String>,
-    /// Draw from the prior instead of the posterior (`nuts` on the model without its `~` on
-    /// data), with prior predictive replicates `<name>_rep` of the data.
+    /// Draw from the prior instead of the posterior (ancestrally, each parameter from its
+    /// `~`, where the model allows it; else `nuts` on the model without its `~` on data),
+    /// with prior predictive replicates `<name>_rep` of the data.
     #[arg(long, conflicts_with = "method")]
     pub prior: bool,
     /// Options shared with `compare`.
@@ -241,6 +251,38 @@ pub struct LooArgs {
     pub fit: FitArgs,
 }
 
+/// Arguments of `sbc`.
+#[derive(Debug, Args)]
+pub struct SbcArgs {
+    /// The model and its data: sizes and covariates, and the observed variables (whose
+    /// values each simulation replaces).
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The inference method under test (overrides the model's `infer { method = … }`).
+    #[arg(long, short = 'm')]
+    pub method: Option<String>,
+    /// How many simulations.
+    #[arg(long, default_value_t = 100)]
+    pub sims: u64,
+    /// How many of each fit's draws the ranks are taken among (L: ranks run from 0 to L).
+    #[arg(long, default_value_t = 99, value_name = "L")]
+    pub rank_draws: u64,
+    /// Override an `infer` option of every fit, e.g. `--set samples=500` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the result as one JSON object instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write ranks.csv, sbc.json and one ECDF-difference picture per parameter into this
+    /// directory; a run into a directory that holds an unfinished run of the same
+    /// calibration goes on from where it stopped.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
 /// Arguments of `compare-models`.
 #[derive(Debug, Args)]
 pub struct CompareModelsArgs {
@@ -277,6 +319,7 @@ pub fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Compare(a) => cmd_compare(&a),
         Command::Loo(a) => cmd_loo(&a),
         Command::CompareModels(a) => cmd_compare_models(&a),
+        Command::Sbc(a) => cmd_sbc(&a),
         Command::Repl(a) => crate::repl::run_repl(&a),
         Command::Bench {
             which: BenchCommand::Paper(a),
@@ -387,6 +430,11 @@ pub fn run_options(
     method: Option<&str>,
     set: &[String],
 ) -> Result<InferOptions, Failure> {
+    Ok(check::infer_options(typed, &overrides(method, set)?)?)
+}
+
+/// The `--method` and `--set` overrides as (key, value) pairs.
+fn overrides(method: Option<&str>, set: &[String]) -> Result<Vec<(String, String)>, Failure> {
     let mut overrides = Vec::new();
     if let Some(m) = method {
         overrides.push(("method".to_string(), m.to_string()));
@@ -401,7 +449,7 @@ pub fn run_options(
         };
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
-    Ok(check::infer_options(typed, &overrides)?)
+    Ok(overrides)
 }
 
 /// The `--set` overrides with the flags that stand for options (`--predictive`).
@@ -451,12 +499,14 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
     let t = timing::span("load: parse, check, data, lower");
     let (typed, mut joint) = load_and_lower(&a.model)?;
     let mut set = fit_set(&a.fit);
-    let method = if a.prior {
-        joint = run::prior_joint(&typed)?;
-        set.push("predictive=true".into());
-        Some("nuts")
-    } else {
-        a.method.as_deref()
+    let prior = a.prior.then(|| run::prior::Prior::of(&typed)).transpose()?;
+    let method = match &prior {
+        Some(p) => {
+            joint = p.joint.clone();
+            set.push("predictive=true".into());
+            Some("nuts")
+        }
+        None => a.method.as_deref(),
     };
     let options = run_options(&typed, method, &set)?;
     run::attach_after_fit(&typed, &mut joint, &options)?;
@@ -467,10 +517,15 @@ fn cmd_run(a: &RunArgs) -> Result<(), Failure> {
         prepare_output_dir(dir)?;
     }
     let flag = interrupt_flag();
-    let mut report = fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?;
-    if a.prior {
-        report.notes.insert(0, run::PRIOR_NOTE.to_string());
-    }
+    let report = match &prior {
+        Some(p) => {
+            let mut progress = Progress::new(a.fit.quiet, flag.clone());
+            let r = run::prior::fit_prior(&joint, &p.sampler, &options, &run_info(&a.model), &mut progress)?;
+            progress.finish();
+            r
+        }
+        None => fit_one(&joint, &options, &run_info(&a.model), a.fit.quiet, &flag)?,
+    };
     let t = timing::span("report: write and print");
     let written = match &a.fit.output_dir {
         Some(dir) => write_outputs(dir, &report, &pairs),
@@ -822,4 +877,106 @@ fn write_outputs(dir: &Path, report: &FitReport, pairs: &[(usize, usize)]) -> Re
         .with_help("check that the directory can be created and written")
         .into()
     })
+}
+
+fn cmd_sbc(a: &SbcArgs) -> Result<(), Failure> {
+    let usage = |code: &'static str, msg: &str, help: &str| -> Failure {
+        Diagnostic::plain(code, msg.to_string())
+            .with_help(help.to_string())
+            .into()
+    };
+    if a.sims == 0 {
+        return Err(usage(
+            "mvi::sbc::no_sims",
+            "`--sims 0`: there is nothing to calibrate",
+            "give the number of simulations, e.g. `--sims 200` (the uniformity test has little power below 100)",
+        ));
+    }
+    if a.rank_draws == 0 {
+        return Err(usage(
+            "mvi::sbc::no_rank_draws",
+            "`--rank-draws 0`: ranks among no draws say nothing",
+            "give L ≥ 1, e.g. `--rank-draws 99` (ranks 0..=99, 100 bins)",
+        ));
+    }
+    let t = timing::span("load: parse, check, data, lower");
+    let path = &a.model.model;
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(path, &e))?;
+    let data = crate::data::load_data_args(&a.model.data)?;
+    let dir = path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let name = path.display().to_string();
+    let typed = check::check_source(&text, &name, &dir, &data)?;
+    let overrides = overrides(a.method.as_deref(), &a.set)?;
+    let options = check::infer_options(&typed, &overrides)?;
+    let seed = run::option_int(&options, "seed", 0);
+    let sbc = run::sbc::Sbc::new(
+        &typed,
+        &text,
+        &name,
+        &dir,
+        &data,
+        overrides,
+        seed,
+        a.rank_draws as usize,
+    )?;
+    drop(t);
+    let config = run::sbc::SbcConfig::of(&sbc, &name, &a.model.data);
+    let mut done = Vec::new();
+    if let Some(dir) = &a.output_dir {
+        prepare_output_dir(dir)?;
+        done = run::sbc::load_done(dir, &config);
+        done.retain(|s| s.index < a.sims as usize);
+    }
+    let todo: Vec<usize> = (0..a.sims as usize)
+        .filter(|i| !done.iter().any(|s| s.index == *i))
+        .collect();
+    let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(a.sims);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("sbc {bar:30} {pos}/{len} fits, {elapsed} (eta {eta})")
+                .expect("a valid template"),
+        );
+        bar.set_position(done.len() as u64);
+        bar
+    });
+    let flag = interrupt_flag();
+    let so_far = std::sync::Mutex::new(done);
+    let write_error = std::sync::Mutex::new(None);
+    let record = |s: &run::sbc::Simulation| {
+        let mut sims = so_far.lock().expect("no panic while held");
+        sims.push(s.clone());
+        sims.sort_by_key(|s| s.index);
+        if let Some(dir) = &a.output_dir {
+            if let Err(e) = run::sbc::save(dir, &config, &sims) {
+                write_error.lock().expect("no panic while held").get_or_insert(e);
+            }
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    sbc.run(&todo, &flag, &record);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let sims = so_far.into_inner().expect("no panic while held");
+    if let Some(e) = write_error.into_inner().expect("no panic while held") {
+        let dir = a.output_dir.as_deref().unwrap_or(Path::new("."));
+        return Err(Diagnostic::plain(
+            "mvi::cli::output_dir",
+            format!("cannot write results to `{}`: {e}", dir.display()),
+        )
+        .with_help("check that the directory can be written")
+        .into());
+    }
+    let interrupted = sims.len() < a.sims as usize;
+    out(&format!(
+        "{} of {} simulations done{}\n",
+        sims.len(),
+        a.sims,
+        if interrupted { " (interrupted)" } else { "" }
+    ));
+    Ok(())
 }

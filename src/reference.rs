@@ -54,7 +54,7 @@ fn normalise(name: &str) -> String {
 /// each draw from the coordinates already found: with the parameter's own coordinate u at 0
 /// and at 1 the value is a + 1 (lower a), b − 1 (upper b) or a + (b − a)/2 and
 /// a + (b − a)·σ(1) (both), which gives the bounds; bounds on `hyper`s use θ₀.
-fn unconstrain(
+pub(crate) fn unconstrain(
     model: &LogJoint,
     names: &[String],
     values: &DMatrix<f64>,

@@ -6,8 +6,11 @@
 //! randomness comes from one generator seeded by `infer { seed }`, so the same inputs give
 //! the same report (apart from the wall time).
 
+mod auto;
 pub mod loo;
 mod output;
+pub mod prior;
+pub mod sbc;
 
 pub use output::{write_output_dir, write_output_dir_with_pairs, OUTPUT_FILES};
 
@@ -192,7 +195,15 @@ pub fn fit(
     info: &RunInfo,
     obs: &mut dyn Observer,
 ) -> Result<(Posterior, FitReport), Diagnostic> {
-    let method = registry::build(options)?;
+    if method_name(options) == "auto" {
+        return auto::fit_auto(model, options, info, obs);
+    }
+    let method = match crate::infer::nuts::settings_and_init(options) {
+        Ok((settings, Some(init))) if method_name(options) == "nuts" => {
+            started_nuts(model, options, info, settings, init)?
+        }
+        _ => registry::build(options)?,
+    };
     if model.dim() == 0 {
         return Err(Diagnostic::plain(
             "mvi::infer::no_params",
@@ -238,6 +249,43 @@ pub fn fit(
         return Err(d);
     }
     Ok((post, report))
+}
+
+/// `nuts` started from a fit of `init` (`laplace`, `mvi_lr`, `pathfinder`): its mean and a
+/// factor of its covariance (Cholesky; the marginal sds when that fails).
+fn started_nuts(
+    model: &LogJoint,
+    options: &InferOptions,
+    info: &RunInfo,
+    settings: crate::infer::nuts::Settings,
+    init: &str,
+) -> Result<Box<dyn crate::infer::Method>, Diagnostic> {
+    // the options that apply to the method started from, under its name
+    let mut first = options.clone();
+    first.entries.retain(|e| {
+        e.key != "method"
+            && infer_keys::key_spec_for(&e.key, Some(init)).is_some_and(|s| s.methods.includes(init))
+    });
+    first.entries.push(crate::options::InferOption {
+        key: "method".into(),
+        value: OptionValue::Ident(init.into()),
+        span: None,
+    });
+    let (post, _) = fit(model, &first, info, &mut crate::infer::Silent)?;
+    let mean = post.mean();
+    let cov = post.cov();
+    let factor = match cov.clone().cholesky() {
+        Some(c) => c.l(),
+        None => DMatrix::from_diagonal(&cov.diagonal().map(|v| v.max(f64::MIN_POSITIVE).sqrt())),
+    };
+    Ok(Box::new(crate::infer::nuts::StartedNuts {
+        settings,
+        start: crate::infer::nuts::Start {
+            method: init.to_string(),
+            mean,
+            factor,
+        },
+    }))
 }
 
 /// Build what `options` ask of the model for after the fit: the replicates of
@@ -292,22 +340,7 @@ pub fn attach_after_fit(
     Ok(())
 }
 
-/// What a report of prior draws says about them.
-pub const PRIOR_NOTE: &str = "prior draws: `nuts` on the prior alone (the model without its `~` \
-    on data), and `<name>_rep` are prior predictive draws of the data";
-
-/// The prior alone as a log joint, for prior predictive draws (`mvi run --prior`).
-///
-/// # Errors
-/// As [`graph::lower_prior`], and a model with no `~` on data (nothing to replicate).
-pub fn prior_joint(typed: &TypedModel) -> Result<LogJoint, Diagnostic> {
-    if !typed.model.iter().any(has_data_tilde) {
-        return Err(nothing_observed(typed, "--prior"));
-    }
-    graph::lower_prior(typed)
-}
-
-fn has_data_tilde(s: &TStmt) -> bool {
+pub(crate) fn has_data_tilde(s: &TStmt) -> bool {
     match s {
         TStmt::Tilde { lhs, .. } => lhs.stage == crate::check::Stage::Const,
         TStmt::Target(e) => e.scores_data(),
@@ -457,7 +490,7 @@ fn is_flat(max_eig: f64, min_eig: f64) -> bool {
     max_eig.abs() <= FLAT_REL * min_eig.abs().max(1.0)
 }
 
-fn assemble(
+pub(crate) fn assemble(
     model: &LogJoint,
     options: &InferOptions,
     info: &RunInfo,
@@ -630,6 +663,7 @@ fn assemble(
         reference: None,
         log_lik,
         replicated,
+        ladder: Vec::new(),
     }
 }
 
@@ -785,7 +819,7 @@ fn unit_vector_note(model: &LogJoint, method: &str) -> Option<String> {
 
 /// CmdStan column names and the constrained draws (n_draws × columns) of every parameter
 /// and reported `let`.
-fn constrained_draws(
+pub(crate) fn constrained_draws(
     model: &LogJoint,
     theta: &DVector<f64>,
     w: &DMatrix<f64>,

@@ -185,10 +185,18 @@ fn validate_entry(e: &Entry, method: Option<&str>, params: &[String]) -> Result<
         )
         .with_label(e.key_span, format!("not a `{m}` option"))
         .with_help(format!(
-            "`{}` is used by {}; valid keys for `{m}`: {}",
+            "`{}` is used by {}; valid keys for `{m}`: {}{}",
             e.key,
             users.join(", "),
-            keys_for(m).join(", ")
+            keys_for(m).join(", "),
+            if m == "auto" {
+                format!(
+                    " (`auto` takes the options that every method it may try takes: {})",
+                    crate::check::infer_keys::AUTO_LADDER.join(", ")
+                )
+            } else {
+                String::new()
+            }
         )));
     }
     if !spec.kind.accepts(value) {

@@ -18,7 +18,13 @@ pub const METHODS: &[&str] = &[
     "split_mf",
     "pmfvb",
     "nuts",
+    "auto",
 ];
+
+/// The methods `method = auto` tries, cheapest first, until one passes its gate
+/// (docs/methods.md, "`auto`"); an option is valid with `auto` when every one of them takes
+/// it.
+pub const AUTO_LADDER: &[&str] = &["laplace", "mvi_lr", "pathfinder", "nuts"];
 
 /// What kind of value a key takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +114,9 @@ pub enum Methods {
 impl Methods {
     /// Whether the key applies to `method`.
     pub fn includes(self, method: &str) -> bool {
+        if method == "auto" {
+            return AUTO_LADDER.iter().all(|m| self.includes(m));
+        }
         match self {
             Methods::All => true,
             Methods::AllBut(ms) => !ms.contains(&method),
@@ -398,6 +407,13 @@ pub const KEYS: &[KeySpec] = &[
         kind: ValueKind::Word(&["diag", "low_rank"]),
         default: Some("diag"),
         meaning: "mass matrix adapted in warm-up: diagonal, or diagonal plus a low-rank correction for correlated posteriors",
+    },
+    KeySpec {
+        key: "init",
+        methods: Methods::Only(&["nuts"]),
+        kind: ValueKind::Word(&["none", "laplace", "mvi_lr", "pathfinder"]),
+        default: Some("none"),
+        meaning: "start the chains from draws of this method's fit, with its covariance as the metric, and warm up for 500 iterations by default instead of 1000",
     },
     KeySpec {
         key: "draws",

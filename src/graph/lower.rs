@@ -16,6 +16,8 @@
 // `Diagnostic` is the project's one user-facing error type and is returned by value by design.
 #![allow(clippy::result_large_err)]
 
+mod ancestral;
+pub use ancestral::lower_ancestral;
 mod calls;
 mod exprs;
 pub mod observed;
@@ -244,6 +246,8 @@ pub(crate) struct Lowerer<'m> {
     pub(crate) observations: Option<observed::Observations>,
     /// Lowering the prior alone: the likelihood's statements are left out.
     pub(crate) prior_only: bool,
+    /// Drawing the prior ancestrally: parameters are draws of their `~`, not slots of w.
+    pub(crate) ancestral: Option<ancestral::Draws>,
 }
 
 impl<'m> Lowerer<'m> {
@@ -258,6 +262,7 @@ impl<'m> Lowerer<'m> {
             loops: Vec::new(),
             observations: None,
             prior_only: false,
+            ancestral: None,
         }
     }
 
@@ -297,6 +302,9 @@ impl<'m> Lowerer<'m> {
             hypers.push(info(h, c, v));
         }
         let mut params = Vec::new();
+        if self.ancestral.is_some() {
+            return Ok((params, hypers));
+        }
         for p in &self.model.params {
             let c = constraint_of(p.transform);
             let v = self.slot_value(p, false)?;
@@ -309,6 +317,10 @@ impl<'m> Lowerer<'m> {
 
     fn lower_lets(&mut self) -> Result<(), Diagnostic> {
         for (name, e) in &self.model.lets {
+            // drawing ancestrally, a `let` on parameters is built when first read
+            if self.ancestral.is_some() && e.stage == Stage::Param {
+                continue;
+            }
             let v = self.expr(e)?;
             self.g.label(v, name);
             self.globals.insert(name.clone(), v);
@@ -362,6 +374,21 @@ impl<'m> Lowerer<'m> {
         }
         if let Some(v) = self.globals.get(name) {
             return Ok(*v);
+        }
+        if self.ancestral.is_some() {
+            if self.model.params.iter().any(|p| p.name == name) {
+                let why = if self.model.model.iter().any(|s| ancestral::draws(s, name)) {
+                    format!("`{name}` is read before all of it is drawn by a `~`")
+                } else {
+                    format!(
+                        "`{name}` is not the outcome of a `~` (its prior is flat, or given by `target +=`)"
+                    )
+                };
+                return Err(self.not_ancestral(why));
+            }
+            if let Some(v) = self.ancestral_let(name) {
+                return v;
+            }
         }
         let node = self
             .data_node(name)

@@ -50,7 +50,7 @@ pub use build::fun1_by_name;
 pub use diagnose::{diagnose, DiagnoseReport, Tolerances};
 pub use dump::dump_graph;
 pub use logjoint::{LogJoint, ParamInfo};
-pub use lower::{lower_model, lower_observed, lower_prior, Reading};
+pub use lower::{lower_ancestral, lower_model, lower_observed, lower_prior, Reading};
 pub use transform::Constraint;
 
 /// Index of a node in its graph.

@@ -83,24 +83,69 @@ impl Default for Settings {
 }
 
 /// The `infer` keys of `nuts` besides the common ones.
-pub const KEYS: &[&str] = &["chains", "warmup", "max_depth", "target_accept", "mass_matrix"];
+pub const KEYS: &[&str] = &[
+    "chains",
+    "warmup",
+    "max_depth",
+    "target_accept",
+    "mass_matrix",
+    "init",
+];
+
+/// Warm-up iterations per chain when the chains start from an approximation (`init`): half
+/// the default, as the start and the metric are already close to the posterior's.
+pub const STARTED_WARMUP: usize = 500;
+
+/// Where the chains start and in what metric: an approximation's mean m and a factor L of
+/// its covariance (L Lᵀ = Σ). The chains run on z = L⁻¹(w − m), so that nuts-rs's adapted
+/// diagonal metric in z starts from Σ in w (a dense mass matrix Σ⁻¹), and each chain starts
+/// at a draw of N(m, Σ) (z ~ N(0, I)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    /// The method whose fit it is (`laplace`, `mvi_lr`, `pathfinder`).
+    pub method: String,
+    /// m, length D.
+    pub mean: DVector<f64>,
+    /// L, D × D lower triangular (diagonal when only the marginal sds are used).
+    pub factor: DMatrix<f64>,
+}
+
+impl Start {
+    /// w = m + L z.
+    fn to_w(&self, z: &[f64]) -> DVector<f64> {
+        &self.mean + &self.factor * DVector::from_column_slice(z)
+    }
+}
 
 /// Build `nuts` from the options.
 ///
 /// # Errors
 /// A diagnostic at an unknown key or a bad value.
 pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
+    Ok(Box::new(Nuts(settings(options)?)))
+}
+
+/// The settings the options give, and the method named by `init` if any.
+///
+/// # Errors
+/// A diagnostic at an unknown key or a bad value.
+pub fn settings_and_init(options: &InferOptions) -> Result<(Settings, Option<&'static str>), Diagnostic> {
     let r = Reader::new(options, "nuts", KEYS)?;
     let d = Settings::default();
+    let init = match r.word("init", &["none", "laplace", "mvi_lr", "pathfinder"], "none")? {
+        "none" => None,
+        m => Some(m),
+    };
     let target_accept = r.positive("target_accept", d.target_accept)?;
     if target_accept >= 1.0 {
         return Err(r
             .bad_key("target_accept", "a number between 0 and 1")
             .with_help("the step size is tuned for this mean acceptance rate: e.g. 0.8 (the default), 0.95 or 0.99 for a hard posterior"));
     }
-    Ok(Box::new(Nuts(Settings {
+    let warmup = if init.is_some() { STARTED_WARMUP } else { d.warmup };
+    let s = Settings {
         chains: r.int("chains", 1, d.chains)?,
-        warmup: r.int("warmup", 0, d.warmup)?,
+        warmup: r.int("warmup", 0, warmup)?,
         draws: r.int("draws", 1, d.draws)?,
         max_depth: r.int("max_depth", 1, d.max_depth as usize)? as u64,
         target_accept,
@@ -108,7 +153,12 @@ pub fn build(options: &InferOptions) -> Result<Box<dyn Method>, Diagnostic> {
             "low_rank" => MassMatrix::LowRank,
             _ => MassMatrix::Diag,
         },
-    })))
+    };
+    Ok((s, init))
+}
+
+fn settings(options: &InferOptions) -> Result<Settings, Diagnostic> {
+    settings_and_init(options).map(|(s, _)| s)
 }
 
 /// The No-U-Turn Sampler.
@@ -126,50 +176,130 @@ impl Method for Nuts {
         rng: &mut dyn RngCore,
         obs: &mut dyn Observer,
     ) -> Result<Posterior, Error> {
-        let s = self.0;
-        let theta = model.theta_init();
-        let mut starts = Vec::with_capacity(s.chains);
-        for _ in 0..s.chains {
-            let seed = rng.next_u64();
-            starts.push((seed, initial_position(model, &theta, rng)?));
-        }
-        let stop = AtomicBool::new(false);
-        let (tx, rx) = mpsc::channel::<(usize, bool)>();
-        let outs: Vec<ChainOut> = std::thread::scope(|scope| {
-            let handles: Vec<_> = starts
-                .iter()
-                .enumerate()
-                .map(|(c, (seed, init))| {
-                    let tx = tx.clone();
-                    let (stop, theta) = (&stop, &theta);
-                    scope.spawn(move || {
-                        // The chain's evaluations run in a one-thread rayon pool of its own:
-                        // the model's batched evaluation (`par_iter` over one chunk) then runs
-                        // inline instead of being handed to the global pool and back for
-                        // every gradient.
-                        let run = || run_chain(model, theta, &s, c, *seed, init, stop, &tx);
-                        match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
-                            Ok(pool) => pool.install(run),
-                            Err(_) => run(),
-                        }
-                    })
-                })
-                .collect();
-            drop(tx);
-            watch(&rx, &s, obs, &stop);
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| ChainOut::failed("a chain thread panicked"))
-                })
-                .collect()
-        });
-        if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
-            return Err(Error::Sampler(e));
-        }
-        Ok(posterior(model, theta, &s, outs, stop.load(Ordering::Relaxed)))
+        run_nuts(&self.0, None, model, rng, obs)
     }
+}
+
+/// `nuts` with its chains started from an approximation's draws and its metric from the
+/// approximation's covariance ([`Start`]).
+#[derive(Debug, Clone)]
+pub struct StartedNuts {
+    /// The sampler's settings.
+    pub settings: Settings,
+    /// The approximation.
+    pub start: Start,
+}
+
+impl Method for StartedNuts {
+    fn name(&self) -> &'static str {
+        "nuts"
+    }
+
+    fn fit(
+        &self,
+        model: &dyn LogDensity,
+        rng: &mut dyn RngCore,
+        obs: &mut dyn Observer,
+    ) -> Result<Posterior, Error> {
+        let mut post = run_nuts(&self.settings, Some(&self.start), model, rng, obs)?;
+        post.notes.insert(
+            0,
+            format!(
+                "the chains started from draws of the `{}` fit, in its covariance as the metric, \
+                 with {} warm-up iterations",
+                self.start.method, self.settings.warmup
+            ),
+        );
+        Ok(post)
+    }
+}
+
+/// A draw of N(0, I) in z, redrawn (up to 100 times) until log p̃ and its gradient at
+/// w = m + L z are finite.
+fn started_position(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    start: &Start,
+    rng: &mut dyn RngCore,
+) -> Result<Vec<f64>, Error> {
+    const TRIES: usize = 100;
+    let mut last = f64::NAN;
+    for _ in 0..TRIES {
+        let z: Vec<f64> = (0..model.dim())
+            .map(|_| crate::dist::rng::std_normal(rng))
+            .collect();
+        let (value, grad) = value_grad(model, theta, &start.to_w(&z));
+        if value.is_finite() && grad.iter().all(|g| g.is_finite()) {
+            return Ok(z);
+        }
+        last = value;
+    }
+    Err(Error::NonFiniteStart { value: last })
+}
+
+/// Run the chains: from Stan's random starts, or from an approximation's draws.
+fn run_nuts(
+    s: &Settings,
+    start: Option<&Start>,
+    model: &dyn LogDensity,
+    rng: &mut dyn RngCore,
+    obs: &mut dyn Observer,
+) -> Result<Posterior, Error> {
+    let s = *s;
+    let theta = model.theta_init();
+    let mut starts = Vec::with_capacity(s.chains);
+    for _ in 0..s.chains {
+        let seed = rng.next_u64();
+        let init = match start {
+            Some(st) => started_position(model, &theta, st, rng)?,
+            None => initial_position(model, &theta, rng)?,
+        };
+        starts.push((seed, init));
+    }
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<(usize, bool)>();
+    let outs: Vec<ChainOut> = std::thread::scope(|scope| {
+        let handles: Vec<_> = starts
+            .iter()
+            .enumerate()
+            .map(|(c, (seed, init))| {
+                let tx = tx.clone();
+                let (stop, theta) = (&stop, &theta);
+                scope.spawn(move || {
+                    // The chain's evaluations run in a one-thread rayon pool of its own:
+                    // the model's batched evaluation (`par_iter` over one chunk) then runs
+                    // inline instead of being handed to the global pool and back for
+                    // every gradient.
+                    let run = || run_chain(model, theta, start, &s, c, *seed, init, stop, &tx);
+                    match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+                        Ok(pool) => pool.install(run),
+                        Err(_) => run(),
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        watch(&rx, &s, obs, &stop);
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| ChainOut::failed("a chain thread panicked"))
+            })
+            .collect()
+    });
+    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
+        return Err(Error::Sampler(e));
+    }
+    let mut outs = outs;
+    if let Some(st) = start {
+        for o in &mut outs {
+            for z in &mut o.draws {
+                *z = st.to_w(z).as_slice().to_vec();
+            }
+        }
+    }
+    Ok(posterior(model, theta, &s, outs, stop.load(Ordering::Relaxed)))
 }
 
 /// What one chain produced: its kept draws (or, stopped during warm-up, its warm-up draws).
@@ -191,10 +321,13 @@ impl ChainOut {
     }
 }
 
-/// log p̃ and its gradient at fixed θ, as nuts-rs asks for them.
+/// log p̃ and its gradient at fixed θ, as nuts-rs asks for them: in w, or in z with
+/// w = m + L z for chains started from an approximation (the log-Jacobian log |L| is a
+/// constant, left out).
 struct Target<'a> {
     model: &'a dyn LogDensity,
     theta: &'a DVector<f64>,
+    start: Option<&'a Start>,
 }
 
 /// log p̃ is −∞ or NaN at a point: nuts-rs counts the step as a divergence.
@@ -225,8 +358,18 @@ impl CpuLogpFunc for Target<'_> {
     }
 
     fn logp(&mut self, position: &[f64], gradient: &mut [f64]) -> Result<f64, NotFinite> {
-        // straight into nuts-rs's buffer: no allocation per leapfrog step
-        let value = self.model.value_grad_into(self.theta, position, gradient);
+        let value = match self.start {
+            Some(st) => {
+                let w = st.to_w(position);
+                let mut g = vec![0.0; w.len()];
+                let value = self.model.value_grad_into(self.theta, w.as_slice(), &mut g);
+                let gz = st.factor.tr_mul(&DVector::from_vec(g));
+                gradient.copy_from_slice(gz.as_slice());
+                value
+            }
+            // straight into nuts-rs's buffer: no allocation per leapfrog step
+            None => self.model.value_grad_into(self.theta, position, gradient),
+        };
         if !value.is_finite() || gradient.iter().any(|g| !g.is_finite()) {
             return Err(NotFinite);
         }
@@ -288,6 +431,7 @@ macro_rules! nuts_settings {
 fn run_chain(
     model: &dyn LogDensity,
     theta: &DVector<f64>,
+    start: Option<&Start>,
     s: &Settings,
     chain: usize,
     seed: u64,
@@ -295,7 +439,7 @@ fn run_chain(
     stop: &AtomicBool,
     tx: &mpsc::Sender<(usize, bool)>,
 ) -> ChainOut {
-    let math = CpuMath::new(Target { model, theta });
+    let math = CpuMath::new(Target { model, theta, start });
     let mut rng = nuts_rs::rand::rngs::StdRng::seed_from_u64(seed);
     // the two mass matrices are two settings types of nuts-rs with the same sampling code
     macro_rules! run_chain {

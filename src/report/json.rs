@@ -55,6 +55,19 @@ pub fn summary_value(r: &FitReport) -> Value {
         r.predict.as_ref().map_or(Value::Null, predict_value),
     );
     m.insert("notes".into(), json!(r.notes));
+    if !r.ladder.is_empty() {
+        let rungs: Vec<Value> = r
+            .ladder
+            .iter()
+            .map(|g| {
+                json!({
+                    "method": g.method, "khat": opt(g.khat), "wall_time_s": num(g.wall_time_s),
+                    "accepted": g.accepted, "verdict": g.verdict,
+                })
+            })
+            .collect();
+        m.insert("ladder".into(), json!(rungs));
+    }
     // a report assembled by hand (not by `run::fit`) has no counts
     if r.evals.density > 0 {
         m.insert(

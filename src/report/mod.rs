@@ -244,6 +244,24 @@ pub struct FitReport {
     pub log_lik: Option<LogLikDraws>,
     /// The replicated data variables (`predictive = true`), for posterior predictive checks.
     pub replicated: Vec<Replicated>,
+    /// `method = auto`: the methods tried in order, the last the one reported; empty
+    /// otherwise.
+    pub ladder: Vec<Rung>,
+}
+
+/// One method `method = auto` tried: what it measured and whether it passed the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rung {
+    /// The method.
+    pub method: String,
+    /// Its PSIS k̂, where it has one.
+    pub khat: Option<f64>,
+    /// Its wall time in seconds (0 when it failed before fitting).
+    pub wall_time_s: f64,
+    /// Whether its fit is the one reported.
+    pub accepted: bool,
+    /// Why it was rejected, or what it passed.
+    pub verdict: String,
 }
 
 /// A data variable replicated at every draw: its values and where its replicates are.

@@ -95,5 +95,6 @@ pub fn report(method: &str, n_draws: usize, seed: u64) -> FitReport {
         reference: None,
         log_lik: None,
         replicated: Vec::new(),
+        ladder: Vec::new(),
     }
 }

@@ -407,8 +407,14 @@ fn run_example_into(dir: &str, stem: &str, flags: &[&str]) -> (std::process::Out
 fn prior_draws_follow_the_prior_and_replicate_the_data_from_it() {
     let (out, dir) = run_example_into("mvi_prior_draws", "linear_regression", &["--prior", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["method"], "nuts");
-    assert!(v["notes"].to_string().contains("prior draws"), "{}", v["notes"]);
+    assert_eq!(v["method"], "prior");
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("prior draws by ancestral sampling"),
+        "{}",
+        v["notes"]
+    );
     // w ~ normal(0, tau) with tau = 1 in the data
     let w1 = &v["parameters"]["w.1"];
     assert!(w1["mean"].as_f64().unwrap().abs() < 0.1, "{w1}");

@@ -2,6 +2,7 @@
 //! test binary of its own (run one with `cargo test --test it <module>::`).
 
 mod arviz;
+mod auto;
 mod bad_check;
 mod bad_syntax;
 mod cdf_models;
@@ -37,6 +38,7 @@ mod parse_truncated;
 mod pmfvb;
 mod point_gradient;
 mod posteriordb;
+mod prior;
 mod recovery;
 mod repl;
 mod report;

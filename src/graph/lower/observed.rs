@@ -6,7 +6,7 @@ use super::{graph_shape, Lowerer};
 use crate::check::{NameKind, Stage, TExpr, TExprKind};
 use crate::diagnostic::Diagnostic;
 use crate::dist;
-use crate::graph::{NodeId, RngDraw, Shape};
+use crate::graph::{NodeId, Shape};
 
 /// What a `~` on data contributes when the model block is read after a fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,33 +133,7 @@ impl Lowerer<'_> {
                     TExprKind::Index(_, idx) => self.flat_positions(root_shape, idx)?,
                     _ => (0..root_shape.len().max(1) as u32).collect(),
                 };
-                let shape = graph_shape(lhs.shape);
-                let Some(spec) = crate::check::dists::lookup(name) else {
-                    return Err(self.internal(self.span(lhs), format!("`{name}` is not a distribution")));
-                };
-                // one call's result: the outcome's shape, or one draw of a family whose
-                // outcome repeats (a row of a matrix, an entry of `ints[N]`)
-                let arg_shapes: Vec<(crate::check::Shape, Option<f64>)> =
-                    args.iter().map(|a| (a.shape, a.value)).collect();
-                let each = crate::check::rng::rng_shape(spec, &arg_shapes)
-                    .map_or(shape.size(), |s| graph_shape(s).size())
-                    .min(shape.size());
-                if each == 0 || !shape.size().is_multiple_of(each) {
-                    return Err(
-                        self.internal(self.span(lhs), "a replicate whose draws do not tile the outcome")
-                    );
-                }
-                let mut ids = ps;
-                ids.extend(bounds.0);
-                ids.extend(bounds.1);
-                let draw = RngDraw {
-                    dist: spec.name,
-                    ids,
-                    lower: bounds.0.is_some(),
-                    upper: bounds.1.is_some(),
-                    each,
-                };
-                let rep = self.g.rng(draw, shape);
+                let rep = self.rng_node(lhs, name, args, ps, bounds)?;
                 let size = graph_shape(root_shape).size();
                 let data = self.name(root, lhs)?;
                 let values = self.g.const_value(data).map(<[f64]>::to_vec).unwrap_or_default();

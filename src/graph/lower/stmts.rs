@@ -41,6 +41,9 @@ impl Lowerer<'_> {
     }
 
     fn stmt_terms(&mut self, s: &TStmt) -> Result<(), Diagnostic> {
+        if self.ancestral.is_some() && self.ancestral_stmt(s)? {
+            return Ok(());
+        }
         match s {
             TStmt::Let { name, value } => {
                 let v = self.expr(value)?;
