@@ -3,8 +3,7 @@
 //!
 //! Input: [`SbcSummary`]s and [`SbcParam`]s from `posterior::sbc`. Output: strings, except
 //! [`write_ranks_csv`], which writes `ranks.csv` atomically through `fsutil` so that a run
-//! stopped part-way (Ctrl-C) leaves the ranks of every finished simulation readable, and
-//! [`read_ranks_csv`], which reads that text back to resume.
+//! stopped part-way (Ctrl-C) leaves the ranks of every finished simulation readable.
 //! Deterministic: the same input gives the same bytes.
 
 use std::fmt::Write as _;
@@ -178,47 +177,6 @@ pub fn write_ranks_csv(path: &Path, params: &[SbcParam]) -> io::Result<()> {
     crate::fsutil::write_atomic(path, render_ranks_csv(params).as_bytes())
 }
 
-/// Read back what [`render_ranks_csv`] wrote (to resume a run): the parameters in column
-/// order with their ranks, each taken among `l` draws (`vsbc_p` is not stored: `None`).
-///
-/// # Errors
-/// A message naming the line when the header does not start with `sim`, a row has the wrong
-/// number of fields, or a rank is not an integer in 0..=l.
-pub fn read_ranks_csv(text: &str, l: usize) -> Result<Vec<SbcParam>, String> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
-    if header.first() != Some(&"sim") {
-        return Err("line 1: the header of ranks.csv starts with `sim`".to_string());
-    }
-    let mut params: Vec<SbcParam> = header[1..]
-        .iter()
-        .map(|name| SbcParam {
-            name: (*name).to_string(),
-            ranks: Vec::new(),
-            l,
-            vsbc_p: None,
-        })
-        .collect();
-    for (i, line) in lines.enumerate().filter(|(_, line)| !line.is_empty()) {
-        let fields: Vec<&str> = line.split(',').collect();
-        if fields.len() != header.len() {
-            return Err(format!(
-                "line {}: {} fields, the header has {}",
-                i + 2,
-                fields.len(),
-                header.len()
-            ));
-        }
-        for (p, f) in params.iter_mut().zip(&fields[1..]) {
-            match f.parse::<usize>() {
-                Ok(r) if r <= l => p.ranks.push(r),
-                _ => return Err(format!("line {}: `{f}` is not a rank in 0..={l}", i + 2)),
-            }
-        }
-    }
-    Ok(params)
-}
-
 /// The ECDF-difference picture of one parameter: F̂(z) − z of its scaled ranks at the
 /// evaluation points (black), the simultaneous 95 % band shaded, and the zero line. A curve
 /// leaving the band is a miscalibration: up then down for posteriors too narrow, down then
@@ -385,19 +343,6 @@ mod tests {
         let path = dir.join("ranks.csv");
         write_ranks_csv(&path, &ps).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), csv);
-        // Read back for a resumed run: the same names and ranks.
-        let back = read_ranks_csv(&csv, 19).unwrap();
-        let strip = |ps: &[SbcParam]| -> Vec<(String, Vec<usize>)> {
-            ps.iter().map(|p| (p.name.clone(), p.ranks.clone())).collect()
-        };
-        assert_eq!(strip(&back), strip(&ps));
-        assert!(read_ranks_csv("sim,mu\n1,20\n", 19)
-            .unwrap_err()
-            .contains("line 2"));
-        assert!(read_ranks_csv("mu\n1\n", 19).is_err());
-        assert!(read_ranks_csv("sim,mu\n1,2,3\n", 19)
-            .unwrap_err()
-            .contains("3 fields"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -44,6 +44,7 @@ mod repl;
 mod report;
 mod rng;
 mod sbc;
+mod sbc_run;
 mod scale;
 mod split_mf;
 mod stdlib;
