@@ -1025,12 +1025,23 @@ fn cmd_sbc(a: &SbcArgs) -> Result<(), Failure> {
         .with_help("check that the directory can be written")
         .into());
     }
-    let interrupted = sims.len() < a.sims as usize;
-    out(&format!(
-        "{} of {} simulations done{}\n",
-        sims.len(),
-        a.sims,
-        if interrupted { " (interrupted)" } else { "" }
-    ));
+    let method = run::method_name(&options);
+    let summary = run::sbc::summarise(&sbc, &method, &sims, a.sims as usize).map_err(Failure::from)?;
+    if let Some(dir) = &a.output_dir {
+        run::sbc::write_summary(dir, &summary).map_err(|e| {
+            Failure::from(
+                Diagnostic::plain(
+                    "mvi::cli::output_dir",
+                    format!("cannot write results to `{}`: {e}", dir.display()),
+                )
+                .with_help("check that the directory can be written"),
+            )
+        })?;
+    }
+    if a.json {
+        out(&format!("{}\n", summary.render_json()));
+    } else {
+        out(&summary.render_text());
+    }
     Ok(())
 }

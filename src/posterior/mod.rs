@@ -12,6 +12,7 @@ use rand::RngCore;
 pub mod loo;
 pub mod mcmc;
 pub mod psis;
+pub mod sbc;
 pub mod w1;
 
 pub use crate::autodiff::numeric::{log_sum_exp, standard_normal};

@@ -12,6 +12,7 @@ pub mod csv;
 pub mod json;
 pub mod loo;
 pub mod mcmc;
+pub mod sbc;
 pub mod summary;
 pub mod svg;
 

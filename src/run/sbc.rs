@@ -24,6 +24,9 @@ use crate::diagnostic::Diagnostic;
 use crate::graph::generate::{self, Generated};
 use crate::graph::{self, Reading};
 use crate::infer::Silent;
+use crate::posterior::sbc::{self, SbcParam};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 
 /// The name of the rank of the log-likelihood, beside the parameters' columns.
 pub const LOG_LIK: &str = "log_lik";
@@ -39,8 +42,19 @@ pub struct Simulation {
     /// Per column, the share of all the fit's draws below the true value (VSBC's p); empty
     /// when the fit failed.
     pub below: Vec<f64>,
+    /// Whether the thinned draws of some column were not independent (an MCMC run whose
+    /// ESS is below L).
+    pub dependent: bool,
     /// Why the fit failed, if it did.
     pub failure: Option<String>,
+}
+
+/// The ranks of one fit.
+#[derive(Debug, Default)]
+struct Ranked {
+    ranks: Vec<u32>,
+    below: Vec<f64>,
+    dependent: bool,
 }
 
 /// The setup of a calibration run: what every simulation shares.
@@ -170,6 +184,7 @@ impl<'a> Sbc<'a> {
             index: i,
             ranks: Vec::new(),
             below: Vec::new(),
+            dependent: false,
             failure: Some(why),
         };
         let (data, w) = match self.simulate(i) {
@@ -177,22 +192,18 @@ impl<'a> Sbc<'a> {
             Err(why) => return failed(why),
         };
         match self.fit_and_rank(&data, &w, i) {
-            Ok((ranks, below)) => Simulation {
+            Ok(r) => Simulation {
                 index: i,
-                ranks,
-                below,
+                ranks: r.ranks,
+                below: r.below,
+                dependent: r.dependent,
                 failure: None,
             },
             Err(d) => failed(d.render_plain(100).lines().next().unwrap_or("").to_string()),
         }
     }
 
-    fn fit_and_rank(
-        &self,
-        data: &DataSet,
-        w: &DMatrix<f64>,
-        i: usize,
-    ) -> Result<(Vec<u32>, Vec<f64>), Diagnostic> {
+    fn fit_and_rank(&self, data: &DataSet, w: &DMatrix<f64>, i: usize) -> Result<Ranked, Diagnostic> {
         let typed = check::check_source(self.text, self.file_name, self.model_dir, data)
             .map_err(|mut ds| ds.swap_remove(0))?;
         let mut joint = graph::lower_model(&typed)?;
@@ -223,37 +234,39 @@ impl<'a> Sbc<'a> {
             .as_ref()
             .map(|ll| ll.values.row_iter().map(|r| r.sum()).collect())
             .unwrap_or_default();
-        let n = report.draws.nrows();
-        if n < self.l {
-            return Err(Diagnostic::plain(
-                "mvi::sbc::few_draws",
-                format!(
-                    "the fit gave {n} draws, fewer than the {} the ranks are taken among",
-                    self.l
-                ),
-            ));
-        }
-        let keep = thin(n, self.l);
-        let mut ranks = Vec::with_capacity(names.len() + 1);
-        let mut below = Vec::with_capacity(names.len() + 1);
+        // the chains of an MCMC run, or one run of independent draws
+        let lengths = report
+            .mcmc
+            .as_ref()
+            .map_or_else(|| vec![report.draws.nrows()], |m| m.lengths.clone());
+        let mut rng = StdRng::seed_from_u64(generate::stream_seed(self.sim_seed(i), "ranks"));
+        let mut out = Ranked::default();
+        let mut rank_one = |values: &[f64], truth: f64| -> Result<(), Diagnostic> {
+            let mut chains = Vec::with_capacity(lengths.len());
+            let mut at = 0;
+            for &n in &lengths {
+                chains.push(&values[at..(at + n).min(values.len())]);
+                at += n;
+            }
+            let thinned = sbc::thin(&chains, self.l)
+                .map_err(|e| Diagnostic::plain("mvi::sbc::few_draws", e.to_string()))?;
+            out.dependent |= report.mcmc.is_some() && !thinned.independent();
+            out.ranks.push(sbc::rank(truth, &thinned.draws, &mut rng) as u32);
+            out.below
+                .push(values.iter().filter(|&&v| v < truth).count() as f64 / values.len().max(1) as f64);
+            Ok(())
+        };
         for (j, name) in names.iter().enumerate() {
             let c = report
                 .columns
                 .iter()
                 .position(|c| c == name)
                 .expect("a fit's report has every parameter's column");
-            let x = truth[(0, j)];
-            let col = report.draws.column(c);
-            ranks.push(keep.iter().filter(|&&s| col[s] < x).count() as u32);
-            below.push(col.iter().filter(|&&v| v < x).count() as f64 / n as f64);
+            let col: Vec<f64> = report.draws.column(c).iter().copied().collect();
+            rank_one(&col, truth[(0, j)])?;
         }
-        ranks.push(
-            keep.iter()
-                .filter(|&&s| ll_draws.get(s).is_some_and(|&v| v < ll_true))
-                .count() as u32,
-        );
-        below.push(ll_draws.iter().filter(|&&v| v < ll_true).count() as f64 / ll_draws.len().max(1) as f64);
-        Ok((ranks, below))
+        rank_one(&ll_draws, ll_true)?;
+        Ok(out)
     }
 
     /// Run the simulations of `todo` on all cores; `done` is told of each one as it ends;
@@ -329,6 +342,7 @@ struct Stored {
     index: usize,
     ranks: Vec<u32>,
     below: Vec<f64>,
+    dependent: bool,
     failure: Option<String>,
 }
 
@@ -349,6 +363,7 @@ pub fn load_done(dir: &Path, config: &SbcConfig) -> Vec<Simulation> {
             index: s.index,
             ranks: s.ranks,
             below: s.below,
+            dependent: s.dependent,
             failure: s.failure,
         })
         .collect()
@@ -358,8 +373,8 @@ pub fn load_done(dir: &Path, config: &SbcConfig) -> Vec<Simulation> {
 pub const SIMULATIONS_FILE: &str = "simulations.json";
 
 /// Write the simulations done so far into `dir` (atomically): `simulations.json` (to
-/// resume from) and `ranks.csv` (one row per simulation whose fit succeeded: its index,
-/// then the rank of each column).
+/// resume from: every simulation with its ranks, VSBC p's and failure) and `ranks.csv` (one
+/// row per simulation whose fit succeeded, numbered in index order, one rank per column).
 ///
 /// # Errors
 /// A file that cannot be written.
@@ -370,36 +385,184 @@ pub fn save(dir: &Path, config: &SbcConfig, sims: &[Simulation]) -> std::io::Res
             index: s.index,
             ranks: s.ranks.clone(),
             below: s.below.clone(),
+            dependent: s.dependent,
             failure: s.failure.clone(),
         })
         .collect();
     let json = serde_json::to_string(&(config, stored)).map_err(std::io::Error::other)?;
     crate::fsutil::write_atomic(&dir.join(SIMULATIONS_FILE), json.as_bytes())?;
-    let mut csv = format!("sim,{}\n", config.names.join(","));
-    for s in sims.iter().filter(|s| s.failure.is_none()) {
-        let ranks: Vec<String> = s.ranks.iter().map(u32::to_string).collect();
-        csv.push_str(&format!("{},{}\n", s.index + 1, ranks.join(",")));
-    }
-    crate::fsutil::write_atomic(&dir.join("ranks.csv"), csv.as_bytes())
+    crate::report::sbc::write_ranks_csv(
+        &dir.join("ranks.csv"),
+        &params(&config.names, config.l, sims, false),
+    )
 }
 
-/// `l` of `n` draws, evenly spaced (all of them when there are at most `l`): MCMC draws
-/// thinned so that the ranks are of nearly independent draws.
-fn thin(n: usize, l: usize) -> Vec<usize> {
-    if n <= l {
-        return (0..n).collect();
-    }
-    (0..l).map(|k| k * n / l).collect()
+/// The ranks of each column over the simulations whose fit succeeded, in index order, with
+/// VSBC's p = Pr_q(θ < θ_true) when `vsbc`.
+pub fn params(names: &[String], l: usize, sims: &[Simulation], vsbc: bool) -> Vec<SbcParam> {
+    let ok: Vec<&Simulation> = sims.iter().filter(|s| s.failure.is_none()).collect();
+    names
+        .iter()
+        .enumerate()
+        .map(|(j, name)| SbcParam {
+            name: name.clone(),
+            ranks: ok.iter().map(|s| s.ranks[j] as usize).collect(),
+            l,
+            vsbc_p: vsbc.then(|| ok.iter().map(|s| s.below[j]).collect()),
+        })
+        .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::thin;
+/// Methods whose q is Gaussian on the unconstrained scale, for which VSBC's symmetry test
+/// applies (Yao et al. 2018).
+const GAUSSIAN_METHODS: &[&str] = &[
+    "laplace",
+    "mvi_mu",
+    "mvi_eig",
+    "mvi_lr",
+    "vi_diag",
+    "vi_full",
+    "pathfinder",
+];
 
-    #[test]
-    fn thinning_keeps_evenly_spaced_draws() {
-        assert_eq!(thin(10, 5), vec![0, 2, 4, 6, 8]);
-        assert_eq!(thin(3, 5), vec![0, 1, 2]);
-        assert_eq!(thin(4000, 100).len(), 100);
+/// What a calibration run found: the tests per column and what the counts say.
+#[derive(Debug, Clone)]
+pub struct SbcOutcome {
+    /// The model file.
+    pub model_file: String,
+    /// The method under test.
+    pub method: String,
+    /// Simulations asked for.
+    pub asked: usize,
+    /// Simulations run (fewer than asked when interrupted).
+    pub done: usize,
+    /// The failed fits: (simulation number from 1, why), in order.
+    pub failures: Vec<(usize, String)>,
+    /// Fits whose thinned MCMC draws had an ESS below L for some column.
+    pub dependent: usize,
+    /// The tests, one per column.
+    pub rows: Vec<sbc::SbcSummary>,
+}
+
+/// Test the ranks of the simulations done.
+///
+/// # Errors
+/// Every fit failed (the first failure is named).
+pub fn summarise(
+    sbc: &Sbc<'_>,
+    method: &str,
+    sims: &[Simulation],
+    asked: usize,
+) -> Result<SbcOutcome, Diagnostic> {
+    let failures: Vec<(usize, String)> = sims
+        .iter()
+        .filter_map(|s| s.failure.as_ref().map(|f| (s.index + 1, f.clone())))
+        .collect();
+    let vsbc = GAUSSIAN_METHODS.contains(&method);
+    let params = params(&sbc.names, sbc.l, sims, vsbc);
+    if params.first().is_none_or(|p| p.ranks.is_empty()) {
+        let why = failures.first().map_or_else(
+            || "no simulation ran".to_string(),
+            |(i, f)| format!("simulation {i}: {f}"),
+        );
+        return Err(Diagnostic::plain(
+            "mvi::sbc::no_fits",
+            format!("no fit of `{method}` succeeded, so there are no ranks to test ({why})"),
+        )
+        .with_help("run `mvi run` with `--method` on the model and its data to see why the method fails"));
     }
+    let rows = sbc::summarize(&params)
+        .map_err(|e| Diagnostic::plain("mvi::sbc::ranks", format!("the ranks cannot be tested: {e}")))?;
+    Ok(SbcOutcome {
+        model_file: sbc.file_name.to_string(),
+        method: method.to_string(),
+        asked,
+        done: sims.len(),
+        failures,
+        dependent: sims.iter().filter(|s| s.dependent).count(),
+        rows,
+    })
+}
+
+impl SbcOutcome {
+    /// Notes on the run: interruption, failed fits, dependent draws.
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.done < self.asked {
+            notes.push(format!(
+                "interrupted: {} of {} simulations done (run again with the same --output-dir to go on)",
+                self.done, self.asked
+            ));
+        }
+        if let Some((i, why)) = self.failures.first() {
+            notes.push(format!(
+                "{} of {} fits failed and are left out (simulation {i}: {why})",
+                self.failures.len(),
+                self.done
+            ));
+        }
+        if self.dependent > 0 {
+            notes.push(format!(
+                "{} fits had an ESS below L = {} for some column: their thinned draws are not \
+                 independent, which makes ranks ∪-shaped; give more draws (`--set draws=…`) or a \
+                 smaller `--rank-draws`",
+                self.dependent,
+                self.rows.first().map_or(0, |r| r.ecdf.l)
+            ));
+        }
+        notes
+    }
+
+    /// The text summary: what was run, the table, the notes.
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "mvi {} · sbc · {} · {}\n{} simulations, {} fits ranked\n\n",
+            env!("CARGO_PKG_VERSION"),
+            self.method,
+            self.model_file,
+            self.done,
+            self.done - self.failures.len()
+        );
+        out.push_str(&crate::report::sbc::render_sbc_summary(&self.rows));
+        for n in self.notes() {
+            out.push_str(&format!("warning: {n}\n"));
+        }
+        out
+    }
+
+    /// The JSON object: `parameters` (a list of `{name, calibrated, p_value, …}`), `level`,
+    /// and the run's `model`, `method`, `sims`, `done`, `failed`, `notes`.
+    pub fn json_value(&self) -> serde_json::Value {
+        let mut v = crate::report::sbc::sbc_value(&self.rows);
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("model".into(), self.model_file.clone().into());
+            m.insert("method".into(), self.method.clone().into());
+            m.insert("sims".into(), self.asked.into());
+            m.insert("done".into(), self.done.into());
+            m.insert("failed".into(), self.failures.len().into());
+            m.insert("notes".into(), self.notes().into());
+        }
+        v
+    }
+
+    /// [`SbcOutcome::json_value`] pretty-printed.
+    pub fn render_json(&self) -> String {
+        serde_json::to_string_pretty(&self.json_value()).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// Write `sbc.json` and one ECDF-difference picture per column (`ecdf_<name>.svg`) into
+/// `dir`, atomically.
+///
+/// # Errors
+/// A file that cannot be written.
+pub fn write_summary(dir: &Path, outcome: &SbcOutcome) -> std::io::Result<()> {
+    crate::fsutil::write_atomic(&dir.join("sbc.json"), outcome.render_json().as_bytes())?;
+    for r in &outcome.rows {
+        let title = format!("{} · {}", r.name, outcome.method);
+        let svg = crate::report::sbc::ecdf_svg(&r.ecdf, &title)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        crate::fsutil::write_atomic(&dir.join(format!("ecdf_{}.svg", r.name)), svg.as_bytes())?;
+    }
+    Ok(())
 }

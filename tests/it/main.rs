@@ -46,6 +46,8 @@ mod repl;
 mod report;
 mod rng;
 mod row_vector;
+mod sbc;
+mod sbc_run;
 mod scale;
 mod split_mf;
 mod stan;
