@@ -33,7 +33,7 @@ import numpy as np
 from . import _mvi
 from ._mvi import ModelError
 
-__all__ = ["Model", "Fit", "ModelError", "compare", "compare_models", "fit_many", "__version__"]
+__all__ = ["Model", "Fit", "ModelError", "Sbc", "compare", "compare_models", "fit_many", "sbc", "__version__"]
 __version__ = _mvi.__version__
 
 _METHODS_DEFAULT = ("laplace", "mvi_mu", "mvi_eig", "mvi_lr", "vi_diag", "vi_full")
@@ -711,3 +711,96 @@ def _data_set_error(index: int, n: int, error: BaseException) -> ModelError:
     for name in ("code", "line", "column", "file", "diagnostics"):
         setattr(err, name, getattr(error, name, [] if name == "diagnostics" else None))
     return err
+
+
+class Sbc:
+    """The result of :func:`sbc`: the summary ``mvi sbc --json`` prints, and the ranks.
+
+    ``result`` is that JSON object as a dict (``parameters`` a list of ``{name, calibrated,
+    p_value, shape, …}``, ``method``, ``done``, ``failed``, ``notes``); ``parameters`` the
+    same per column as a pandas DataFrame; ``ranks`` a DataFrame with one row per simulation
+    whose fit succeeded (in simulation order) and one column per ranked quantity;
+    ``simulations`` every simulation as computed (index, ranks, VSBC's p's, failure).
+    """
+
+    def __init__(self, result: dict[str, Any], simulations: list[dict[str, Any]]):
+        import pandas as pd
+
+        self.result = result
+        self.simulations = simulations
+        self.parameters = pd.DataFrame(
+            [{k: p[k] for k in ("name", "calibrated", "p_value", "shape")} for p in result["parameters"]]
+        )
+        names = [p["name"] for p in result["parameters"]]
+        ok = [s for s in simulations if s["failure"] is None]
+        self.ranks = pd.DataFrame([s["ranks"] for s in ok], columns=names, index=[s["index"] + 1 for s in ok])
+        self.ranks.index.name = "sim"
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether every ranked quantity passed its test."""
+        return all(p["calibrated"] for p in self.result["parameters"])
+
+    def __repr__(self) -> str:
+        flagged = [p["name"] for p in self.result["parameters"] if not p["calibrated"]]
+        return (
+            f"<mvi.Sbc {self.result['method']}: {self.result['done']} simulations, "
+            f"{len(flagged)} of {len(self.result['parameters'])} miscalibrated {flagged}>"
+        )
+
+
+def sbc(
+    model: Model,
+    data: Mapping[str, Any] | None = None,
+    method: str | None = None,
+    sims: int = 100,
+    rank_draws: int = 99,
+    client: Any = None,
+    chunk: int | None = None,
+    **infer_options: Any,
+) -> Sbc:
+    """Simulation-based calibration of ``method`` on ``model``, as ``mvi sbc`` does.
+
+    Each simulation draws the parameters from the prior and the data from the model (sizes
+    and covariates from ``data``; the values of every variable on the left of a ``~`` are
+    replaced), fits them with ``method`` (``infer_options`` as for :meth:`Model.fit`) and
+    ranks each true value among ``rank_draws`` draws of the fit. Simulation i depends only
+    on the seed and i: the result is the same to the bit wherever the simulations run.
+
+    ``client`` says where: ``None`` runs every simulation on this process's cores; a
+    ``dask.distributed.Client`` (or any ``concurrent.futures.Executor``) gets the
+    simulations in chunks of ``chunk`` (default ``sims // 16``, at least 1), each chunk run on its worker's cores.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"sbc calibrates an mvi.Model, not {type(model).__name__}")
+    if sims < 1:
+        raise ValueError(f"sims={sims}: there is nothing to calibrate; give the number of simulations, e.g. 200")
+    data = _data(data)
+    args = (model.source, model.name, model.model_dir, data)
+    if client is None:
+        simulations = list(_mvi.sbc_simulations(*args, list(range(sims)), rank_draws, method, infer_options))
+    else:
+        if not hasattr(client, "submit"):
+            raise TypeError(
+                f"client is a dask.distributed.Client or a concurrent.futures.Executor, not {type(client).__name__}"
+            )
+        size = chunk or max(1, sims // 16)
+        chunks = [list(range(i, min(sims, i + size))) for i in range(0, sims, size)]
+        dask = _is_dask(client)
+        extra = {"pure": False} if dask else {}
+        futures = [
+            client.submit(_sbc_chunk, args, c, rank_draws, method, infer_options, **extra) for c in chunks
+        ]
+        try:
+            parts = client.gather(futures) if dask else [f.result() for f in futures]
+        except BaseException:
+            _cancel(client, futures, dask)
+            raise
+        simulations = [s for part in parts for s in part]
+    summary = _mvi.sbc_summary(*args, simulations, sims, rank_draws, method, infer_options)
+    return Sbc(json.loads(summary), simulations)
+
+
+def _sbc_chunk(args: tuple, indices: list[int], rank_draws: int, method: str | None, options: dict) -> list:
+    """One task of :func:`sbc` (module level, so workers find it by name)."""
+    return list(_mvi.sbc_simulations(*args, indices, rank_draws, method, options))

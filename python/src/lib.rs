@@ -18,6 +18,7 @@
 //! [`Observer`].
 
 mod after_fit;
+mod sbc;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -359,13 +360,19 @@ fn write_real(out: &mut String, x: f64) {
 
 /// Read the data and check the model against it (no GIL needed).
 fn check_model(src: &Source, data: PyData) -> Result<TypedModel, Vec<Diagnostic>> {
+    let set = data_set(data)?;
+    check::check_source(&src.text, &src.name, &src.dir, &set)
+}
+
+/// The data as the checker reads them.
+fn data_set(data: PyData) -> Result<DataSet, Vec<Diagnostic>> {
     let mut set = DataSet::default();
     data::add_json_text(&mut set, DATA_NAME, data.json).map_err(|d| vec![d])?;
     for (name, dims, values) in data.arrays {
         set.add_array(DATA_NAME, &name, dims, values)
             .map_err(|d| vec![d])?;
     }
-    check::check_source(&src.text, &src.name, &src.dir, &set)
+    Ok(set)
 }
 
 fn load(src: &Source, data: PyData) -> Result<(TypedModel, LogJoint), Failure> {
@@ -790,5 +797,7 @@ fn _mvi(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(after_fit::compare_models, m)?)?;
+    m.add_function(wrap_pyfunction!(sbc::sbc_simulations, m)?)?;
+    m.add_function(wrap_pyfunction!(sbc::sbc_summary, m)?)?;
     Ok(())
 }

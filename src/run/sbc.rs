@@ -179,7 +179,7 @@ impl<'a> Sbc<'a> {
     }
 
     /// Simulation `i`: simulate, fit, rank.
-    fn run_one(&self, i: usize) -> Simulation {
+    pub fn simulation(&self, i: usize) -> Simulation {
         let failed = |why: String| Simulation {
             index: i,
             ranks: Vec::new(),
@@ -283,7 +283,7 @@ impl<'a> Sbc<'a> {
                 if stop.load(Ordering::SeqCst) {
                     return None;
                 }
-                let s = self.run_one(i);
+                let s = self.simulation(i);
                 done(&s);
                 Some(s)
             })
