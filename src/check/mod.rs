@@ -245,7 +245,7 @@ pub fn load_model(model_path: &Path, data_args: &[String]) -> Result<TypedModel,
 
 /// Parse and check a model text with already-read data files; `model_dir` is where imports
 /// and `csv("…")` paths are looked up. A `file_name` ending in `.stan` is a Stan program:
-/// it is translated to `.mvi` text first ([`crate::stan::translate`]), and diagnostics about
+/// it is translated to `.mvi` text first ([`crate::stan::translate()`]), and diagnostics about
 /// that text point into the `.stan` file.
 ///
 /// # Errors

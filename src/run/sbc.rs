@@ -4,8 +4,8 @@
 //! among L of the fit's draws. A calibrated method gives uniform ranks.
 //!
 //! Input: the model's text, its data set (sizes, covariates, and the observed variables,
-//! whose values each simulation replaces), the fit's option overrides. Output: an
-//! [`SbcRun`] with one [`Simulation`] per simulation, in index order. Simulation i uses
+//! whose values each simulation replaces), the fit's option overrides. Output: one
+//! [`Simulation`] per simulation, in index order, and their [`SbcOutcome`]. Simulation i uses
 //! streams derived from (seed, i) only, so a run is the same whatever the order, the number
 //! of threads, or whether it was resumed.
 
@@ -36,7 +36,7 @@ pub const LOG_LIK: &str = "log_lik";
 pub struct Simulation {
     /// Its index, 0-based.
     pub index: usize,
-    /// Per column of [`SbcRun::names`], the rank of the true value among the L thinned
+    /// Per column of [`Sbc::names`], the rank of the true value among the L thinned
     /// draws (0..=L); empty when the fit failed.
     pub ranks: Vec<u32>,
     /// Per column, the share of all the fit's draws below the true value (VSBC's p); empty
@@ -66,7 +66,7 @@ pub struct Sbc<'a> {
     prior: Prior,
     draw_params: Generated,
     replicates: Generated,
-    /// The fit's option overrides (method, `--set`), without `seed` and `draws`.
+    /// The fit's option overrides (method, `--set`).
     overrides: Vec<(String, String)>,
     seed: u64,
     /// Draws the ranks are taken among.

@@ -4,7 +4,7 @@
 //! byte [`Span`] of its text, or the first syntax error as a [`Diagnostic`] in Stan's style
 //! (line, column, what was expected). Stan's operator precedence is applied here over the
 //! flat `term (op term)*` sequences of the grammar. Nothing is resolved: whether a construct
-//! can be translated is [`super::translate`]'s question.
+//! can be translated is [`super::translate()`]'s question.
 
 use miette::NamedSource;
 use pest::error::{ErrorVariant, InputLocation};
