@@ -1,7 +1,7 @@
 //! `method = auto`: the ladder laplace → mvi_lr → pathfinder → nuts stops at the first fit
 //! that passes its gate, and the report says what was tried.
 
-use crate::common::load;
+use crate::common::{column, load, mean_var};
 use mvi::check;
 use mvi::infer::Silent;
 use mvi::report::FitReport;
@@ -128,9 +128,8 @@ fn nuts_started_from_an_approximation_samples_the_exact_posterior() {
             r.notes
         );
         assert_eq!(r.mcmc.as_ref().unwrap().warmup, 500);
-        let mu: Vec<f64> = r.draws.column(0).iter().copied().collect();
-        let m = mu.iter().sum::<f64>() / mu.len() as f64;
-        let s = (mu.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (mu.len() as f64 - 1.0)).sqrt();
+        let (m, v) = mean_var(&column(&r, "mu"));
+        let s = v.sqrt();
         // 4000 draws with an ESS of at least 1000: the mean within 5 se, the sd within 10 %
         assert!(
             (m - mean).abs() < 5.0 * sd / 1000f64.sqrt(),

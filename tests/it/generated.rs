@@ -2,7 +2,7 @@
 //! log-likelihoods of `loo = true`, end to end through `run::fit`, compared with known
 //! answers (a conjugate normal model, whose posterior Laplace gets exactly).
 
-use crate::common::{load, mvi};
+use crate::common::{column, load, mean_var, mvi};
 use mvi::check;
 use mvi::infer::Silent;
 use mvi::report::FitReport;
@@ -42,21 +42,6 @@ fn fit(src: &str, set: &[(&str, &str)]) -> FitReport {
     run::fit(&joint, &options, &RunInfo::default(), &mut Silent)
         .unwrap_or_else(|d| panic!("{}", d.render_plain(100)))
         .1
-}
-
-fn column(r: &FitReport, name: &str) -> Vec<f64> {
-    let j = r
-        .columns
-        .iter()
-        .position(|c| c == name)
-        .unwrap_or_else(|| panic!("no column {name} in {:?}", r.columns));
-    r.draws.column(j).iter().copied().collect()
-}
-
-fn mean_var(x: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    (m, x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0))
 }
 
 /// The exact posterior of mu: precision 1/100 + N, mean Σy / precision.

@@ -2,7 +2,7 @@
 //! of one `~` on what was drawn before it, compared with the prior's exact moments, and the
 //! fall-back to `nuts` (with its reason) where it is not.
 
-use crate::common::load;
+use crate::common::{column, load, mean_var};
 use mvi::check;
 use mvi::infer::Silent;
 use mvi::report::FitReport;
@@ -48,21 +48,6 @@ fn prior_fit(src: &str, set: &[(&str, &str)]) -> (PriorSampler, FitReport) {
     )
     .unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
     (prior.sampler, report)
-}
-
-fn column(r: &FitReport, name: &str) -> Vec<f64> {
-    let j = r
-        .columns
-        .iter()
-        .position(|c| c == name)
-        .unwrap_or_else(|| panic!("no column {name} in {:?}", r.columns));
-    r.draws.column(j).iter().copied().collect()
-}
-
-fn mean_var(x: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    (m, x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0))
 }
 
 /// The mean and variance of `x` agree with `mean` and `var` within 5 Monte Carlo standard

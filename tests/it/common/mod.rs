@@ -43,3 +43,20 @@ pub fn load(src: &str, json: &str) -> (mvi::check::TypedModel, mvi::graph::LogJo
     let joint = mvi::graph::lower_model(&typed).unwrap_or_else(|d| panic!("{}", d.render_plain(100)));
     (typed, joint)
 }
+
+/// The draws of the report's column `name`.
+pub fn column(r: &mvi::report::FitReport, name: &str) -> Vec<f64> {
+    let j = r
+        .columns
+        .iter()
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column {name} in {:?}", r.columns));
+    r.draws.column(j).iter().copied().collect()
+}
+
+/// The mean and the (n − 1) variance of `x`.
+pub fn mean_var(x: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    let m = x.iter().sum::<f64>() / n;
+    (m, x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0))
+}
