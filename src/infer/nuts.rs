@@ -222,15 +222,29 @@ fn started_position(
     start: &Start,
     rng: &mut dyn RngCore,
 ) -> Result<Vec<f64>, Error> {
-    const TRIES: usize = 100;
-    let mut last = f64::NAN;
-    for _ in 0..TRIES {
+    first_finite(model, theta, rng, |rng| {
         let z: Vec<f64> = (0..model.dim())
             .map(|_| crate::dist::rng::std_normal(rng))
             .collect();
-        let (value, grad) = value_grad(model, theta, &start.to_w(&z));
+        (start.to_w(&z), z)
+    })
+}
+
+/// The first of up to 100 proposals (a point w and the chain's position there) at which
+/// log p̃ and its gradient are finite: the chain's position.
+fn first_finite(
+    model: &dyn LogDensity,
+    theta: &DVector<f64>,
+    rng: &mut dyn RngCore,
+    mut propose: impl FnMut(&mut dyn RngCore) -> (DVector<f64>, Vec<f64>),
+) -> Result<Vec<f64>, Error> {
+    const TRIES: usize = 100;
+    let mut last = f64::NAN;
+    for _ in 0..TRIES {
+        let (w, position) = propose(rng);
+        let (value, grad) = value_grad(model, theta, &w);
         if value.is_finite() && grad.iter().all(|g| g.is_finite()) {
-            return Ok(z);
+            return Ok(position);
         }
         last = value;
     }
@@ -392,18 +406,12 @@ fn initial_position(
     theta: &DVector<f64>,
     rng: &mut dyn RngCore,
 ) -> Result<Vec<f64>, Error> {
-    const TRIES: usize = 100;
     let centre = model.initial_point();
-    let mut last = f64::NAN;
-    for _ in 0..TRIES {
+    first_finite(model, theta, rng, |rng| {
         let w = centre.map(|c| c + 4.0 * uniform(rng) - 2.0);
-        let (value, grad) = value_grad(model, theta, &w);
-        if value.is_finite() && grad.iter().all(|g| g.is_finite()) {
-            return Ok(w.iter().copied().collect());
-        }
-        last = value;
-    }
-    Err(Error::NonFiniteStart { value: last })
+        let position = w.iter().copied().collect();
+        (w, position)
+    })
 }
 
 fn uniform(rng: &mut dyn RngCore) -> f64 {
